@@ -1,0 +1,395 @@
+"""Python API: `predict` one design, `solve` for the best design under a budget.
+
+Data flows one way: catalog + workload -> design space -> timing model -> cost -> solver -> result
+table. The CLI is a thin layer over these two functions and `evaluate_space`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .catalog import Catalog, load_catalog
+from .cost import Costs, evaluate_costs
+from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
+from .errors import InfeasibleError, InputError
+from .solver import OBJECTIVES, solve_ilp
+from .system import SystemParams, load_system
+from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
+from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
+
+DEFAULT_PRECISION = "fp32"
+DEFAULT_MAX_NODES = 1024
+
+# Columns of a DESIGN (JSON object / table row), in output order.
+DESIGN_FIELDS = (
+    "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "transport", "strategy", "reduce_on",
+    "batch_per_gpu", "precision", "overlap", "cost_usd", "capex_usd", "energy_usd_per_year", "power_kw",
+    "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
+    "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
+    "time_to_train_h", "compute_source", "compute_basis", "feasible",
+)
+
+
+@dataclass
+class Evaluation:
+    """A design space with its timing and costs: one numpy element per design."""
+
+    model: str
+    precision: str
+    batch_per_gpu: int
+    overlap: str
+    catalog: Catalog
+    workload: Workload
+    tensors: TensorSet
+    params: SystemParams
+    space: DesignSpace
+    compute: GpuCompute
+    timing: Timing
+    costs: Costs
+    samples_to_train: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.space)
+
+    def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
+        """DESIGN rows for the given design indices (all when None)."""
+        idx = np.arange(len(self.space)) if idx is None else np.asarray(idx, dtype=np.int64)
+        s, t, c = self.space, self.timing, self.costs
+        gi = s.gpu_idx[idx]
+        nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
+        transports = np.array([n.transport for n in s.nics] + ["none"], dtype=object)
+        ni = np.where(s.nic_idx[idx] < 0, len(s.nics), s.nic_idx[idx])
+        thr = t.throughput_samples_per_s[idx]
+        ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
+        df = pd.DataFrame(
+            {
+                "gpu": np.array([g.id for g in s.gpus], dtype=object)[gi],
+                "chassis": np.array([ch.id for ch in s.chassis], dtype=object)[s.chassis_idx[idx]],
+                "gpus_per_node": s.gpus_per_node[idx],
+                "nodes": s.nodes[idx],
+                "total_gpus": s.total_gpus[idx],
+                "nic": nic_ids[ni],
+                "transport": transports[ni],
+                "strategy": np.array(STRATEGIES, dtype=object)[s.strategy[idx]],
+                "reduce_on": np.array(REDUCE_ON, dtype=object)[s.reduce_on[idx]],
+                "batch_per_gpu": np.full(len(idx), self.batch_per_gpu),
+                "precision": np.full(len(idx), self.precision, dtype=object),
+                "overlap": np.full(len(idx), self.overlap, dtype=object),
+                "cost_usd": c.cost_usd[idx],
+                "capex_usd": c.capex_usd[idx],
+                "energy_usd_per_year": c.energy_usd_per_year[idx],
+                "power_kw": c.power_kw[idx],
+                "rack_units": c.rack_units[idx],
+                "throughput_samples_per_s": thr,
+                "usd_per_sample_per_s": c.cost_usd[idx] / thr,
+                "scaling_efficiency": t.scaling_efficiency[idx],
+                "t_iter_s": t.t_iter_s[idx],
+                "t_compute_s": t.t_compute_s[idx],
+                "t_comm_s": t.t_comm_s[idx],
+                "t_exposed_comm_s": t.t_exposed_comm_s[idx],
+                "bottleneck": np.array(BOTTLENECKS, dtype=object)[t.bottleneck[idx]],
+                "busiest_nic_bytes_per_iter": t.busiest_nic_bytes[idx],
+                "time_to_train_h": ttt,
+                "compute_source": np.array(self.compute.source, dtype=object)[gi],
+                "compute_basis": np.array(self.compute.basis, dtype=object)[gi],
+                "feasible": t.feasible[idx] & c.buildable[idx],
+            },
+            columns=list(DESIGN_FIELDS),
+        )
+        return df
+
+
+def _design_dict(row: pd.Series) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in DESIGN_FIELDS:
+        v = row[k]
+        if isinstance(v, (np.integer,)):
+            v = int(v)
+        elif isinstance(v, (np.floating, float)):
+            v = None if math.isnan(float(v)) else float(f"{float(v):.9g}")  # 9 significant digits
+        elif isinstance(v, np.bool_):
+            v = bool(v)
+        out[k] = v
+    return out
+
+
+def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
+                 params: SystemParams) -> GpuCompute:
+    """Compute estimate per GPU type (a loop over catalog GPUs, not designs)."""
+    n = len(space.gpus)
+    f, b, st = np.ones(n), np.ones(n), np.zeros(n)
+    mem_ok, supported = np.zeros(n, bool), np.zeros(n, bool)
+    source, basis = ["none"] * n, [""] * n
+    used = set(np.unique(space.gpu_idx).tolist())
+    for i, g in enumerate(space.gpus):
+        if i not in used:
+            continue
+        if not g.supports(precision):
+            basis[i] = f"{g.id} has no {precision} path"
+            continue
+        try:
+            est: ComputeEstimate = workload.compute(g, precision, batch, catalog)
+        except InputError as exc:
+            basis[i] = str(exc)
+            continue
+        f[i], b[i], st[i] = est.forward_s, est.backward_s, est.step_s
+        mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
+        supported[i] = True
+        source[i], basis[i] = est.source, est.basis
+        if not mem_ok[i]:
+            basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
+    return GpuCompute(f, b, st, mem_ok, supported, source, basis)
+
+
+def _resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    params = system if isinstance(system, SystemParams) else load_system(system)
+    base = load_workload(model) if profile is None or model else None
+    workload = load_profile(profile, base) if profile is not None else base
+    if workload is None:
+        raise InputError("give --model or --profile")
+    if precision not in ("fp32", "amp_bf16", "amp_fp16"):
+        raise InputError(f"unknown precision '{precision}' (choose from fp32, amp_bf16, amp_fp16)")
+    if overlap not in OVERLAP_MODES:
+        raise InputError(f"unknown overlap mode '{overlap}' (choose from {', '.join(OVERLAP_MODES)})")
+    batch = int(batch_per_gpu) if batch_per_gpu is not None else workload.default_batch
+    if batch < 1:
+        raise InputError(f"batch per GPU must be >= 1, got {batch}")
+    tensors = workload.tensors(tensor_set)
+    return cat, params, workload, batch, tensors
+
+
+def evaluate_space(
+    space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
+    precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
+    samples_to_train: float | None = None,
+) -> Evaluation:
+    compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
+    timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
+    costs = evaluate_costs(space, catalog.site, tco_years)
+    return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
+                      space, compute, timing, costs, samples_to_train)
+
+
+def predict(
+    model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str, *,
+    batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
+    overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
+    profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
+    tco_years: float = 0.0,
+) -> dict[str, Any]:
+    """Predict one named design; returns a DESIGN dict (see README)."""
+    cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
+                                                            profile, tensor_set, overlap)
+    space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis)
+    ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                        precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
+    d = _design_dict(ev.frame().iloc[0])
+    d["model"] = workload.model
+    return d
+
+
+@dataclass
+class SolveResult:
+    model: str
+    budget_usd: float | None
+    objective: str
+    candidates_evaluated: int
+    best: dict[str, Any]
+    alternatives: list[dict[str, Any]]
+    why: str
+    solver: dict[str, Any]
+    table: pd.DataFrame = field(repr=False)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "budget_usd": self.budget_usd,
+            "objective": self.objective,
+            "candidates_evaluated": self.candidates_evaluated,
+            "best": self.best,
+            "alternatives": self.alternatives,
+            "why": self.why,
+            "solver": self.solver,
+        }
+
+
+def _objective_score(objective: str, cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """Higher is better."""
+    if objective == "throughput":
+        return thr
+    if objective == "cost-per-throughput":
+        return -cost / thr
+    return -cost
+
+
+def solve(
+    budget: float | None, model: str | None, *, objective: str = "throughput", catalog: str | Path | Catalog | None = None,
+    precision: str = DEFAULT_PRECISION, batch_per_gpu: int | None = None, strategies: list[str] | None = None,
+    reduce_on: list[str] | None = None, top: int = 10, max_power_kw: float | None = None,
+    max_nodes: int | None = None, max_rack_units: float | None = None, min_throughput: float | None = None,
+    deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
+    tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
+    profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
+    nics: list[str] | None = None, gpus_per_node: list[int] | None = None,
+) -> SolveResult:
+    """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
+    if budget is not None and not (budget > 0 and math.isfinite(budget)):
+        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    if budget is None and objective != "cost":
+        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
+    for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
+                    ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size)):
+        if v is not None and not v > 0:
+            raise InputError(f"{name} must be > 0, got {v}")
+    if tco_years < 0:
+        raise InputError(f"TCO years must be >= 0, got {tco_years}")
+    if max_nodes is not None and max_nodes < 1:
+        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    samples = epochs * dataset_size if epochs and dataset_size else None
+    if deadline_hours is not None:
+        if samples is None:
+            raise InputError("--deadline-hours needs --epochs and --dataset-size")
+        need = samples / (deadline_hours * 3600.0)
+        min_throughput = max(min_throughput or 0.0, need)
+    if objective == "cost" and min_throughput is None:
+        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)")
+
+    cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
+                                                            profile, "pytorch" if tensor_set is None else tensor_set, overlap)
+    space = enumerate_designs(
+        cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=tuple(strategies or STRATEGIES),
+        reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node,
+        node_budget_usd=budget,
+    )
+    ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
+                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples)
+    return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
+                  max_rack_units=max_rack_units, min_throughput=min_throughput)
+
+
+def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
+           max_rack_units: float | None = None, min_throughput: float | None = None) -> SolveResult:
+    """Apply constraints to an evaluated space, pick the best design, rank the alternatives."""
+    t, c, s = ev.timing, ev.costs, ev.space
+    cost, thr = c.cost_usd, t.throughput_samples_per_s
+    ok = t.feasible & c.buildable
+    why_not = []
+    if not ok.any():
+        reasons = sorted({b for b, f in zip(ev.compute.basis, ev.compute.supported) if b} )
+        raise InfeasibleError(
+            f"no design can run {ev.model} at batch {ev.batch_per_gpu} ({ev.precision}): "
+            + "; ".join(reasons[:4]), reason="memory/precision")
+    hw_ok = ok.copy()
+    if max_power_kw is not None:
+        hw_ok &= c.power_kw <= max_power_kw
+        why_not.append(f"power <= {max_power_kw:g} kW")
+    if max_rack_units is not None:
+        hw_ok &= c.rack_units <= max_rack_units
+        why_not.append(f"rack units <= {max_rack_units:g}")
+    order_rank = np.empty(len(s), dtype=np.int64)
+    order_rank[s.sort_key()] = np.arange(len(s))
+
+    cand = np.flatnonzero(hw_ok)
+    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": "CBC (PuLP)"})
+    if len(cand):
+        best_local, info = solve_ilp(objective, cost[cand], thr[cand], order_rank[cand], budget, min_throughput)
+    if best_local is None:
+        raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
+    best = int(cand[best_local])
+
+    # alternatives: the best design of each (gpu, chassis, nic, strategy, reduce_on) family
+    within = hw_ok & (cost <= budget if budget is not None else True)
+    if objective == "cost" and min_throughput is not None:
+        within &= thr >= min_throughput
+    idx = np.flatnonzero(within)
+    score = _objective_score(objective, cost[idx], thr[idx])
+    fam = (((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10 + s.reduce_on[idx]
+    order = np.lexsort((order_rank[idx], cost[idx], -score, fam))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = fam[order][1:] != fam[order][:-1]
+    fam_best = idx[order[first]]
+    fam_score = _objective_score(objective, cost[fam_best], thr[fam_best])
+    ranked = fam_best[np.lexsort((order_rank[fam_best], cost[fam_best], -fam_score))]
+    ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
+    table = ev.frame(ranked)
+    table.insert(0, "rank", np.arange(1, len(ranked) + 1))
+    rows = [_design_dict(r) for _, r in table.iterrows()]
+    why = explain(ev, best, hw_ok, budget, objective)
+    info = {**info, "candidates_after_constraints": int(len(cand))}
+    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table)
+
+
+def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
+    pool = np.flatnonzero(hw_ok) if hw_ok.any() else np.flatnonzero(ok)
+    if budget is not None and objective == "cost" and min_throughput is not None:
+        in_budget = pool[cost[pool] <= budget]
+        if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
+            near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
+            d = _design_dict(ev.frame([near]).iloc[0])
+            return InfeasibleError(
+                f"no design within ${budget:,.0f} reaches {min_throughput:,.1f} samples/s; the fastest within budget "
+                f"reaches {d['throughput_samples_per_s']:,.1f} samples/s", nearest=d, reason="min-throughput")
+    if objective == "cost" and min_throughput is not None and not (thr[pool] >= min_throughput).any():
+        near = int(pool[np.lexsort((order_rank[pool], cost[pool], -thr[pool]))[0]])
+        d = _design_dict(ev.frame([near]).iloc[0])
+        return InfeasibleError(
+            f"no candidate reaches {min_throughput:,.1f} samples/s (fastest: {d['throughput_samples_per_s']:,.1f})",
+            nearest=d, reason="min-throughput")
+    if not hw_ok.any():
+        near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
+        d = _design_dict(ev.frame([near]).iloc[0])
+        return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
+    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
+    d = _design_dict(ev.frame([cheapest]).iloc[0])
+    return InfeasibleError(
+        f"budget ${budget:,.0f} is below the cheapest feasible design (${d['cost_usd']:,.0f})",
+        nearest=d, reason="budget")
+
+
+def _nic_phrase(row: pd.Series, ev: Evaluation) -> str:
+    if row["nic"] == "none":
+        return "inside one node"
+    nic = ev.catalog.nics[row["nic"]]
+    return f"over {nic.name}"
+
+
+def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None, objective: str) -> str:
+    """One line: why the winner wins."""
+    s, t, c = ev.space, ev.timing, ev.costs
+    row = ev.frame([best]).iloc[0]
+    strat = row["strategy"] + ("" if row["reduce_on"] == "gpu" else " (cpu)")
+    parts = []
+    bn = row["bottleneck"]
+    if bn == "compute":
+        parts.append("communication hidden behind backward" if row["total_gpus"] > 1 else "single GPU, no communication")
+    else:
+        share = row["t_exposed_comm_s"] / row["t_iter_s"]
+        parts.append(f"{bn}-bound ({share:.0%} of the iteration is exposed communication)")
+    within = allowed & ((c.cost_usd <= budget) if budget is not None else True)
+    thr = t.throughput_samples_per_s
+    is_ps = s.strategy == STRATEGIES.index("ps")
+    other = within & (is_ps != is_ps[best])
+    if other.any():
+        j = np.flatnonzero(other)[np.argmax(thr[other])]
+        label = "PS" if is_ps[j] else "all-reduce"
+        gain = thr[best] / thr[j] - 1.0
+        dg = int(s.total_gpus[best] - s.total_gpus[j])
+        more = f"{abs(dg)} {'more' if dg >= 0 else 'fewer'} GPUs, " if dg else ""
+        parts.append(f"{more}{gain:+.0%} throughput vs the best {label} design for the same money")
+    other_gpu = within & (s.gpu_idx != s.gpu_idx[best])
+    if other_gpu.any() and objective == "throughput":
+        j = np.flatnonzero(other_gpu)[np.argmax(thr[other_gpu])]
+        parts.append(f"{thr[best] / thr[j] - 1.0:+.0%} vs the best {s.gpus[s.gpu_idx[j]].id} design")
+    return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
+
+
+__all__ = ["predict", "solve", "choose", "evaluate_space", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

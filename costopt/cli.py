@@ -1,0 +1,257 @@
+"""Command line: a thin typer + rich layer over `costopt.api`.
+
+Every user error (`CostoptError`) becomes one line on stderr and exit code 2; an infeasible request
+exits 1 after showing the nearest feasible design. `--format json` prints JSON only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import api
+from .catalog import load_catalog
+from .errors import CostoptError, InfeasibleError
+from .workload import list_models, load_workload
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0] if __doc__ else None,
+                  pretty_exceptions_enable=False)
+catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Inspect hardware catalogs.")
+app.add_typer(catalog_app, name="catalog")
+
+
+class Fmt(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class PredictFmt(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _console() -> Console:
+    # Wide enough for the ranked table when piped; a terminal keeps its own width.
+    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def _json_dump(obj: Any) -> str:
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+    return json.dumps(clean(obj), indent=2, sort_keys=False)
+
+
+def _fmt_money(v: float) -> str:
+    return f"${v:,.0f}"
+
+
+def _design_table(rows: list[dict], title: str) -> Table:
+    t = Table(title=title, title_justify="left", show_lines=False)
+    cols = [("#", "right"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"), ("strategy", "left"),
+            ("cost", "right"), ("samples/s", "right"), ("$/(sample/s)", "right"), ("scal.eff", "right"),
+            ("t_iter ms", "right"), ("exposed comm ms", "right"), ("bottleneck", "left"), ("compute", "left")]
+    for name, just in cols:
+        t.add_column(name, justify=just)
+    for i, r in enumerate(rows, 1):
+        strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu")
+        t.add_row(
+            str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}", r["nic"], strat,
+            _fmt_money(r["cost_usd"]), f"{r['throughput_samples_per_s']:,.1f}", f"{r['usd_per_sample_per_s']:,.2f}",
+            f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
+            r["bottleneck"], r["compute_source"],
+        )
+    return t
+
+
+def _fail(exc: CostoptError, fmt: str = "table") -> None:
+    if isinstance(exc, InfeasibleError):
+        if fmt == "json":
+            typer.echo(_json_dump({"error": str(exc), "reason": exc.reason, "nearest": exc.nearest}))
+        else:
+            err = Console(stderr=True, width=200, highlight=False)
+            err.print(f"infeasible: {exc}")
+            if exc.nearest:
+                c = _console()
+                c.print(_design_table([exc.nearest], "Nearest feasible design"))
+        raise typer.Exit(exc.exit_code)
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+@app.command()
+def solve(
+    budget: Optional[float] = typer.Option(None, help="Budget in USD (capex, or TCO with --tco-years)."),
+    model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
+    catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
+    objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="fp32 | amp_bf16 | amp_fp16"),
+    batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
+    strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
+    reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
+    top: int = typer.Option(10, help="Rows in the ranked table."),
+    fmt: Fmt = typer.Option(Fmt.table, "--format", help="table | json | csv"),
+    max_power_kw: Optional[float] = typer.Option(None, help="Power envelope (kW, nameplate)."),
+    max_nodes: Optional[int] = typer.Option(None, help="Most nodes."),
+    max_rack_units: Optional[float] = typer.Option(None, help="Most rack units."),
+    min_throughput: Optional[float] = typer.Option(None, help="Samples/s target (objective cost)."),
+    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size within this time."),
+    epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
+    dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
+    tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
+    overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
+    system: Optional[Path] = typer.Option(None, help="System parameters TOML (from `costopt calibrate`)."),
+    profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format) overriding built-in compute."),
+    gpu: Optional[list[str]] = typer.Option(None, help="Only these GPUs (repeatable)."),
+    nic: Optional[list[str]] = typer.Option(None, help="Only these NICs (repeatable)."),
+    gpus_per_node: Optional[list[int]] = typer.Option(None, help="Only these GPUs-per-node counts (repeatable)."),
+) -> None:
+    """Best design for the money, with ranked alternatives and why the winner wins."""
+    try:
+        res = api.solve(
+            budget, model, objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
+            strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
+            max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
+            epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
+            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
+        )
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if fmt is Fmt.json:
+        typer.echo(_json_dump(res.to_json_dict()))
+        return
+    if fmt is Fmt.csv:
+        typer.echo(res.table.to_csv(index=False, float_format="%.6g"), nl=False)
+        return
+    c = _console()
+    budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"
+    c.print(f"costopt solve: model {res.model}, budget {budget_s}, objective {res.objective}, "
+            f"{res.candidates_evaluated:,} designs evaluated, Pareto front {res.solver['pareto_front_size']}, "
+            f"solver {res.solver['status']}")
+    rows = [res.best] + res.alternatives
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+    c.print(_design_table(rows, "Ranked designs (best of each gpu / nic / strategy family)"))
+    b = res.best
+    c.print(f"Best: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, {b['chassis']}), "
+            f"{b['nic']}, {b['strategy']}; {_fmt_money(b['cost_usd'])}; {b['throughput_samples_per_s']:,.1f} samples/s; "
+            f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
+    c.print(f"Why: {res.why}")
+    c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
+    if b.get("time_to_train_h") is not None:
+        c.print(f"Time to train: {b['time_to_train_h']:,.1f} h")
+
+
+@app.command()
+def predict(
+    model: Optional[str] = typer.Option(None, help="Zoo model."),
+    gpu: str = typer.Option(..., help="GPU id from the catalog."),
+    gpus_per_node: int = typer.Option(..., help="GPUs per node."),
+    nodes: int = typer.Option(..., help="Number of nodes."),
+    nic: Optional[str] = typer.Option(None, help="NIC id (needed for more than one node)."),
+    strategy: str = typer.Option(..., help="ring | hierarchical | ps"),
+    reduce_on: str = typer.Option("gpu", help="gpu | cpu: where gradients are reduced / variables live."),
+    batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch."),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="fp32 | amp_bf16 | amp_fp16"),
+    overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
+    catalog: Optional[Path] = typer.Option(None, help="Catalog TOML."),
+    system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
+    profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format)."),
+    chassis: Optional[str] = typer.Option(None, help="Chassis id (default: cheapest that fits)."),
+    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to cost."),
+    fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
+) -> None:
+    """Predict one design's iteration time, throughput and cost."""
+    try:
+        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
+                        precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
+                        profile=profile, chassis=chassis, tco_years=tco_years)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if fmt is PredictFmt.json:
+        typer.echo(_json_dump(d))
+        return
+    c = _console()
+    t = Table(title=f"costopt predict: {d['model']}", title_justify="left")
+    t.add_column("field")
+    t.add_column("value")
+    for k, v in d.items():
+        t.add_row(k, f"{v:,.6g}" if isinstance(v, float) else str(v))
+    c.print(t)
+
+
+@app.command()
+def models() -> None:
+    """List the workload zoo."""
+    c = _console()
+    t = Table(title="Workload zoo", title_justify="left")
+    for col in ("model", "parameters", "gradient MB", "tensors", "default batch", "precisions", "description"):
+        t.add_column(col)
+    try:
+        for name in list_models():
+            w = load_workload(name)
+            ts = w.tensors("pytorch")
+            t.add_row(name, f"{int(ts.numel[ts.trainable].sum()):,}", f"{ts.total_gradient_bytes / 1e6:,.1f}",
+                      str(ts.n_trainable), str(w.default_batch), ", ".join(w.precisions()), w.description)
+    except CostoptError as exc:
+        _fail(exc)
+    c.print(t)
+
+
+@catalog_app.command("show")
+def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in).")) -> None:
+    """Validate a catalog and list its GPUs, chassis and NICs with sources."""
+    try:
+        cat = load_catalog(path)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    c = _console()
+    c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
+    t = Table(title="GPUs", title_justify="left")
+    for col in ("id", "name", "mem GB", "fp32 TF", "bf16 TF", "link GB/s", "TDP W", "price", "price date", "estimates"):
+        t.add_column(col)
+    for g in cat.gpu:
+        t.add_row(g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}",
+                  f"{g.gpu_link_gbs:g}", f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
+    c.print(t)
+    t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
+    for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):
+        t.add_column(col)
+    for ch in cat.chassis:
+        t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
+                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
+    c.print(t)
+    t = Table(title="NICs", title_justify="left")
+    for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
+        t.add_column(col)
+    for n in cat.nic:
+        t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
+                  _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
+    c.print(t)
+    s = cat.site
+    c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

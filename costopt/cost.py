@@ -1,0 +1,62 @@
+"""Cost, power and space of every design, vectorized.
+
+    node price   = chassis (non-GPU part) + G × GPU + NIC adapter          (no NIC for one node)
+    switch ports = M                 when M ≤ P  (one switch of P ports)
+                 = 3·M               when P < M ≤ P²/2 (two-tier non-blocking leaf-spine: every
+                                      node port needs a leaf uplink and a spine port)
+                   beyond P²/2 the design is not buildable with that switch family
+    capex        = M × node price + switch ports × price per port
+    power_w      = M × (G × TDP + chassis overhead + NIC)
+    TCO(years)   = capex + years × power_kW × average draw × PUE × $/kWh × 8766 h
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .catalog import Site
+from .design_space import NO_NIC, DesignSpace
+from .units import HOURS_PER_YEAR
+
+
+@dataclass
+class Costs:
+    capex_usd: np.ndarray
+    energy_usd_per_year: np.ndarray
+    cost_usd: np.ndarray  # capex, or TCO over `years` when years > 0
+    power_kw: np.ndarray
+    rack_units: np.ndarray
+    switch_ports: np.ndarray
+    buildable: np.ndarray  # False when the node count exceeds a two-tier fabric of that switch
+
+
+def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0) -> Costs:
+    gpu_price = np.array([g.price_usd for g in space.gpus])
+    gpu_tdp = np.array([g.tdp_w for g in space.gpus])
+    ch_price = np.array([c.price_usd for c in space.chassis])
+    ch_power = np.array([c.power_overhead_w for c in space.chassis])
+    ch_ru = np.array([c.rack_units for c in space.chassis], dtype=np.float64)
+    # trailing entry = "no NIC" for single-node designs
+    nic_price = np.array([n.price_usd for n in space.nics] + [0.0])
+    nic_power = np.array([n.power_w for n in space.nics] + [0.0])
+    port_price = np.array([n.switch_port_price_usd for n in space.nics] + [0.0])
+    ports_per_switch = np.array([n.switch_ports for n in space.nics] + [1], dtype=np.float64)
+
+    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    P = ports_per_switch[ni]
+
+    node_price = ch_price[space.chassis_idx] + G * gpu_price[space.gpu_idx] + nic_price[ni]
+    one_tier = M <= P
+    ports = np.where(M > 1, np.where(one_tier, M, 3.0 * M), 0.0)
+    switches = np.where(M > 1, np.where(one_tier, 1.0, np.ceil(ports / P)), 0.0)
+    capex = M * node_price + ports * port_price[ni]
+    power_kw = M * (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + nic_power[ni]) / 1000.0
+    energy = power_kw * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
+    cost = capex + tco_years * energy
+    rack_units = M * ch_ru[space.chassis_idx] + switches  # one rack unit per switch
+    buildable = (M <= 1) | (M <= P * P / 2.0)
+    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable)

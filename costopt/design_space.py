@@ -1,0 +1,219 @@
+"""The design space: every (gpu, chassis, nodes, nic, strategy, reduce_on) a catalog allows.
+
+Stored as a struct of arrays, one element per design, so the timing model and cost evaluate the
+whole space in a handful of numpy expressions. Enumeration loops over catalog entries (tens), never
+over designs: node counts are expanded with `np.repeat` / `np.arange` arithmetic.
+
+Rules:
+- a GPU goes into a chassis whose form factor matches (or that lists it in `accepts_gpus`); GPUs
+  per node = the chassis's slot count;
+- a NIC goes into a chassis that can feed it (`Catalog.nics_for`);
+- one node needs no network: it is enumerated once, with nic = none;
+- hierarchical all-reduce is a distinct design only for more than one node;
+- a single GPU (one node, one slot) has no communication: one design, strategy `ring`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .catalog import Catalog, Chassis, Gpu, Nic
+from .errors import InputError
+
+STRATEGIES = ("ring", "hierarchical", "ps")
+REDUCE_ON = ("gpu", "cpu")
+NO_NIC = -1
+
+
+@dataclass
+class DesignSpace:
+    """Struct of arrays; index lists map codes back to catalog entries."""
+
+    gpus: list[Gpu]
+    chassis: list[Chassis]
+    nics: list[Nic]
+    gpu_idx: np.ndarray
+    chassis_idx: np.ndarray
+    nic_idx: np.ndarray  # NO_NIC for single-node designs
+    nodes: np.ndarray
+    strategy: np.ndarray  # index into STRATEGIES
+    reduce_on: np.ndarray  # index into REDUCE_ON
+
+    def __len__(self) -> int:
+        return int(self.gpu_idx.shape[0])
+
+    @property
+    def gpus_per_node(self) -> np.ndarray:
+        slots = np.array([c.gpu_slots for c in self.chassis], dtype=np.int64)
+        return slots[self.chassis_idx]
+
+    @property
+    def total_gpus(self) -> np.ndarray:
+        return self.gpus_per_node * self.nodes
+
+    def take(self, idx: np.ndarray) -> "DesignSpace":
+        return DesignSpace(
+            self.gpus, self.chassis, self.nics, self.gpu_idx[idx], self.chassis_idx[idx],
+            self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx],
+        )
+
+    def sort_key(self) -> np.ndarray:
+        """Deterministic order for tie-breaking: gpu id, GPUs/node, nodes, nic id, strategy, reduce_on."""
+        gpu_rank = np.argsort(np.argsort([g.id for g in self.gpus], kind="stable"), kind="stable")
+        nic_ids = [n.id for n in self.nics]
+        nic_rank = np.argsort(np.argsort(nic_ids, kind="stable"), kind="stable") if nic_ids else np.zeros(0, int)
+        nic_rank_full = np.where(self.nic_idx >= 0, nic_rank[np.maximum(self.nic_idx, 0)] + 1, 0) if len(nic_rank) else np.zeros(len(self), int)
+        ch_rank = np.argsort(np.argsort([c.id for c in self.chassis], kind="stable"), kind="stable")
+        return np.lexsort(
+            (self.reduce_on, self.strategy, nic_rank_full, self.nodes, ch_rank[self.chassis_idx],
+             self.gpus_per_node, gpu_rank[self.gpu_idx])
+        )
+
+
+def _pick(names: list[str] | None, known: dict, what: str) -> list[str]:
+    if not names:
+        return list(known)
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise InputError(f"unknown {what} {', '.join(repr(b) for b in bad)} (known: {', '.join(known)})")
+    return list(names)
+
+
+def enumerate_designs(
+    catalog: Catalog,
+    *,
+    max_nodes: int,
+    strategies: tuple[str, ...] = STRATEGIES,
+    reduce_on: tuple[str, ...] = ("gpu",),
+    gpu_ids: list[str] | None = None,
+    nic_ids: list[str] | None = None,
+    gpus_per_node: list[int] | None = None,
+    chassis_ids: list[str] | None = None,
+    node_budget_usd: float | None = None,
+) -> DesignSpace:
+    """Every design the catalog allows with at most `max_nodes` nodes.
+
+    `node_budget_usd` trims node counts whose node hardware alone already exceeds the budget
+    (switches only add cost, so this never drops a design that could fit).
+    """
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise InputError(f"unknown strategy '{s}' (choose from {', '.join(STRATEGIES)})")
+    for r in reduce_on:
+        if r not in REDUCE_ON:
+            raise InputError(f"unknown reduce_on '{r}' (choose from {', '.join(REDUCE_ON)})")
+    if max_nodes < 1:
+        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    gpu_keep = set(_pick(gpu_ids, catalog.gpus, "gpu"))
+    nic_keep = set(_pick(nic_ids, catalog.nics, "nic"))
+    ch_keep = set(_pick(chassis_ids, catalog.chassis_by_id, "chassis"))
+    gpus = list(catalog.gpu)
+    chassis = list(catalog.chassis)
+    nics = list(catalog.nic)
+    nic_pos = {n.id: i for i, n in enumerate(nics)}
+
+    strat_codes = np.array([STRATEGIES.index(s) for s in strategies], dtype=np.int64)
+    red_codes = np.array([REDUCE_ON.index(r) for r in reduce_on], dtype=np.int64)
+    combos = [(s, r) for s in strat_codes for r in red_codes]
+    multi_combos = np.array(combos, dtype=np.int64).reshape(-1, 2)
+    single_combos = np.array(
+        [(s, r) for s, r in combos if STRATEGIES[s] != "hierarchical"], dtype=np.int64
+    ).reshape(-1, 2)
+
+    # (gpu, chassis, nic, first node count, last node count) blocks: loops over catalog entries only
+    blocks: list[tuple[int, int, int, int, int]] = []
+    for gi, g in enumerate(gpus):
+        if g.id not in gpu_keep:
+            continue
+        for ci, ch in enumerate(chassis):
+            if ch.id not in ch_keep or not catalog.gpu_fits(g, ch):
+                continue
+            if gpus_per_node and ch.gpu_slots not in gpus_per_node:
+                continue
+            node_hw = ch.price_usd + ch.gpu_slots * g.price_usd
+            blocks.append((gi, ci, NO_NIC, 1, 1))
+            for n in catalog.nics_for(ch):
+                if n.id not in nic_keep:
+                    continue
+                top = max_nodes
+                if node_budget_usd is not None:
+                    top = min(top, int(node_budget_usd // (node_hw + n.price_usd)))
+                if top >= 2:
+                    blocks.append((gi, ci, nic_pos[n.id], 2, top))
+    if not blocks:
+        raise InputError("no design in the catalog matches the requested GPUs, NICs and GPUs per node")
+
+    b = np.array(blocks, dtype=np.int64)
+    counts = b[:, 4] - b[:, 3] + 1
+    owner = np.repeat(np.arange(len(b)), counts)
+    offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    nodes = b[owner, 3] + offset
+    gpu_idx, ch_idx, nic_idx = b[owner, 0], b[owner, 1], b[owner, 2]
+
+    # expand each (gpu, chassis, nic, nodes) by the strategy x reduce_on combinations it admits
+    slots = np.array([c.gpu_slots for c in chassis], dtype=np.int64)[ch_idx]
+    single_gpu = (nodes == 1) & (slots == 1)
+    single_node = (nodes == 1) & ~single_gpu
+    multi = nodes > 1
+    parts = []
+    for mask, combo in ((multi, multi_combos), (single_node, single_combos)):
+        idx = np.flatnonzero(mask)
+        if len(idx) == 0 or len(combo) == 0:
+            continue
+        rep = np.repeat(idx, len(combo))
+        cc = np.tile(combo, (len(idx), 1))
+        parts.append((rep, cc[:, 0], cc[:, 1]))
+    idx = np.flatnonzero(single_gpu)
+    if len(idx):
+        parts.append((idx, np.zeros(len(idx), np.int64), np.zeros(len(idx), np.int64)))
+    rep = np.concatenate([p[0] for p in parts])
+    strat = np.concatenate([p[1] for p in parts])
+    red = np.concatenate([p[2] for p in parts])
+    return DesignSpace(gpus, chassis, nics, gpu_idx[rep], ch_idx[rep], nic_idx[rep], nodes[rep], strat, red)
+
+
+def single_design(
+    catalog: Catalog, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str,
+    reduce_on: str = "gpu", chassis: str | None = None,
+) -> DesignSpace:
+    """One explicitly named design (for `predict`), validated against the catalog."""
+    if gpu not in catalog.gpus:
+        raise InputError(f"unknown gpu '{gpu}' (known: {', '.join(catalog.gpus)})")
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
+    if reduce_on not in REDUCE_ON:
+        raise InputError(f"unknown reduce_on '{reduce_on}' (choose from {', '.join(REDUCE_ON)})")
+    if nodes < 1 or gpus_per_node < 1:
+        raise InputError("nodes and GPUs per node must be >= 1")
+    g = catalog.gpus[gpu]
+    options = [
+        (ci, c) for ci, c in enumerate(catalog.chassis)
+        if c.gpu_slots == gpus_per_node and catalog.gpu_fits(g, c) and (chassis is None or c.id == chassis)
+    ]
+    if not options:
+        slots = sorted({c.gpu_slots for c in catalog.chassis if catalog.gpu_fits(g, c)})
+        raise InputError(
+            f"no chassis in {catalog.path or 'the catalog'} takes {gpus_per_node} x '{gpu}'"
+            + (f" (GPUs per node available for it: {slots})" if slots else "")
+        )
+    nic_i = NO_NIC
+    if nodes > 1:
+        if nic is None:
+            raise InputError("a design with more than one node needs --nic")
+        if nic not in catalog.nics:
+            raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
+        fitting = [(ci, c) for ci, c in options if any(n.id == nic for n in catalog.nics_for(c))]
+        if not fitting:
+            raise InputError(f"no {gpus_per_node}-GPU chassis for '{gpu}' can take nic '{nic}'")
+        options = fitting
+        nic_i = [n.id for n in catalog.nic].index(nic)
+    elif nic is not None and nic not in catalog.nics:
+        raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
+    ci = min(options, key=lambda o: (o[1].price_usd, o[1].id))[0]  # cheapest fitting chassis
+    a = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
+    return DesignSpace(
+        list(catalog.gpu), list(catalog.chassis), list(catalog.nic), a(list(catalog.gpus).index(gpu)),
+        a(ci), a(nic_i), a(nodes), a(STRATEGIES.index(strategy)), a(REDUCE_ON.index(reduce_on)),
+    )

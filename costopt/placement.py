@@ -1,0 +1,75 @@
+"""Parameter-server shard placement: greedy by byte size, whole tensors, in creation order.
+
+TensorFlow's `GreedyLoadBalancingStrategy(num_ps, byte_size_load_fn)` (tf_cnn_benchmarks
+`parameter_server` mode, shared/research/thesis_method.md §4.1) walks the variables in creation
+order and puts each one on the shard with the smallest load so far (ties: lowest index), then adds
+its bytes to that shard. Non-trainable variables that pass through the setter (batch-norm moving
+statistics) add load too but carry no gradient traffic. A tensor is never split, so a shard can
+never hold less than the largest tensor: VGG16's 411 MB fc6 pins the busiest shard at any P.
+
+For P shards colocated one per worker node (W = P = M), in every pull phase (and again, mirrored,
+in the push phase) node j sends its shard to the W-1 other workers and receives every other shard:
+
+    tx(j) = (W - 1) * S_j          rx(j) = S - S_j
+    busiest NIC bytes per phase = max_j max(tx(j), rx(j))
+
+`ps_busiest_bytes_table` evaluates that for every node count at once so the timing model can look
+it up by M without a loop per design.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def greedy_shard_loads(
+    creation_bytes: np.ndarray, num_shards: int, trainable: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Place tensors greedily; return (trainable bytes per shard, tensor count per shard).
+
+    `creation_bytes[k]` is the size of the k-th variable in creation order; `trainable[k]` False
+    marks load-only variables (moving statistics) that count for balancing but move no bytes.
+    """
+    if num_shards < 1:
+        raise ValueError("num_shards must be >= 1")
+    sizes = np.asarray(creation_bytes, dtype=np.float64)
+    train = np.ones(sizes.shape, dtype=bool) if trainable is None else np.asarray(trainable, dtype=bool)
+    load = np.zeros(num_shards)
+    trainable_bytes = np.zeros(num_shards)
+    count = np.zeros(num_shards, dtype=np.int64)
+    for size, is_trainable in zip(sizes, train):
+        p = int(np.argmin(load))  # numpy argmin: ties go to the lowest index, as in TensorFlow
+        load[p] += size
+        if is_trainable:
+            trainable_bytes[p] += size
+            count[p] += 1
+    return trainable_bytes, count
+
+
+def ps_busiest_bytes_table(
+    creation_bytes: np.ndarray, max_nodes: int, trainable: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """For M = 0..max_nodes colocated shards: busiest NIC bytes per phase, largest shard, tensors.
+
+    Index 0 is unused (zeros) so callers can index with M directly.
+    """
+    sizes = np.asarray(creation_bytes, dtype=np.float64)
+    train = np.ones(sizes.shape, dtype=bool) if trainable is None else np.asarray(trainable, dtype=bool)
+    total = float(sizes[train].sum())
+    busiest = np.zeros(max_nodes + 1)
+    largest_shard = np.zeros(max_nodes + 1)
+    max_remote_tensors = np.zeros(max_nodes + 1)
+    n_trainable = int(train.sum())
+    for m in range(1, max_nodes + 1):
+        shard, count = greedy_shard_loads(sizes, m, train)
+        tx = (m - 1) * shard
+        rx = total - shard
+        busiest[m] = float(np.max(np.maximum(tx, rx))) if m > 1 else 0.0
+        largest_shard[m] = float(shard.max())
+        # tensors a worker must fetch from other nodes (its own shard is local)
+        max_remote_tensors[m] = float(n_trainable - count.min()) if m > 1 else 0.0
+    return {
+        "busiest_bytes": busiest,
+        "largest_shard_bytes": largest_shard,
+        "max_remote_tensors": max_remote_tensors,
+    }

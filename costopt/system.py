@@ -1,0 +1,115 @@
+"""System parameters of the timing model (efficiencies, per-message costs, host speeds).
+
+The defaults live as data in `costopt/data/system_defaults.toml`, each with its source. A user's
+`--system FILE` (written by `costopt calibrate`) overrides any subset of them; unknown keys are
+errors, as in catalogs.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from .errors import InputError
+
+DEFAULTS_PATH = Path(__file__).parent / "data" / "system_defaults.toml"
+
+
+@dataclass(frozen=True)
+class SystemParams:
+    tcp_efficiency: float
+    rdma_efficiency: float
+    tcp_message_overhead_us: float
+    rdma_message_overhead_us: float
+    nvlink_efficiency: float
+    pcie_efficiency: float
+    intra_message_overhead_us: float
+    host_reduce_gb_per_s: float
+    host_memory_gb_per_s: float
+    cpu_network_efficiency: float
+    ps_tensor_overhead_us: float
+    bucket_mb: float
+    overlap_efficiency: float
+    memory_reserved_gb: float
+
+    def with_updates(self, **kw: float) -> "SystemParams":
+        return replace(self, **kw)
+
+
+# TOML section/key -> SystemParams field
+_KEYS = {
+    ("network", "tcp_efficiency"): "tcp_efficiency",
+    ("network", "rdma_efficiency"): "rdma_efficiency",
+    ("network", "tcp_message_overhead_us"): "tcp_message_overhead_us",
+    ("network", "rdma_message_overhead_us"): "rdma_message_overhead_us",
+    ("intra_node", "nvlink_efficiency"): "nvlink_efficiency",
+    ("intra_node", "pcie_efficiency"): "pcie_efficiency",
+    ("intra_node", "message_overhead_us"): "intra_message_overhead_us",
+    ("host", "host_reduce_gb_per_s"): "host_reduce_gb_per_s",
+    ("host", "host_memory_gb_per_s"): "host_memory_gb_per_s",
+    ("host", "cpu_network_efficiency"): "cpu_network_efficiency",
+    ("parameter_server", "tensor_overhead_us"): "ps_tensor_overhead_us",
+    ("overlap", "bucket_mb"): "bucket_mb",
+    ("overlap", "efficiency"): "overlap_efficiency",
+    ("memory", "reserved_gb"): "memory_reserved_gb",
+}
+_FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
+              "cpu_network_efficiency", "overlap_efficiency"}
+FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        raise InputError(f"system parameter file not found: {path}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for section, body in data.items():
+        if section == "fit":  # calibration report carried along by `costopt calibrate`; not a parameter
+            continue
+        if not isinstance(body, dict):
+            raise InputError(f"{where}: top-level key '{section}': unknown key (expected a [section])")
+        for key, value in body.items():
+            name = _KEYS.get((section, key))
+            if name is None:
+                raise InputError(f"{where}: [{section}] field '{key}': unknown key")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}")
+            value = float(value)
+            if value < 0 or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0):
+                raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range")
+            out[name] = value
+    if require_all:
+        missing = [FIELD_TO_KEY[f.name] for f in fields(SystemParams) if f.name not in out]
+        if missing:
+            raise InputError(f"{where}: missing field(s) {missing}")
+    return out
+
+
+def default_system() -> SystemParams:
+    return SystemParams(**_values(_read(DEFAULTS_PATH), str(DEFAULTS_PATH), require_all=True))
+
+
+def load_system(path: str | Path | None) -> SystemParams:
+    """Defaults, overridden by the values in `path` when given."""
+    base = default_system()
+    if path is None:
+        return base
+    p = Path(path)
+    return base.with_updates(**_values(_read(p), str(p), require_all=False))
+
+
+def system_to_toml(params: SystemParams, extra: str = "") -> str:
+    """Write parameters back in the file format (used by `costopt calibrate`)."""
+    by_section: dict[str, list[str]] = {}
+    for f in fields(SystemParams):
+        section, key = FIELD_TO_KEY[f.name]
+        by_section.setdefault(section, []).append(f"{key} = {getattr(params, f.name):.6g}")
+    text = "\n\n".join(f"[{s}]\n" + "\n".join(lines) for s, lines in by_section.items()) + "\n"
+    return text + extra

@@ -1,0 +1,289 @@
+"""Timing model of one data-parallel training iteration, evaluated for all designs at once.
+
+Symbols (per design): G GPUs per node, M nodes, N = G·M; S gradient bytes per replica;
+T_f, T_b, T_step forward, backward and optimizer-step time of one GPU at batch b.
+Links (effective = spec × efficiency, efficiencies and per-message costs from `SystemParams`):
+
+    B_nic   = NIC line rate × eff(transport)            α_nic   = adapter latency + stack overhead(transport)
+    B_intra = NVLink/NVSwitch or PCIe per GPU × eff      α_intra = intra-node step latency
+    B_pcie  = PCIe host link × eff / GPUs per PCIe switch (host copies of all GPUs at once)
+    B_red   = host reduction speed;  B_hmem = host memory speed
+
+Communication, per iteration:
+
+    ring (flat, NCCL-style, reduce_on=gpu):   V = 2(N−1)/N·S
+        t = V / min(B_nic, B_intra)  (M > 1)    t = V / B_intra  (M = 1)      + 2(N−1)·α per bucket
+    hierarchical (M > 1): intra reduce-scatter, inter-node ring over M, intra all-gather
+        t = 2(G−1)/G·S / B_intra + 2(M−1)/M·S / B_nic                        + (2(G−1)α_intra + 2(M−1)α_nic) per bucket
+    ring, reduce_on=cpu (MPI on host memory): copies through the host, a host-memory-speed reduction
+        t = 2·S / B_pcie + V / min(B_nic·cpu_eff, B_hmem) + (N−1)/N·S / B_red
+    parameter server, P = M shards colocated on the worker nodes, greedy whole-tensor placement:
+        per phase NIC bytes  X(M) = max_j max((M−1)·S_j, S − S_j)          (placement.py)
+        pull (before forward, not overlappable) = max(X/B_nic + α_ps·R(M), host copy)
+        push (overlaps backward, per bucket)    = max(X/B_nic, host copy, local reduce)
+        apply = M · max_j S_j · 3 / B_apply     (read var, read grad, write var; W applies per shard)
+      host copy: reduce_on=cpu (variables on the host, TF local_parameter_device=cpu): every GPU copies
+      S each way, B_pcie shared; local reduce (G−1)·S/B_red on the CPU. reduce_on=gpu: variables on
+      GPUs, local reduce/broadcast over B_intra: (G−1)/G·S / B_intra, staging S over PCIe when M > 1.
+
+Overlap (`overlap` mode). Gradients are grouped into buckets k in ready order, bucket k ready at
+r_k·T_b (r from the measured timeline) carrying s_k bytes and costing c_k = β·s_k + λ_k, where
+β = t_stream/S. A FIFO link finishes the last bucket at
+
+    E = max_k ( r_k·T_b + Σ_{j ≥ k} c_j )        (closed form of end_k = max(ready_k, end_{k−1}) + c_k)
+
+    none:  t_iter = T_f + T_b + t_stream + T_step + t_serial
+    wfbp:  t_iter = T_f + max(T_b, E) + T_step + t_serial              (default)
+    full:  t_iter = T_f + max(T_b, t_stream) + T_step + t_serial
+
+t_serial is the PS pull and apply (0 for all-reduce). full ≤ wfbp ≤ none always, since
+t_stream ≤ E ≤ T_b + t_stream. Throughput = N·b / t_iter; scaling efficiency = throughput /
+(N · b / (T_f + T_b + T_step)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .catalog import host_pcie_gb_per_s, intra_node_gb_per_s
+from .design_space import NO_NIC, STRATEGIES, DesignSpace
+from .placement import ps_busiest_bytes_table
+from .system import SystemParams
+from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
+from .workload import TensorSet
+
+OVERLAP_MODES = ("wfbp", "none", "full")
+RING, HIER, PS = (STRATEGIES.index(s) for s in ("ring", "hierarchical", "ps"))
+BOTTLENECKS = ("compute", "network", "pcie", "intra-node", "host-cpu", "ps-shard", "memory", "precision")
+_COMPUTE_BOUND_FRACTION = 0.05  # exposed communication under 5% of the iteration counts as compute-bound
+
+
+@dataclass
+class GpuCompute:
+    """Per GPU type (indexed like DesignSpace.gpus): compute times and feasibility at one batch."""
+
+    forward_s: np.ndarray
+    backward_s: np.ndarray
+    step_s: np.ndarray
+    memory_ok: np.ndarray  # bool
+    supported: np.ndarray  # bool: the GPU runs this precision
+    source: list[str]
+    basis: list[str]
+
+
+@dataclass
+class Timing:
+    t_compute_s: np.ndarray
+    t_comm_s: np.ndarray
+    t_exposed_comm_s: np.ndarray
+    t_iter_s: np.ndarray
+    throughput_samples_per_s: np.ndarray
+    scaling_efficiency: np.ndarray
+    busiest_nic_bytes: np.ndarray
+    bottleneck: np.ndarray  # index into BOTTLENECKS
+    feasible: np.ndarray  # bool
+
+
+def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarray]:
+    """Per-design effective bandwidths (bytes/s) and per-message latencies (s)."""
+    # tables per (gpu, chassis) and per nic: small Python loops over catalog entries
+    n_g, n_c = len(space.gpus), len(space.chassis)
+    intra = np.zeros((n_g, n_c))
+    pcie = np.zeros((n_g, n_c))
+    for gi, g in enumerate(space.gpus):
+        for ci, c in enumerate(space.chassis):
+            nv = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
+            eff = params.nvlink_efficiency if nv else params.pcie_efficiency
+            intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c)) * eff
+            pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c)) * params.pcie_efficiency
+    share = np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64)
+    nic_bw = np.array(
+        [gbps_to_bytes_per_s(n.line_rate_gbps) * (params.rdma_efficiency if n.transport == "rdma" else params.tcp_efficiency)
+         for n in space.nics] + [np.inf]
+    )
+    nic_lat = np.array(
+        [us_to_s(n.latency_us + (params.rdma_message_overhead_us if n.transport == "rdma" else params.tcp_message_overhead_us))
+         for n in space.nics] + [0.0]
+    )
+    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    g_i, c_i = space.gpu_idx, space.chassis_idx
+    G = space.gpus_per_node.astype(np.float64)
+    per_gpu_pcie = pcie[g_i, c_i] / np.minimum(share[c_i], G)
+    return {
+        "B_nic": nic_bw[ni],
+        "a_nic": nic_lat[ni],
+        "B_intra": intra[g_i, c_i],
+        "a_intra": np.full(len(space), us_to_s(params.intra_message_overhead_us)),
+        "B_pcie": per_gpu_pcie,
+        "B_pcie_one": pcie[g_i, c_i],
+    }
+
+
+def evaluate(
+    space: DesignSpace,
+    compute: GpuCompute,
+    tensors: TensorSet,
+    params: SystemParams,
+    batch_per_gpu: int,
+    overlap: str = "wfbp",
+) -> Timing:
+    """Iteration time, throughput and bottleneck for every design in `space`."""
+    if overlap not in OVERLAP_MODES:
+        raise ValueError(f"overlap must be one of {OVERLAP_MODES}")
+    n = len(space)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    N = G * M
+    strat = space.strategy
+    cpu = space.reduce_on == 1
+    S = tensors.total_gradient_bytes
+    L = _link_arrays(space, params)
+    B_nic, a_nic, B_intra, a_intra, B_pcie = L["B_nic"], L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
+    B_red = gb_per_s_to_bytes_per_s(params.host_reduce_gb_per_s)
+    B_hmem = gb_per_s_to_bytes_per_s(params.host_memory_gb_per_s)
+    multi = M > 1
+    one = N <= 1
+
+    T_f = compute.forward_s[space.gpu_idx]
+    T_b = compute.backward_s[space.gpu_idx]
+    T_step = compute.step_s[space.gpu_idx]
+    t_compute = T_f + T_b + T_step
+
+    # --- component times of the overlappable stream (bandwidth part) and of serial phases ---
+    t_nic = np.zeros(n)  # NIC-bound part
+    t_host = np.zeros(n)  # PCIe host copies
+    t_local = np.zeros(n)  # intra-node link
+    t_red = np.zeros(n)  # CPU reduction
+    lam = np.zeros(n)  # latency per bucket
+    t_serial = np.zeros(n)
+    ps_shard_pinned = np.zeros(n, dtype=bool)
+    busiest = np.zeros(n)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
+
+        # flat ring on GPUs
+        m = (strat == RING) & ~cpu & ~one
+        inter_edge = m & multi
+        t_nic[inter_edge] = V[inter_edge] / B_nic[inter_edge]
+        t_local[m] = V[m] / B_intra[m]
+        a_ring = np.where(multi, np.maximum(a_nic, a_intra), a_intra)
+        lam[m] = (2.0 * (N[m] - 1)) * a_ring[m]
+        busiest[inter_edge] = V[inter_edge]
+
+        # hierarchical (single node: same as ring)
+        h = (strat == HIER) & ~cpu & ~one
+        t_local[h] = np.where(multi[h], 2.0 * (G[h] - 1) / G[h] * S, V[h]) / B_intra[h]
+        V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
+        t_nic[h] = V_inter[h] / B_nic[h]
+        lam[h] = 2.0 * (G[h] - 1) * a_intra[h] + 2.0 * (M[h] - 1) * np.where(multi[h], a_nic[h], 0.0)
+        busiest[h] = V_inter[h]
+        # (sum, not max: the phases run one after the other)
+        hier_sum = h.copy()
+
+        # all-reduce on host CPUs (MPI without GPU awareness), flat over N ranks
+        c = ((strat == RING) | (strat == HIER)) & cpu & ~one
+        t_host[c] = 2.0 * S / B_pcie[c]
+        net_rate = np.minimum(B_nic * params.cpu_network_efficiency, B_hmem)
+        shm_rate = np.full(n, B_hmem)
+        t_nic[c] = V[c] / np.where(multi[c], net_rate[c], shm_rate[c])
+        t_red[c] = (N[c] - 1) / N[c] * S / B_red
+        lam[c] = 2.0 * (N[c] - 1) * np.where(multi[c], a_nic[c], a_intra[c])
+        busiest[c & multi] = V[c & multi]
+
+        # parameter server, shards colocated one per node
+        p = (strat == PS) & ~one
+        if p.any():
+            creation_bytes, creation_trainable = tensors.creation_order_bytes()
+            table = ps_busiest_bytes_table(creation_bytes, int(M[p].max()), creation_trainable)
+            Mi = space.nodes[p]
+            X = table["busiest_bytes"][Mi]
+            largest = table["largest_shard_bytes"][Mi]
+            remote = table["max_remote_tensors"][Mi]
+            balanced = (Mi - 1) / Mi * S
+            ps_shard_pinned[p] = (Mi > 1) & (X > 1.2 * balanced)
+            a_ps = a_nic[p] + us_to_s(params.ps_tensor_overhead_us)
+            nic_phase = np.where(Mi > 1, X / B_nic[p], 0.0)
+            cp = cpu[p]
+            Gp = G[p]
+            host_copy = np.where(cp, S / B_pcie[p], np.where(Mi > 1, S / L["B_pcie_one"][p], 0.0))
+            local = np.where(cp, 0.0, (Gp - 1) / Gp * S / B_intra[p])
+            reduce_cpu = np.where(cp, (Gp - 1) * S / B_red, 0.0)
+            t_nic[p] = nic_phase
+            t_host[p] = host_copy
+            t_local[p] = local
+            t_red[p] = reduce_cpu
+            apply_rate = np.where(cp, B_hmem, B_hmem * 10.0)  # GPU-resident apply: device memory, far faster
+            pull = np.maximum.reduce([nic_phase + a_ps * remote, host_copy, local])
+            t_apply = Mi * largest * 3.0 / apply_rate
+            t_serial[p] = pull + t_apply
+            busiest[p] = 2.0 * X
+
+    # bandwidth time of the overlappable stream: pipelined stages → the slowest stage,
+    # except hierarchical (sequential phases) and CPU all-reduce (unpipelined 2017-style MPI)
+    stream_bw = np.maximum.reduce([t_nic, t_host, t_local, t_red])
+    seq = hier_sum | c
+    stream_bw = np.where(seq, t_nic + t_host + t_local + t_red, stream_bw)
+    stream_bw = stream_bw / params.overlap_efficiency
+
+    bucket_bytes, bucket_ready, bucket_count = tensors.buckets(params.bucket_mb * 1e6)
+    n_buckets = len(bucket_bytes)
+    if p.any():  # PS pays the per-tensor request cost on the remote share of tensors
+        lam_ps = (a_nic + us_to_s(params.ps_tensor_overhead_us)) * np.where(M > 1, (M - 1) / M, 0.0)
+        per_tensor = np.where(strat == PS, lam_ps, 0.0)
+    else:
+        per_tensor = np.zeros(n)
+    t_stream = stream_bw + lam * n_buckets + per_tensor * tensors.n_trainable
+
+    if overlap == "none":
+        t_after = T_b + t_stream
+    elif overlap == "full":
+        t_after = np.maximum(T_b, t_stream)
+    else:
+        beta = stream_bw / S
+        suffix_bytes = np.cumsum(bucket_bytes[::-1])[::-1]
+        suffix_buckets = np.arange(n_buckets, 0, -1, dtype=np.float64)
+        suffix_tensors = np.cumsum(bucket_count[::-1])[::-1]
+        end = np.zeros(n)
+        for k in range(n_buckets):  # loop over buckets of one model; each step is a vector op over designs
+            end = np.maximum(
+                end,
+                bucket_ready[k] * T_b + beta * suffix_bytes[k] + lam * suffix_buckets[k] + per_tensor * suffix_tensors[k],
+            )
+        t_after = np.maximum(T_b, end)
+
+    t_iter = T_f + t_after + T_step + t_serial
+    t_comm = t_stream + t_serial
+    exposed = t_iter - t_compute
+    throughput = N * batch_per_gpu / t_iter
+    single = batch_per_gpu / t_compute
+    efficiency = throughput / (N * single)
+
+    # bottleneck: the largest communication component, unless exposed communication is small
+    comps = np.stack([t_nic, t_host, t_local, t_red])
+    which = np.argmax(comps, axis=0)
+    label_of = np.array([BOTTLENECKS.index(x) for x in ("network", "pcie", "intra-node", "host-cpu")])
+    bottleneck = label_of[which]
+    intra_over_pcie = (which == 2) & (B_intra <= L["B_pcie_one"] * 1.0001)
+    bottleneck = np.where(intra_over_pcie, BOTTLENECKS.index("pcie"), bottleneck)
+    serial_dominant = (strat == PS) & (t_serial > 0) & (which == 0) & ps_shard_pinned
+    bottleneck = np.where(serial_dominant, BOTTLENECKS.index("ps-shard"), bottleneck)
+    bottleneck = np.where(exposed <= _COMPUTE_BOUND_FRACTION * t_iter, BOTTLENECKS.index("compute"), bottleneck)
+    mem_ok = compute.memory_ok[space.gpu_idx]
+    supported = compute.supported[space.gpu_idx]
+    bottleneck = np.where(mem_ok, bottleneck, BOTTLENECKS.index("memory"))
+    bottleneck = np.where(supported, bottleneck, BOTTLENECKS.index("precision"))
+
+    return Timing(
+        t_compute_s=t_compute,
+        t_comm_s=t_comm,
+        t_exposed_comm_s=exposed,
+        t_iter_s=t_iter,
+        throughput_samples_per_s=throughput,
+        scaling_efficiency=efficiency,
+        busiest_nic_bytes=busiest,
+        bottleneck=bottleneck,
+        feasible=mem_ok & supported,
+    )

@@ -1,0 +1,333 @@
+"""Workload zoo: each model's gradient tensors, when they become ready, and what a step costs.
+
+A zoo entry (`costopt/data/zoo/<model>.json`, built by `tools/build_zoo.py` from the H200
+measurements in shared/data/h200/) holds:
+
+- tensor sets: parameter tensors in the order their gradients become ready in backward, with the
+  ready time as a fraction of backward (`pytorch`: torchvision/transformers definitions, measured;
+  `tensorflow`: tf_cnn_benchmarks definitions for the 2017 CNN benchmarks, with batch-norm moving
+  statistics as load-only entries for PS placement);
+- compute profiles: forward, backward and optimizer-step time and peak memory per
+  (gpu, precision, batch), measured.
+
+Compute on a GPU without a measurement is scaled, following the thesis (§6.8 of
+thesis_method.md: keep the model's structure, rescale T_f and T_b by the GPU speed ratio):
+
+    t_phase(gpu, b) = max( t_phase(ref, b) * R,  t_phase(ref, b_min) )      R = X_ref / X_gpu
+
+where X is the published single-GPU ResNet-50 training throughput of each GPU at that precision
+(catalog field `throughput`, one harness for all GPUs where possible) and ref is the GPU the
+profile was measured on. The second term keeps the launch-bound floor the H200 README warns about:
+a faster GPU cannot beat the per-iteration floor measured at the smallest batch. Batches between
+measured ones are interpolated linearly, larger ones extrapolated from the last two points, smaller
+ones held at the smallest measured batch (time) or extrapolated (memory). Gradients are fp32 in
+every precision (AMP keeps fp32 master weights), so gradient bytes = 4 x parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .catalog import Catalog, Gpu
+from .errors import InputError
+from .units import gb_to_bytes, ms_to_s
+
+ZOO_DIR = Path(__file__).parent / "data" / "zoo"
+PRECISIONS = ("fp32", "amp_bf16", "amp_fp16")
+GRADIENT_BYTES_PER_PARAM = 4  # fp32 gradients (AMP keeps fp32 master weights and gradients)
+# Profiles are recorded as fp32 or amp_bf16; fp16 autocast runs on the same tensor cores at the same
+# rate on the measured GPU, so amp_fp16 reads the amp_bf16 profile.
+_PROFILE_PRECISION = {"fp32": "fp32", "amp_bf16": "amp_bf16", "amp_fp16": "amp_bf16"}
+
+
+@dataclass(frozen=True)
+class TensorSet:
+    """Parameter tensors in backward (gradient-ready) order."""
+
+    name: str
+    source: str
+    names: tuple[str, ...]
+    numel: np.ndarray  # int64
+    ready_fraction: np.ndarray  # float64 in [0, 1], non-decreasing
+    trainable: np.ndarray  # bool; False = load-only (BN moving statistics)
+
+    @property
+    def gradient_bytes(self) -> np.ndarray:
+        return np.where(self.trainable, self.numel * GRADIENT_BYTES_PER_PARAM, 0).astype(np.float64)
+
+    @property
+    def total_gradient_bytes(self) -> float:
+        return float(self.gradient_bytes.sum())
+
+    @property
+    def n_trainable(self) -> int:
+        return int(self.trainable.sum())
+
+    def creation_order_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """All variables' bytes (load-only included) and trainable flags, in creation order."""
+        return (self.numel[::-1] * GRADIENT_BYTES_PER_PARAM).astype(np.float64), self.trainable[::-1]
+
+    def buckets(self, bucket_bytes: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Group trainable tensors, in ready order, into buckets of at least `bucket_bytes`.
+
+        Returns (bytes per bucket, ready fraction of the bucket's last tensor, tensors per bucket).
+        A bucket closes as soon as it reaches the size, as in DDP/Horovod fusion.
+        """
+        sizes = self.gradient_bytes[self.trainable]
+        ready = self.ready_fraction[self.trainable]
+        out_bytes, out_ready, out_count = [], [], []
+        acc, count = 0.0, 0
+        for size, r in zip(sizes, ready):  # loop over tensors of one model, not over designs
+            acc += size
+            count += 1
+            if acc >= bucket_bytes:
+                out_bytes.append(acc)
+                out_ready.append(r)
+                out_count.append(count)
+                acc, count = 0.0, 0
+        if count:
+            out_bytes.append(acc)
+            out_ready.append(ready[-1])
+            out_count.append(count)
+        return np.array(out_bytes), np.array(out_ready), np.array(out_count, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ProfilePoint:
+    gpu: str
+    precision: str
+    batch: int
+    forward_ms: float
+    backward_ms: float
+    step_ms: float
+    peak_mem_bytes: float
+    source: str
+    date: str
+
+
+@dataclass(frozen=True)
+class ComputeEstimate:
+    """One GPU's iteration at one batch and precision."""
+
+    forward_s: float
+    backward_s: float
+    step_s: float
+    peak_mem_bytes: float
+    source: str  # measured | interpolated | extrapolated | scaled
+    basis: str  # one line: where the numbers come from
+
+    @property
+    def iteration_s(self) -> float:
+        return self.forward_s + self.backward_s + self.step_s
+
+
+@dataclass(frozen=True)
+class Workload:
+    model: str
+    description: str
+    sample_unit: str
+    optimizer: str
+    default_batch: int
+    tensor_sets: dict[str, TensorSet]
+    profiles: tuple[ProfilePoint, ...]
+    path: str
+
+    def tensors(self, tensor_set: str = "pytorch") -> TensorSet:
+        if tensor_set not in self.tensor_sets:
+            raise InputError(
+                f"model '{self.model}' has no '{tensor_set}' tensor set (has: {', '.join(sorted(self.tensor_sets))})"
+            )
+        return self.tensor_sets[tensor_set]
+
+    def precisions(self) -> list[str]:
+        have = {p.precision for p in self.profiles}
+        return [p for p in PRECISIONS if _PROFILE_PRECISION[p] in have]
+
+    def compute(self, gpu: Gpu, precision: str, batch: int, catalog: Catalog) -> ComputeEstimate:
+        """Forward/backward/step time and peak memory of one `gpu` at `batch` and `precision`."""
+        if precision not in PRECISIONS:
+            raise InputError(f"unknown precision '{precision}' (choose from {', '.join(PRECISIONS)})")
+        if batch < 1:
+            raise InputError(f"batch per GPU must be >= 1, got {batch}")
+        want = _PROFILE_PRECISION[precision]
+        points = [p for p in self.profiles if p.precision == want]
+        if not points:
+            raise InputError(
+                f"model '{self.model}' has no {want} compute profile (has: {', '.join(self.precisions()) or 'none'})"
+            )
+        by_gpu: dict[str, list[ProfilePoint]] = {}
+        for p in points:
+            by_gpu.setdefault(p.gpu, []).append(p)
+        if gpu.id in by_gpu:
+            return _from_points(sorted(by_gpu[gpu.id], key=lambda p: p.batch), batch, 1.0, "")
+        # Scale from a measured GPU that has a published reference throughput.
+        target = _reference_throughput(gpu, precision)
+        for ref_id in sorted(by_gpu):
+            ref_gpu = catalog.gpus.get(ref_id)
+            if ref_gpu is None:
+                continue
+            ref = _reference_throughput(ref_gpu, precision)
+            if ref is None or target is None:
+                continue
+            ratio = ref[0] / target[0]
+            basis = (
+                f"scaled from {ref_id} measurement by ResNet-50 throughput ratio {ref[0]:g}/{target[0]:g} "
+                f"({target[1]})"
+            )
+            return _from_points(sorted(by_gpu[ref_id], key=lambda p: p.batch), batch, ratio, basis)
+        raise InputError(
+            f"cannot estimate {self.model} compute on gpu '{gpu.id}' ({precision}): no published "
+            f"throughput for it in the catalog and no measured profile"
+        )
+
+
+def _reference_throughput(gpu: Gpu, precision: str) -> tuple[float, str] | None:
+    """Published samples/s of this GPU for the scaling ratio, with a note of where it comes from."""
+    t = gpu.throughput
+    if t is None:
+        return None
+    if precision == "fp32":
+        value = t.fp32_samples_per_s
+    else:
+        # GPUs without a published AMP figure fall back to fp32 speed (no AMP gain assumed).
+        value = t.amp_samples_per_s if t.amp_samples_per_s is not None else t.fp32_samples_per_s
+    if value is None:
+        return None
+    note = f"{t.source}, {t.date}" + (", estimate" if t.estimate else "")
+    return value, note
+
+
+def _interp(batches: np.ndarray, values: np.ndarray, batch: float, floor: bool) -> tuple[float, str]:
+    if batch in batches:
+        return float(values[list(batches).index(batch)]), "measured"
+    if batch < batches[0]:
+        if floor or len(batches) == 1:
+            return float(values[0]), "extrapolated"
+        slope = (values[1] - values[0]) / (batches[1] - batches[0])
+        return float(max(values[0] - slope * (batches[0] - batch), 0.1 * values[0])), "extrapolated"
+    if batch > batches[-1]:
+        if len(batches) == 1:
+            return float(values[-1] * batch / batches[-1]), "extrapolated"
+        slope = max((values[-1] - values[-2]) / (batches[-1] - batches[-2]), 0.0)
+        return float(values[-1] + slope * (batch - batches[-1])), "extrapolated"
+    return float(np.interp(batch, batches, values)), "interpolated"
+
+
+def _from_points(points: list[ProfilePoint], batch: int, ratio: float, basis: str) -> ComputeEstimate:
+    b = np.array([p.batch for p in points], dtype=np.float64)
+    phases = {}
+    how = "measured"
+    for name in ("forward_ms", "backward_ms", "step_ms"):
+        vals = np.array([getattr(p, name) for p in points])
+        value, kind = _interp(b, vals, batch, floor=True)
+        # floor: the smallest-batch measurement bounds a faster GPU from below
+        phases[name] = ms_to_s(max(value * ratio, float(vals[0]) if ratio < 1 else 0.0))
+        how = kind if kind != "measured" else how
+    mem, kind = _interp(b, np.array([p.peak_mem_bytes for p in points]), batch, floor=False)
+    how = kind if kind != "measured" else how
+    ref = points[0]
+    if ratio != 1.0 or basis:
+        source = "scaled"
+        basis = f"{basis}; {how} at batch {batch} from {ref.source}"
+    else:
+        source = how
+        basis = f"{how} at batch {batch} ({ref.gpu}, {ref.source}, {ref.date})"
+    return ComputeEstimate(phases["forward_ms"], phases["backward_ms"], phases["step_ms"], mem, source, basis)
+
+
+def _parse_workload(data: dict, where: str) -> Workload:
+    try:
+        sets = {}
+        for set_name, body in data["tensor_sets"].items():
+            tensors = body["tensors"]
+            if not tensors:
+                raise InputError(f"{where}: tensor set '{set_name}' is empty")
+            ready = np.array([float(t["ready_fraction"]) for t in tensors])
+            if np.any(ready < 0) or np.any(ready > 1) or np.any(np.diff(ready) < -1e-12):
+                raise InputError(f"{where}: tensor set '{set_name}': ready_fraction must be in [0,1] and non-decreasing")
+            sets[set_name] = TensorSet(
+                name=set_name,
+                source=str(body.get("source", "")),
+                names=tuple(str(t["name"]) for t in tensors),
+                numel=np.array([int(t["numel"]) for t in tensors], dtype=np.int64),
+                ready_fraction=ready,
+                trainable=np.array([bool(t.get("trainable", True)) for t in tensors]),
+            )
+        profiles = tuple(
+            ProfilePoint(
+                gpu=str(p["gpu"]), precision=str(p["precision"]), batch=int(p["batch"]),
+                forward_ms=float(p["forward_ms"]), backward_ms=float(p["backward_ms"]),
+                step_ms=float(p["step_ms"]), peak_mem_bytes=float(p["peak_mem_bytes"]),
+                source=str(p.get("source", where)), date=str(p.get("date", "")),
+            )
+            for p in data["profiles"]
+        )
+        for p in profiles:
+            if p.precision not in ("fp32", "amp_bf16", "amp_fp16"):
+                raise InputError(f"{where}: profile precision '{p.precision}' unknown")
+            if min(p.forward_ms, p.backward_ms, p.peak_mem_bytes) <= 0 or p.step_ms < 0 or p.batch < 1:
+                raise InputError(f"{where}: profile {p.gpu} {p.precision} batch {p.batch}: times and memory must be positive")
+        return Workload(
+            model=str(data["model"]), description=str(data.get("description", "")),
+            sample_unit=str(data.get("sample_unit", "sample")), optimizer=str(data.get("optimizer", "")),
+            default_batch=int(data["default_batch"]), tensor_sets=sets, profiles=profiles, path=where,
+        )
+    except KeyError as exc:
+        raise InputError(f"{where}: missing field {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: malformed workload: {exc}") from None
+
+
+def list_models() -> list[str]:
+    return sorted(p.stem for p in ZOO_DIR.glob("*.json"))
+
+
+@lru_cache(maxsize=64)
+def _load_path(path: str) -> Workload:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: expected a JSON object")
+    return _parse_workload(data, str(p))
+
+
+def load_workload(model: str) -> Workload:
+    """A zoo model by name."""
+    path = ZOO_DIR / f"{model}.json"
+    if not path.exists():
+        raise InputError(f"unknown model '{model}' (known: {', '.join(list_models())})")
+    return _load_path(str(path))
+
+
+def load_profile(path: str | Path, base: Workload | None = None) -> Workload:
+    """A user's profile file (zoo format, e.g. from `costopt profile`).
+
+    When `base` is given, the file's compute profiles are added in front of the base model's, so a
+    profile measured on one GPU overrides the built-in numbers for that GPU only; tensors come from
+    the file if it has them, else from the base.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"profile file not found: {p}")
+    w = _load_path(str(p.resolve()))
+    if base is None:
+        return w
+    own = {(q.gpu, q.precision) for q in w.profiles}
+    merged = w.profiles + tuple(q for q in base.profiles if (q.gpu, q.precision) not in own)
+    return Workload(
+        model=w.model, description=w.description or base.description, sample_unit=w.sample_unit,
+        optimizer=w.optimizer, default_batch=w.default_batch,
+        tensor_sets=w.tensor_sets or base.tensor_sets, profiles=merged, path=w.path,
+    )
+
+
+def memory_fits(estimate: ComputeEstimate, gpu: Gpu, reserved_gb: float) -> bool:
+    return estimate.peak_mem_bytes + gb_to_bytes(reserved_gb) <= gb_to_bytes(gpu.memory_gb)
