@@ -206,6 +206,7 @@ class SolveResult:
     why: str
     solver: dict[str, Any]
     table: pd.DataFrame = field(repr=False)
+    best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -217,6 +218,7 @@ class SolveResult:
             "alternatives": self.alternatives,
             "why": self.why,
             "solver": self.solver,
+            "best_per_gpu": self.best_per_gpu,
         }
 
 
@@ -319,13 +321,18 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     fam_best = idx[order[first]]
     fam_score = _objective_score(objective, cost[fam_best], thr[fam_best])
     ranked = fam_best[np.lexsort((order_rank[fam_best], cost[fam_best], -fam_score))]
+    # best design of each GPU type, for the buyer who wants to see every option's best shot
+    _, first_pos = np.unique(s.gpu_idx[ranked], return_index=True)
+    per_gpu = ranked[np.sort(first_pos)]
+    per_gpu = np.concatenate([[best], per_gpu[s.gpu_idx[per_gpu] != s.gpu_idx[best]]])
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
     table = ev.frame(ranked)
     table.insert(0, "rank", np.arange(1, len(ranked) + 1))
     rows = [_design_dict(r) for _, r in table.iterrows()]
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand))}
-    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table)
+    per_gpu_rows = [_design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
+    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows)
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:

@@ -146,7 +146,9 @@ def solve(
     rows = [res.best] + res.alternatives
     for i, r in enumerate(rows, 1):
         r["rank"] = i
-    c.print(_design_table(rows, "Ranked designs (best of each gpu / nic / strategy family)"))
+    c.print(_design_table(rows, "Ranked designs (best of each gpu / chassis / nic / strategy family)"))
+    if res.best_per_gpu:
+        c.print(_design_table(res.best_per_gpu, "Best design per GPU type"))
     b = res.best
     c.print(f"Best: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, {b['chassis']}), "
             f"{b['nic']}, {b['strategy']}; {_fmt_money(b['cost_usd'])}; {b['throughput_samples_per_s']:,.1f} samples/s; "
@@ -247,6 +249,10 @@ def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML 
     c.print(t)
     s = cat.site
     c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
+
+
+# --- sub-command modules register themselves on `app` when imported (one line each) ---
+# (keep this block at the end of the module: the imported modules use `app` defined above)
 
 
 def main() -> None:
