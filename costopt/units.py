@@ -9,8 +9,6 @@ from __future__ import annotations
 
 BYTES_PER_GB = 1e9
 BITS_PER_BYTE = 8.0
-SECONDS_PER_MS = 1e-3
-SECONDS_PER_US = 1e-6
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 
 
@@ -33,11 +31,11 @@ def bytes_to_gb(n_bytes):
 
 
 def ms_to_s(ms):
-    return ms * SECONDS_PER_MS
+    return ms / 1e3  # division keeps round inputs exact (12.5 ms -> 0.0125 s)
 
 
 def us_to_s(us):
-    return us * SECONDS_PER_US
+    return us / 1e6
 
 
 # PCIe x16 bandwidth per direction, GB/s (spec), by generation.
