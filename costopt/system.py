@@ -29,6 +29,7 @@ class SystemParams:
     host_memory_gb_per_s: float
     cpu_network_efficiency: float
     ps_tensor_overhead_us: float
+    ps_pull_overlap: float
     bucket_mb: float
     overlap_efficiency: float
     memory_reserved_gb: float
@@ -50,12 +51,14 @@ _KEYS = {
     ("host", "host_memory_gb_per_s"): "host_memory_gb_per_s",
     ("host", "cpu_network_efficiency"): "cpu_network_efficiency",
     ("parameter_server", "tensor_overhead_us"): "ps_tensor_overhead_us",
+    ("parameter_server", "pull_overlap"): "ps_pull_overlap",
     ("overlap", "bucket_mb"): "bucket_mb",
     ("overlap", "efficiency"): "overlap_efficiency",
     ("memory", "reserved_gb"): "memory_reserved_gb",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency"}
+_UNIT_INTERVAL = {"ps_pull_overlap"}  # in [0, 1], 0 allowed
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 
@@ -82,7 +85,8 @@ def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}")
             value = float(value)
-            if value < 0 or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0):
+            if (value < 0 or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0)
+                    or (name in _UNIT_INTERVAL and value > 1)):
                 raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range")
             out[name] = value
     if require_all:

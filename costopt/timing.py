@@ -17,9 +17,10 @@ Communication, per iteration:
         t = 2(G−1)/G·S / B_intra + 2(M−1)/M·S / B_nic                        + (2(G−1)α_intra + 2(M−1)α_nic) per bucket
     ring, reduce_on=cpu (MPI on host memory): copies through the host, a host-memory-speed reduction
         t = 2·S / B_pcie + V / min(B_nic·cpu_eff, B_hmem) + (N−1)/N·S / B_red
-    parameter server, P = M shards colocated on the worker nodes, greedy whole-tensor placement:
-        per phase NIC bytes  X(M) = max_j max((M−1)·S_j, S − S_j)          (placement.py)
-        pull (before forward, not overlappable) = max(X/B_nic + α_ps·R(M), host copy)
+    parameter server, P shards (default P = M) colocated on the worker nodes (shard k on node k mod M),
+    greedy whole-tensor placement:
+        per phase NIC bytes  X = max_j max((M−1)·L_j, S − L_j), L_j = shard bytes on node j  (placement.py)
+        pull (before forward)                   = max(X/B_nic + α_ps·R(M), host copy); exposed: max(pull − w·T_f, 0)
         push (overlaps backward, per bucket)    = max(X/B_nic, host copy, local reduce)
         apply = M · max_j S_j · 3 / B_apply     (read var, read grad, write var; W applies per shard)
       host copy: reduce_on=cpu (variables on the host, TF local_parameter_device=cpu): every GPU copies
@@ -49,7 +50,7 @@ import numpy as np
 
 from .catalog import host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
-from .placement import ps_busiest_bytes_table
+from .placement import greedy_shard_loads
 from .system import SystemParams
 from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
@@ -118,7 +119,52 @@ def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarr
         "a_intra": np.full(len(space), us_to_s(params.intra_message_overhead_us)),
         "B_pcie": per_gpu_pcie,
         "B_pcie_one": pcie[g_i, c_i],
+        "B_gpu_mem": np.array([gb_per_s_to_bytes_per_s(g.memory_bandwidth_gbs) for g in space.gpus])[g_i],
     }
+
+
+_PS_CACHE: dict[tuple[int, int, int], tuple[TensorSet, float, float, float]] = {}
+
+
+def _ps_node_bytes(tensors: TensorSet, m: int, p: int) -> tuple[float, float, float]:
+    """(busiest NIC bytes per phase, largest node's shard bytes, most remote tensors) for P shards on M nodes.
+
+    Greedy placement of whole tensors on P shards (placement.py); shard k lives on node k mod M.
+    Node j holding L_j bytes sends L_j to each of the M-1 other workers and receives S - L_j.
+    Cached per (tensor set, M, P): the calibration evaluates the same designs many times.
+    """
+    key = (id(tensors), int(m), int(p))
+    hit = _PS_CACHE.get(key)
+    if hit is not None and hit[0] is tensors:
+        return hit[1], hit[2], hit[3]
+    creation_bytes, trainable = tensors.creation_order_bytes()
+    shard, count = greedy_shard_loads(creation_bytes, int(p), trainable)
+    node = np.arange(int(p)) % int(m)
+    load = np.bincount(node, weights=shard, minlength=int(m))
+    cnt = np.bincount(node, weights=count.astype(np.float64), minlength=int(m))
+    total = float(shard.sum())
+    n_train = float(trainable.sum())
+    if m > 1:
+        busiest = float(np.max(np.maximum((m - 1) * load, total - load)))
+        remote = float(n_train - cnt.min())
+    else:
+        busiest, remote = 0.0, 0.0
+    out = (busiest, float(load.max()), remote)
+    if len(_PS_CACHE) > 4096:
+        _PS_CACHE.clear()
+    _PS_CACHE[key] = (tensors, *out)
+    return out
+
+
+def _ps_lookup(tensors: TensorSet, M: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vector of PS quantities per design: one placement per distinct (M, P) pair, not per design."""
+    m = np.asarray(M, dtype=np.int64)
+    p = np.asarray(P, dtype=np.int64)
+    key = m << 32 | p  # one integer per pair: a 1-D unique is far cheaper than unique(axis=0)
+    uniq, inv = np.unique(key, return_inverse=True)
+    vals = np.array([_ps_node_bytes(tensors, int(k >> 32), int(k & 0xFFFFFFFF)) for k in uniq]).reshape(-1, 3)
+    inv = np.asarray(inv).reshape(-1)
+    return vals[inv, 0], vals[inv, 1], vals[inv, 2]
 
 
 def evaluate(
@@ -128,8 +174,13 @@ def evaluate(
     params: SystemParams,
     batch_per_gpu: int,
     overlap: str = "wfbp",
+    num_ps: np.ndarray | None = None,
 ) -> Timing:
-    """Iteration time, throughput and bottleneck for every design in `space`."""
+    """Iteration time, throughput and bottleneck for every design in `space`.
+
+    `num_ps` (optional, one integer per design) is the number of PS shards for `ps` designs; 0 or
+    None means the default layout, one shard per node. Shard p lives on node p mod M.
+    """
     if overlap not in OVERLAP_MODES:
         raise ValueError(f"overlap must be one of {OVERLAP_MODES}")
     n = len(space)
@@ -151,57 +202,38 @@ def evaluate(
     T_step = compute.step_s[space.gpu_idx]
     t_compute = T_f + T_b + T_step
 
-    # --- component times of the overlappable stream (bandwidth part) and of serial phases ---
-    t_nic = np.zeros(n)  # NIC-bound part
-    t_host = np.zeros(n)  # PCIe host copies
-    t_local = np.zeros(n)  # intra-node link
-    t_red = np.zeros(n)  # CPU reduction
-    lam = np.zeros(n)  # latency per bucket
-    t_serial = np.zeros(n)
-    ps_shard_pinned = np.zeros(n, dtype=bool)
-    busiest = np.zeros(n)
-
+    # Component times of the overlappable stream (bandwidth part) and of the serial phases. Every
+    # expression runs over the full arrays and `np.select` picks per strategy: no gathers per class.
+    is_ring = (strat == RING) & ~cpu & ~one
+    is_hier = (strat == HIER) & ~cpu & ~one
+    is_cpu_ar = (strat != PS) & cpu & ~one  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
+    p = (strat == PS) & ~one
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
-
-        # flat ring on GPUs
-        m = (strat == RING) & ~cpu & ~one
-        inter_edge = m & multi
-        t_nic[inter_edge] = V[inter_edge] / B_nic[inter_edge]
-        t_local[m] = V[m] / B_intra[m]
-        a_ring = np.where(multi, np.maximum(a_nic, a_intra), a_intra)
-        lam[m] = (2.0 * (N[m] - 1)) * a_ring[m]
-        busiest[inter_edge] = V[inter_edge]
-
-        # hierarchical (single node: same as ring)
-        h = (strat == HIER) & ~cpu & ~one
-        t_local[h] = np.where(multi[h], 2.0 * (G[h] - 1) / G[h] * S, V[h]) / B_intra[h]
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
-        t_nic[h] = V_inter[h] / B_nic[h]
-        lam[h] = 2.0 * (G[h] - 1) * a_intra[h] + 2.0 * (M[h] - 1) * np.where(multi[h], a_nic[h], 0.0)
-        busiest[h] = V_inter[h]
-        # (sum, not max: the phases run one after the other)
-        hier_sum = h.copy()
+        cpu_rate = np.where(multi, np.minimum(B_nic * params.cpu_network_efficiency, B_hmem), B_hmem)
+        t_nic = np.select([is_ring & multi, is_hier, is_cpu_ar], [V / B_nic, V_inter / B_nic, V / cpu_rate], 0.0)
+        t_host = np.where(is_cpu_ar, 2.0 * S / B_pcie, 0.0)
+        # hierarchical: intra reduce-scatter + all-gather (single node: the plain ring)
+        t_local = np.select([is_ring, is_hier], [V / B_intra, np.where(multi, 2.0 * (G - 1) / G * S, V) / B_intra], 0.0)
+        t_red = np.where(is_cpu_ar, (N - 1) / N * S / B_red, 0.0)
+        a_multi = np.where(multi, a_nic, 0.0)
+        lam = np.select(
+            [is_ring, is_hier, is_cpu_ar],
+            [2.0 * (N - 1) * np.where(multi, np.maximum(a_nic, a_intra), a_intra),
+             2.0 * (G - 1) * a_intra + 2.0 * (M - 1) * a_multi,
+             2.0 * (N - 1) * np.where(multi, a_nic, a_intra)],
+            0.0,
+        )  # latency per bucket
+        busiest = np.select([is_ring | is_cpu_ar, is_hier], [np.where(multi, V, 0.0), V_inter], 0.0)
+        t_serial = np.zeros(n)
+        ps_shard_pinned = np.zeros(n, dtype=bool)
 
-        # all-reduce on host CPUs (MPI without GPU awareness), flat over N ranks
-        c = ((strat == RING) | (strat == HIER)) & cpu & ~one
-        t_host[c] = 2.0 * S / B_pcie[c]
-        net_rate = np.minimum(B_nic * params.cpu_network_efficiency, B_hmem)
-        shm_rate = np.full(n, B_hmem)
-        t_nic[c] = V[c] / np.where(multi[c], net_rate[c], shm_rate[c])
-        t_red[c] = (N[c] - 1) / N[c] * S / B_red
-        lam[c] = 2.0 * (N[c] - 1) * np.where(multi[c], a_nic[c], a_intra[c])
-        busiest[c & multi] = V[c & multi]
-
-        # parameter server, shards colocated one per node
-        p = (strat == PS) & ~one
+        # parameter server, shards colocated on the worker nodes (one per node unless num_ps says otherwise)
         if p.any():
-            creation_bytes, creation_trainable = tensors.creation_order_bytes()
-            table = ps_busiest_bytes_table(creation_bytes, int(M[p].max()), creation_trainable)
             Mi = space.nodes[p]
-            X = table["busiest_bytes"][Mi]
-            largest = table["largest_shard_bytes"][Mi]
-            remote = table["max_remote_tensors"][Mi]
+            Pi = Mi if num_ps is None else np.where(np.asarray(num_ps)[p] > 0, np.asarray(num_ps)[p], Mi)
+            X, largest, remote = _ps_lookup(tensors, Mi, Pi)
             balanced = (Mi - 1) / Mi * S
             ps_shard_pinned[p] = (Mi > 1) & (X > 1.2 * balanced)
             a_ps = a_nic[p] + us_to_s(params.ps_tensor_overhead_us)
@@ -210,31 +242,29 @@ def evaluate(
             Gp = G[p]
             host_copy = np.where(cp, S / B_pcie[p], np.where(Mi > 1, S / L["B_pcie_one"][p], 0.0))
             local = np.where(cp, 0.0, (Gp - 1) / Gp * S / B_intra[p])
-            reduce_cpu = np.where(cp, (Gp - 1) * S / B_red, 0.0)
             t_nic[p] = nic_phase
             t_host[p] = host_copy
             t_local[p] = local
-            t_red[p] = reduce_cpu
-            apply_rate = np.where(cp, B_hmem, B_hmem * 10.0)  # GPU-resident apply: device memory, far faster
-            pull = np.maximum.reduce([nic_phase + a_ps * remote, host_copy, local])
+            t_red[p] = np.where(cp, (Gp - 1) * S / B_red, 0.0)
+            # variables on the host apply at host-memory speed, on a GPU at that GPU's memory bandwidth
+            apply_rate = np.where(cp, B_hmem, L["B_gpu_mem"][p])
+            pull = np.maximum(np.maximum(nic_phase + a_ps * remote, host_copy), local)
             t_apply = Mi * largest * 3.0 / apply_rate
-            t_serial[p] = pull + t_apply
+            # per-variable pulls overlap the forward of earlier layers (TF dataflow, thesis_method.md §6.5):
+            # forward phase = max(T_f, pull + (1 - w)·T_f), w = pull_overlap; w = 0: pull fully serial
+            t_serial[p] = np.maximum(pull - params.ps_pull_overlap * T_f[p], 0.0) + t_apply
             busiest[p] = 2.0 * X
 
     # bandwidth time of the overlappable stream: pipelined stages → the slowest stage,
     # except hierarchical (sequential phases) and CPU all-reduce (unpipelined 2017-style MPI)
-    stream_bw = np.maximum.reduce([t_nic, t_host, t_local, t_red])
-    seq = hier_sum | c
-    stream_bw = np.where(seq, t_nic + t_host + t_local + t_red, stream_bw)
-    stream_bw = stream_bw / params.overlap_efficiency
+    summed = t_nic + t_host + t_local + t_red
+    slowest = np.maximum(np.maximum(t_nic, t_host), np.maximum(t_local, t_red))
+    stream_bw = np.where(is_hier | is_cpu_ar, summed, slowest) / params.overlap_efficiency
 
     bucket_bytes, bucket_ready, bucket_count = tensors.buckets(params.bucket_mb * 1e6)
     n_buckets = len(bucket_bytes)
-    if p.any():  # PS pays the per-tensor request cost on the remote share of tensors
-        lam_ps = (a_nic + us_to_s(params.ps_tensor_overhead_us)) * np.where(M > 1, (M - 1) / M, 0.0)
-        per_tensor = np.where(strat == PS, lam_ps, 0.0)
-    else:
-        per_tensor = np.zeros(n)
+    # PS pays the per-tensor request cost on the remote share of its tensors
+    per_tensor = np.where(p, (a_nic + us_to_s(params.ps_tensor_overhead_us)) * np.where(multi, (M - 1) / M, 0.0), 0.0)
     t_stream = stream_bw + lam * n_buckets + per_tensor * tensors.n_trainable
 
     if overlap == "none":
@@ -244,14 +274,19 @@ def evaluate(
     else:
         beta = stream_bw / S
         suffix_bytes = np.cumsum(bucket_bytes[::-1])[::-1]
-        suffix_buckets = np.arange(n_buckets, 0, -1, dtype=np.float64)
         suffix_tensors = np.cumsum(bucket_count[::-1])[::-1]
         end = np.zeros(n)
+        term = np.empty(n)
+        tmp = np.empty(n)
         for k in range(n_buckets):  # loop over buckets of one model; each step is a vector op over designs
-            end = np.maximum(
-                end,
-                bucket_ready[k] * T_b + beta * suffix_bytes[k] + lam * suffix_buckets[k] + per_tensor * suffix_tensors[k],
-            )
+            np.multiply(T_b, bucket_ready[k], out=term)
+            np.multiply(beta, suffix_bytes[k], out=tmp)
+            term += tmp
+            np.multiply(lam, float(n_buckets - k), out=tmp)
+            term += tmp
+            np.multiply(per_tensor, suffix_tensors[k], out=tmp)
+            term += tmp
+            np.maximum(end, term, out=end)
         t_after = np.maximum(T_b, end)
 
     t_iter = T_f + t_after + T_step + t_serial
@@ -261,20 +296,23 @@ def evaluate(
     single = batch_per_gpu / t_compute
     efficiency = throughput / (N * single)
 
-    # bottleneck: the largest communication component, unless exposed communication is small
-    comps = np.stack([t_nic, t_host, t_local, t_red])
-    which = np.argmax(comps, axis=0)
+    # bottleneck: the largest communication component (first wins ties), unless exposed communication is small
+    which = np.zeros(n, dtype=np.int64)
+    best = t_nic.copy()
+    for k, comp in ((1, t_host), (2, t_local), (3, t_red)):
+        bigger = comp > best
+        which[bigger] = k
+        np.maximum(best, comp, out=best)
     label_of = np.array([BOTTLENECKS.index(x) for x in ("network", "pcie", "intra-node", "host-cpu")])
     bottleneck = label_of[which]
     intra_over_pcie = (which == 2) & (B_intra <= L["B_pcie_one"] * 1.0001)
-    bottleneck = np.where(intra_over_pcie, BOTTLENECKS.index("pcie"), bottleneck)
-    serial_dominant = (strat == PS) & (t_serial > 0) & (which == 0) & ps_shard_pinned
-    bottleneck = np.where(serial_dominant, BOTTLENECKS.index("ps-shard"), bottleneck)
-    bottleneck = np.where(exposed <= _COMPUTE_BOUND_FRACTION * t_iter, BOTTLENECKS.index("compute"), bottleneck)
+    bottleneck[intra_over_pcie] = BOTTLENECKS.index("pcie")
+    bottleneck[p & (t_serial > 0) & (which == 0) & ps_shard_pinned] = BOTTLENECKS.index("ps-shard")
+    bottleneck[exposed <= _COMPUTE_BOUND_FRACTION * t_iter] = BOTTLENECKS.index("compute")
     mem_ok = compute.memory_ok[space.gpu_idx]
     supported = compute.supported[space.gpu_idx]
-    bottleneck = np.where(mem_ok, bottleneck, BOTTLENECKS.index("memory"))
-    bottleneck = np.where(supported, bottleneck, BOTTLENECKS.index("precision"))
+    bottleneck[~mem_ok] = BOTTLENECKS.index("memory")
+    bottleneck[~supported] = BOTTLENECKS.index("precision")
 
     return Timing(
         t_compute_s=t_compute,

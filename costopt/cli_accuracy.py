@@ -1,0 +1,119 @@
+"""`costopt validate` and `costopt calibrate`: prediction accuracy against measured throughput."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from .calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
+from .cli import _console, _fail, _json_dump, app
+from .errors import CostoptError, InputError
+from .validate import validate as run_validate
+
+
+class ValFmt(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _summary_table(title: str, groups: dict) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("group", "n", "median |err| %", "p90 |err| %", "max |err| %"):
+        t.add_column(col, justify="left" if col == "group" else "right")
+    for name, s in groups.items():
+        t.add_row(name, str(s["n"]), _fmt(s["median_abs_error_pct"]), _fmt(s["p90_abs_error_pct"]), _fmt(s["max_abs_error_pct"]))
+    return t
+
+
+@app.command()
+def validate(
+    file: str = typer.Argument(..., help="Measurement CSV, or a shipped dataset name (e.g. 'published')."),
+    system: Optional[Path] = typer.Option(None, help="System parameters TOML (from `costopt calibrate`)."),
+    catalog: Optional[Path] = typer.Option(None, help="Base catalog TOML (default: reference-2026); the validation additions are merged in."),
+    fmt: ValFmt = typer.Option(ValFmt.table, "--format", help="table | json"),
+    max_median_error: Optional[float] = typer.Option(None, help="Exit 1 when the median absolute error (%) is above this."),
+) -> None:
+    """Predicted vs measured throughput per row, with error summaries per source and strategy."""
+    try:
+        res = run_validate(file, system=system, catalog=catalog)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    med = res.summaries["summary"]["median_abs_error_pct"]
+    if fmt is ValFmt.json:
+        typer.echo(_json_dump(res.to_json_dict()))
+    else:
+        c = _console()
+        t = Table(title=f"costopt validate: {res.path}", title_justify="left")
+        for col in ("line", "source", "model", "gpu", "GxM", "batch", "strategy", "nic", "measured", "predicted", "err %"):
+            t.add_column(col, justify="right" if col in ("line", "batch", "measured", "predicted", "err %") else "left")
+        for _, r in res.frame.iterrows():
+            strat = r["strategy"] + ("/cpu" if r["reduce_on"] == "cpu" else "") + (f" P={r['num_ps']}" if r["num_ps"] else "")
+            nic = f"{r['nic_gbps']}G {r['transport']}" if r["nic_gbps"] else "-"
+            t.add_row(str(r["line"]), r["source"], r["model"], r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}",
+                      str(r["batch_per_gpu"]), strat, nic, f"{float(r['measured_samples_per_s']):,.1f}",
+                      f"{r['predicted_samples_per_s']:,.1f}", f"{r['error_pct']:+.1f}")
+        c.print(t)
+        s = res.summaries
+        c.print(_summary_table("Absolute error by source", s["by_source"]))
+        c.print(_summary_table("Absolute error by strategy", s["by_strategy"]))
+        c.print(_summary_table("Overall", {"all rows": s["summary"], "multi-node rows": s["multi_node"]}))
+    if max_median_error is not None and med is not None and med > max_median_error:
+        typer.echo(f"median absolute error {med:.2f}% is above --max-median-error {max_median_error:g}%", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def calibrate(
+    file: str = typer.Argument(..., help="Measurement CSV, or a shipped dataset name (e.g. 'published')."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the fitted system TOML here."),
+    system: Optional[Path] = typer.Option(None, help="Starting system parameters TOML (default: built-in defaults)."),
+    catalog: Optional[Path] = typer.Option(None, help="Base catalog TOML (as for validate)."),
+    fit_param: Optional[list[str]] = typer.Option(None, "--fit", help=f"Parameter to fit (repeatable; default: {', '.join(DEFAULT_FIT)}; any of {', '.join(BOUNDS)})."),
+    loso: bool = typer.Option(True, help="Also report the leave-one-source-out error."),
+    fmt: ValFmt = typer.Option(ValFmt.table, "--format", help="table | json"),
+) -> None:
+    """Fit system parameters to measured rows (bounded least squares on log error)."""
+    try:
+        names = tuple(fit_param) if fit_param else DEFAULT_FIT
+        bad = [n for n in names if n not in BOUNDS]
+        if bad:
+            raise InputError(f"cannot fit {', '.join(bad)} (fittable: {', '.join(BOUNDS)})")
+        res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
+        if output is not None:
+            output.write_text(res.toml(), encoding="utf-8")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    except OSError as exc:
+        typer.echo(f"error: cannot write {output}: {exc}", err=True)
+        raise typer.Exit(2)
+    if fmt is ValFmt.json:
+        typer.echo(_json_dump({"file": str(res.path), "parameters": res.fit.table(), "rms_log_error": res.fit.rms_log_error,
+                               **{k: {"summary": v["summary"], "multi_node": v["multi_node"], "by_source": v["by_source"]}
+                                  for k, v in res.summaries.items()}, "output": str(output) if output else None}))
+        return
+    c = _console()
+    t = Table(title=f"costopt calibrate: {res.path} ({res.fit.n_rows} rows)", title_justify="left")
+    for col in ("parameter", "start", "fitted", "± 1 sd", "note"):
+        t.add_column(col)
+    for r in res.fit.table():
+        t.add_row(r["parameter"], f"{r['start']:.4g}", f"{r['fitted']:.4g}", "-" if r["sigma"] is None else f"{r['sigma']:.3g}", r["note"])
+    c.print(t)
+    rows = {}
+    for k, v in res.summaries.items():
+        rows[f"{k}: all"] = v["summary"]
+        rows[f"{k}: multi-node"] = v["multi_node"]
+    c.print(_summary_table("Absolute error (uncalibrated defaults, fitted on all rows, leave-one-source-out)", rows))
+    if "loso" in res.summaries:
+        c.print(_summary_table("Leave-one-source-out error by source", res.summaries["loso"]["by_source"]))
+    if output is not None:
+        c.print(f"wrote {output}")

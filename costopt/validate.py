@@ -1,0 +1,434 @@
+"""Predicted vs measured throughput for a file of measured configurations (`costopt validate`).
+
+Measurement file: CSV, one measured configuration per row, header required. Columns:
+
+    source, model, gpu, gpus_per_node, nodes, batch_per_gpu, precision, strategy, nic_gbps,
+    transport, num_ps, reduce_on, single_gpu_samples_per_s, measured_samples_per_s
+
+- strategy: ps | ring | hierarchical | single; precision: fp32 | amp_fp16 | amp_bf16;
+- nic_gbps + transport (tcp | rdma): the inter-node link; empty for single-node rows. Each distinct
+  pair becomes an ad-hoc NIC added to the catalog (adapter latency as the reference catalog's
+  Ethernet / RoCE adapters);
+- num_ps: PS shards (shard k on node k mod M); empty = one per node;
+- reduce_on: gpu (default when empty) | cpu;
+- single_gpu_samples_per_s: that system's measured 1-GPU throughput at the same batch. When given,
+  the zoo's forward/backward/step times for `gpu` are scaled by one factor so that one GPU runs at
+  exactly that rate (the thesis method: profile one GPU, predict the cluster). Empty: the zoo's
+  compute estimate for `gpu` as it is;
+- optional columns read when present: `tensor_set` (pytorch | tensorflow, default pytorch),
+  `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu).
+Every other column is kept and echoed in the output.
+
+Prediction: rows sharing (model, tensor set, batch) are evaluated as one design space where each row
+has its own GPU entry (so each can carry its own compute calibration); memory is not checked, since
+each row ran. Error % = (predicted - measured) / measured x 100.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .catalog import REFERENCE_CATALOG, Catalog, parse_catalog
+from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
+from .errors import InputError
+from .system import SystemParams, load_system
+from .timing import GpuCompute, evaluate
+from .workload import PRECISIONS, TensorSet, load_workload
+
+VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
+VALIDATION_CATALOG = VALIDATION_DIR / "catalog-validation.toml"
+
+COLUMNS = (
+    "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
+    "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
+)
+ROW_STRATEGIES = ("ps", "ring", "hierarchical", "single")
+TRANSPORTS = ("tcp", "rdma")
+# adapter latency of the ad-hoc NICs: as the reference catalog's 10/25 GbE (tcp) and RoCE (rdma) adapters
+ADHOC_LATENCY_US = {"tcp": 7.5, "rdma": 1.3}
+
+
+@dataclass
+class Row:
+    line: int
+    source: str
+    model: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    batch_per_gpu: int
+    precision: str
+    strategy: str
+    nic_gbps: float | None
+    transport: str | None
+    num_ps: int | None
+    reduce_on: str
+    single_gpu_samples_per_s: float | None
+    measured_samples_per_s: float
+    tensor_set: str = "pytorch"
+    chassis: str | None = None
+    raw: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def nic_id(self) -> str | None:
+        if self.nic_gbps is None:
+            return None
+        return f"val-{self.nic_gbps:g}g-{self.transport}".replace("+", "")
+
+
+def list_datasets() -> list[str]:
+    return sorted(p.stem for p in VALIDATION_DIR.glob("*.csv"))
+
+
+def resolve_dataset(name_or_path: str | Path) -> Path:
+    """A shipped dataset name (e.g. `published`) or a path."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    shipped = VALIDATION_DIR / f"{name_or_path}.csv"
+    if shipped.exists():
+        return shipped
+    raise InputError(f"measurement file not found: {name_or_path} (shipped datasets: {', '.join(list_datasets())})")
+
+
+def _err(path: Path, line: int, column: str, msg: str) -> InputError:
+    return InputError(f"{path}: line {line}, column '{column}': {msg}")
+
+
+def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[str]]:
+    """Parse and check a measurement CSV; returns (path, rows, header)."""
+    path = resolve_dataset(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    reader = csv.reader(text.splitlines(keepends=True))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise InputError(f"{path}: empty file (expected a header line with {', '.join(COLUMNS)})") from None
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{path}: line 1: missing column(s) {', '.join(repr(m) for m in missing)} "
+                         f"(required: {', '.join(COLUMNS)})")
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise InputError(f"{path}: line 1: duplicate column(s) {', '.join(repr(d) for d in dup)}")
+    rows: list[Row] = []
+    for cells in reader:
+        line = reader.line_num
+        if not cells or all(not c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise InputError(f"{path}: line {line}: {len(cells)} fields, header has {len(header)}")
+        raw = {h: c.strip() for h, c in zip(header, cells)}
+        rows.append(_parse_row(path, line, raw))
+    if not rows:
+        raise InputError(f"{path}: no measurement rows")
+    return path, rows, header
+
+
+def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
+    def need(col: str) -> str:
+        v = raw[col]
+        if v == "":
+            raise _err(path, line, col, "empty (required)")
+        return v
+
+    def number(col: str, *, integer: bool = False, optional: bool = False, positive: bool = True):
+        v = raw[col]
+        if v == "":
+            if optional:
+                return None
+            raise _err(path, line, col, "empty (required)")
+        try:
+            x = float(v)
+        except ValueError:
+            raise _err(path, line, col, f"not a number: {v!r}") from None
+        if not math.isfinite(x) or (positive and x <= 0):
+            raise _err(path, line, col, f"must be a positive number, got {v!r}")
+        if integer:
+            if not x.is_integer():
+                raise _err(path, line, col, f"must be a whole number, got {v!r}")
+            return int(x)
+        return x
+
+    def choice(col: str, options: tuple[str, ...], default: str | None = None) -> str | None:
+        v = raw[col].lower()
+        if v == "" and default is not None:
+            return default
+        if v == "" and default is None:
+            return None
+        if v not in options:
+            raise _err(path, line, col, f"unknown value {raw[col]!r} (choose from {', '.join(options)})")
+        return v
+
+    model = need("model")
+    try:
+        workload = load_workload(model)
+    except InputError as exc:
+        raise _err(path, line, "model", str(exc)) from None
+    r = Row(
+        line=line, source=need("source"), model=model, gpu=need("gpu"),
+        gpus_per_node=number("gpus_per_node", integer=True), nodes=number("nodes", integer=True),
+        batch_per_gpu=number("batch_per_gpu", integer=True), precision=choice("precision", PRECISIONS, "fp32"),
+        strategy=choice("strategy", ROW_STRATEGIES) or "", nic_gbps=number("nic_gbps", optional=True),
+        transport=choice("transport", TRANSPORTS), num_ps=number("num_ps", integer=True, optional=True),
+        reduce_on=choice("reduce_on", REDUCE_ON, "gpu"),
+        single_gpu_samples_per_s=number("single_gpu_samples_per_s", optional=True),
+        measured_samples_per_s=number("measured_samples_per_s"),
+        tensor_set=raw.get("tensor_set", "") or "pytorch", chassis=raw.get("chassis", "") or None, raw=raw,
+    )
+    if not r.strategy:
+        raise _err(path, line, "strategy", f"empty (required; choose from {', '.join(ROW_STRATEGIES)})")
+    if r.tensor_set not in workload.tensor_sets:
+        raise _err(path, line, "tensor_set", f"model '{model}' has no '{r.tensor_set}' tensor set "
+                   f"(has: {', '.join(sorted(workload.tensor_sets))})")
+    if r.strategy == "single" and r.total_gpus != 1:
+        raise _err(path, line, "strategy", f"'single' needs 1 GPU, row has {r.gpus_per_node} x {r.nodes}")
+    if r.strategy != "single" and r.total_gpus == 1:
+        r.strategy = "single"
+    if r.nodes > 1:
+        if r.nic_gbps is None:
+            raise _err(path, line, "nic_gbps", f"empty, but the row has {r.nodes} nodes")
+        if r.transport is None:
+            raise _err(path, line, "transport", "empty, but nic_gbps is given (tcp or rdma)")
+    else:
+        r.nic_gbps, r.transport = None, None
+    if r.num_ps is not None and r.strategy != "ps":
+        raise _err(path, line, "num_ps", f"given for strategy '{r.strategy}' (only ps has shards)")
+    if r.strategy == "hierarchical" and r.nodes < 2:
+        r.strategy = "ring"  # single node: the same as a ring
+    return r
+
+
+# ---------------------------------------------------------------------------------------------------
+# catalog
+
+def _read_toml(path: Path) -> dict:
+    if not path.exists():
+        raise InputError(f"catalog file not found: {path}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from None
+
+
+def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Catalog:
+    """The base catalog (reference, or `catalog`) + the validation additions + one NIC per (rate, transport).
+
+    Validation additions (GPUs, node shapes) are added only where the base lacks their id.
+    """
+    base_path = Path(catalog) if catalog is not None else REFERENCE_CATALOG
+    data = _read_toml(base_path)
+    extra = _read_toml(VALIDATION_CATALOG)
+    merged = {k: (list(v) if isinstance(v, list) else v) for k, v in data.items()}
+    for kind in ("gpu", "chassis"):
+        have = {e.get("id") for e in merged.get(kind, [])}
+        merged.setdefault(kind, [])
+        merged[kind] += [e for e in extra.get(kind, []) if e.get("id") not in have]
+    have = {e.get("id") for e in merged.get("nic", [])}
+    merged.setdefault("nic", [])
+    seen = set()
+    for r in rows:
+        nid = r.nic_id
+        if nid is None or nid in have or nid in seen:
+            continue
+        seen.add(nid)
+        merged["nic"].append({
+            "id": nid, "name": f"{r.nic_gbps:g} Gb/s {r.transport} (measurement file)", "line_rate_gbps": float(r.nic_gbps),
+            "transport": r.transport, "latency_us": ADHOC_LATENCY_US[r.transport], "price_usd": 1.0,
+            "switch_port_price_usd": 1.0, "switch_ports": 64, "source": "measurement file row", "date": "2026",
+            "price_source": "placeholder: validation only", "price_date": "2026",
+            "estimates": ["latency_us", "price_usd", "switch_port_price_usd"],
+        })
+    where = f"{base_path} + {VALIDATION_CATALOG.name} + measurement NICs"
+    return parse_catalog(merged, where)
+
+
+# ---------------------------------------------------------------------------------------------------
+# prepared cases: built once, evaluated for any SystemParams (calibration re-evaluates many times)
+
+@dataclass
+class Group:
+    """Rows sharing (model, tensor set, batch): one design space, one evaluate() call."""
+
+    rows: np.ndarray  # indices into the prepared row list
+    space: DesignSpace
+    compute: GpuCompute
+    tensors: TensorSet
+    batch: int
+    num_ps: np.ndarray
+
+
+@dataclass
+class Prepared:
+    rows: list[Row]
+    groups: list[Group]
+    single_idx: np.ndarray  # rows with strategy 'single'
+    single_pred: np.ndarray
+    compute_basis: list[str]
+    measured: np.ndarray
+    path: Path | None = None
+    header: list[str] = field(default_factory=list)
+
+    def predict(self, params: SystemParams) -> np.ndarray:
+        out = np.full(len(self.rows), np.nan)
+        out[self.single_idx] = self.single_pred
+        for g in self.groups:
+            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, "wfbp", num_ps=g.num_ps)
+            out[g.rows] = t.throughput_samples_per_s
+        return out
+
+
+def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: Path | None = None,
+            header: list[str] | None = None) -> Prepared:
+    cat = catalog if isinstance(catalog, Catalog) else validation_catalog(rows, catalog)
+    gpus_all, chassis_all, nics_all = list(cat.gpu), list(cat.chassis), list(cat.nic)
+    where = str(path) if path is not None else "measurements"
+    f = np.zeros(len(rows))
+    b = np.zeros(len(rows))
+    st = np.zeros(len(rows))
+    basis: list[str] = [""] * len(rows)
+    design: dict[int, tuple[int, int]] = {}
+    for i, r in enumerate(rows):
+        if r.gpu not in cat.gpus:
+            raise InputError(f"{where}: line {r.line}, column 'gpu': unknown gpu '{r.gpu}' "
+                             f"(known: {', '.join(cat.gpus)})")
+        g = cat.gpus[r.gpu]
+        w = load_workload(r.model)
+        try:
+            est = w.compute(g, r.precision, r.batch_per_gpu, cat)
+        except InputError as exc:
+            raise InputError(f"{where}: line {r.line}, column 'gpu': {exc}") from None
+        scale = 1.0
+        if r.single_gpu_samples_per_s is not None:
+            scale = (r.batch_per_gpu / r.single_gpu_samples_per_s) / est.iteration_s
+            basis[i] = f"calibrated to {r.single_gpu_samples_per_s:g} samples/s on 1 GPU (zoo phases x {scale:.3g})"
+        else:
+            basis[i] = f"{est.source}: {est.basis}"
+        f[i], b[i], st[i] = est.forward_s * scale, est.backward_s * scale, est.step_s * scale
+        if r.strategy == "single":
+            continue
+        strategy = r.strategy
+        try:
+            sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis)
+        except InputError as exc:
+            col = "chassis" if r.chassis and "chassis" in str(exc) else "gpus_per_node"
+            raise InputError(f"{where}: line {r.line}, column '{col}': {exc}") from None
+        design[i] = (int(sp.chassis_idx[0]), int(sp.nic_idx[0]))
+
+    single_idx = np.array([i for i, r in enumerate(rows) if r.strategy == "single"], dtype=np.int64)
+    single_pred = np.array([rows[i].batch_per_gpu / (f[i] + b[i] + st[i]) for i in single_idx])
+    keys: dict[tuple, list[int]] = {}
+    for i in design:
+        r = rows[i]
+        keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu), []).append(i)
+    groups = []
+    for (model, ts, batch), idx in keys.items():
+        idx_a = np.array(idx, dtype=np.int64)
+        n = len(idx)
+        space = DesignSpace(
+            gpus=[cat.gpus[rows[i].gpu] for i in idx], chassis=chassis_all, nics=nics_all,
+            gpu_idx=np.arange(n, dtype=np.int64),
+            chassis_idx=np.array([design[i][0] for i in idx], dtype=np.int64),
+            nic_idx=np.array([design[i][1] for i in idx], dtype=np.int64),
+            nodes=np.array([rows[i].nodes for i in idx], dtype=np.int64),
+            strategy=np.array([STRATEGIES.index(rows[i].strategy) for i in idx], dtype=np.int64),
+            reduce_on=np.array([REDUCE_ON.index(rows[i].reduce_on) for i in idx], dtype=np.int64),
+        )
+        compute = GpuCompute(f[idx_a], b[idx_a], st[idx_a], np.ones(n, bool), np.ones(n, bool),
+                             ["calibrated"] * n, [basis[i] for i in idx])
+        num_ps = np.array([rows[i].num_ps or 0 for i in idx], dtype=np.int64)
+        groups.append(Group(idx_a, space, compute, load_workload(model).tensors(ts), int(batch), num_ps))
+    del gpus_all
+    measured = np.array([r.measured_samples_per_s for r in rows])
+    return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [])
+
+
+# ---------------------------------------------------------------------------------------------------
+# summaries
+
+def error_stats(err_pct: np.ndarray) -> dict[str, Any]:
+    a = np.abs(np.asarray(err_pct, dtype=np.float64))
+    a = a[np.isfinite(a)]
+    if len(a) == 0:
+        return {"n": 0, "median_abs_error_pct": None, "p90_abs_error_pct": None, "max_abs_error_pct": None}
+    return {
+        "n": int(len(a)),
+        "median_abs_error_pct": round(float(np.median(a)), 3),
+        "p90_abs_error_pct": round(float(np.percentile(a, 90)), 3),
+        "max_abs_error_pct": round(float(a.max()), 3),
+    }
+
+
+def summarize(frame: pd.DataFrame, err_col: str = "error_pct") -> dict[str, Any]:
+    multi = frame["nodes"].astype(int) > 1
+    return {
+        "summary": error_stats(frame[err_col].to_numpy()),
+        "multi_node": error_stats(frame.loc[multi, err_col].to_numpy()),
+        "by_source": {s: error_stats(g[err_col].to_numpy()) for s, g in frame.groupby("source", sort=True)},
+        "by_strategy": {s: error_stats(g[err_col].to_numpy()) for s, g in frame.groupby("strategy", sort=True)},
+    }
+
+
+@dataclass
+class ValidationResult:
+    path: Path
+    frame: pd.DataFrame  # the file's columns + predicted_samples_per_s, error_pct, compute_basis
+    header: list[str]
+    summaries: dict[str, Any]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        rows = []
+        for rec in self.frame.to_dict(orient="records"):
+            out = {}
+            for k, v in rec.items():
+                if isinstance(v, (np.integer,)):
+                    v = int(v)
+                elif isinstance(v, (np.floating, float)):
+                    v = None if not math.isfinite(float(v)) else float(f"{float(v):.6g}")
+                out[k] = v
+            rows.append(out)
+        return {"file": str(self.path), "rows": rows, **self.summaries}
+
+
+def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
+    recs = []
+    for r, p, basis in zip(prep.rows, predicted, prep.compute_basis):
+        rec: dict[str, Any] = dict(r.raw)
+        rec["line"] = r.line
+        rec["predicted_samples_per_s"] = float(p)
+        rec["error_pct"] = float((p - r.measured_samples_per_s) / r.measured_samples_per_s * 100.0)
+        rec["compute_basis"] = basis
+        recs.append(rec)
+    df = pd.DataFrame.from_records(recs)
+    df["nodes"] = df["nodes"].astype(int)
+    df["gpus_per_node"] = df["gpus_per_node"].astype(int)
+    return df
+
+
+def validate(file: str | Path, *, system: str | Path | SystemParams | None = None,
+             catalog: str | Path | None = None) -> ValidationResult:
+    """Predict every row of a measurement file and compare with what was measured."""
+    path, rows, header = read_measurements(file)
+    params = system if isinstance(system, SystemParams) else load_system(system)
+    prep = prepare(rows, catalog, path, header)
+    df = frame_for(prep, prep.predict(params))
+    return ValidationResult(path, df, header, summarize(df))
+
+
+__all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",
+           "validate", "ValidationResult", "error_stats", "summarize", "list_datasets"]

@@ -1,0 +1,122 @@
+"""`costopt validate`: measurement-file errors, a row reproduced by hand, the shipped dataset."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from costopt.cli import app
+from costopt.catalog import load_catalog
+from costopt.errors import InputError
+from costopt.validate import COLUMNS, read_measurements, validate
+
+runner = CliRunner()
+HEADER = ",".join(COLUMNS)
+GOOD = "T,resnet50,k80,8,1,64,fp32,ring,,,,gpu,51.5,384"
+
+
+def _csv(tmp_path: Path, *lines: str, header: str = HEADER) -> Path:
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("line, column, words", [
+    ("T,resnet50,k80,8,1,sixty,fp32,ring,,,,gpu,51.5,384", "batch_per_gpu", "not a number"),
+    ("T,resnet99,k80,8,1,64,fp32,ring,,,,gpu,51.5,384", "model", "unknown model"),
+    ("T,resnet50,k80,8,1,64,fp32,allreduce,,,,gpu,51.5,384", "strategy", "unknown value"),
+    ("T,resnet50,k80,8,2,64,fp32,ring,,,,gpu,51.5,384", "nic_gbps", "empty"),
+    ("T,resnet50,k80,8,2,64,fp32,ring,10,udp,,gpu,51.5,384", "transport", "unknown value"),
+    ("T,resnet50,k80,8,1,64,fp32,ring,,,,gpu,51.5,-3", "measured_samples_per_s", "positive"),
+])
+def test_format_errors_name_line_and_column(tmp_path, line, column, words):
+    p = _csv(tmp_path, GOOD, line)
+    with pytest.raises(InputError) as exc:
+        read_measurements(p)
+    msg = str(exc.value)
+    assert "line 3" in msg and f"column '{column}'" in msg and words in msg
+
+
+def test_missing_column_and_unknown_gpu(tmp_path):
+    p = _csv(tmp_path, GOOD, header=HEADER.replace(",num_ps", ""))
+    with pytest.raises(InputError, match="missing column.*'num_ps'"):
+        read_measurements(p)
+    p = _csv(tmp_path, GOOD.replace(",k80,", ",z9000,"))
+    with pytest.raises(InputError, match="line 2, column 'gpu': unknown gpu 'z9000'"):
+        validate(p)
+
+
+def test_cli_format_error_exits_2_without_traceback(tmp_path):
+    p = _csv(tmp_path, GOOD.replace(",64,", ",6x4,"))
+    r = runner.invoke(app, ["validate", str(p)])
+    assert r.exit_code == 2
+    assert "line 2" in r.output and "batch_per_gpu" in r.output and "Traceback" not in r.output
+
+
+def test_row_reproduced_by_hand(tmp_path):
+    """2 nodes x 1 P100 (PCIe Gen3), flat ring over 10 Gb/s TCP, compute calibrated to 200 img/s."""
+    from costopt.system import default_system
+    from costopt.workload import load_workload
+    p = _csv(tmp_path, "T,inception_v3,p100-pcie,1,2,64,fp32,ring,10,tcp,,gpu,200,300")
+    sysf = tmp_path / "s.toml"
+    sysf.write_text("[overlap]\nbucket_mb = 1e9\n")  # one bucket: one latency term
+    res = validate(p, system=sysf)
+    pred = res.frame["predicted_samples_per_s"].iloc[0]
+    d = default_system()
+    S = load_workload("inception_v3").tensors("pytorch").total_gradient_bytes
+    t_compute = 64 / 200.0  # one GPU runs at exactly the given 200 img/s
+    V = 2 * (2 - 1) / 2 * S
+    t_bw = V / (10e9 / 8 * d.tcp_efficiency)  # the NIC is the slowest ring link
+    lat = 2 * (2 - 1) * (7.5e-6 + d.tcp_message_overhead_us * 1e-6)  # ad-hoc TCP NIC: 7.5 us adapter
+    ts = load_workload("inception_v3").tensors("pytorch")
+    # one bucket, ready at fraction r of backward: t_iter = T_f + max(T_b, r*T_b + stream) + T_step
+    r = float(ts.buckets(1e18)[1][-1])
+    est = load_workload("inception_v3").compute(load_catalog().gpus["p100-pcie"], "fp32", 64, load_catalog())
+    t_b = est.backward_s * t_compute / est.iteration_s  # zoo phases scaled to the calibrated 1-GPU time
+    t_iter = t_compute - t_b + max(t_b, r * t_b + t_bw + lat)
+    assert pred == pytest.approx(2 * 64 / t_iter, rel=1e-6)
+    assert res.frame["error_pct"].iloc[0] == pytest.approx((pred - 300) / 300 * 100)
+
+
+def test_shipped_dataset_json_and_gate():
+    r = runner.invoke(app, ["validate", "published", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["summary"]["n"] == len(d["rows"]) > 50
+    row = d["rows"][0]
+    assert {"source", "notes", "predicted_samples_per_s", "error_pct"} <= set(row)
+    assert set(d["summary"]) == {"n", "median_abs_error_pct", "p90_abs_error_pct", "max_abs_error_pct"}
+    assert "TF_BENCH_2017" in d["by_source"] and "ps" in d["by_strategy"]
+    r = runner.invoke(app, ["validate", "published", "--max-median-error", "0.01"])
+    assert r.exit_code == 1
+
+
+@pytest.mark.xfail(strict=True, reason="known miss: the model puts single-node PS (GPU variables) 1% above the "
+                   "replicated ring for ResNet-50 on 8 K80; measured 378 vs 384 (see README Accuracy)")
+def test_ps_vs_ring_ranking_matches_where_measured_on_one_cluster():
+    """AWS p2.8xlarge, 8 K80 on one instance: TF_BENCH_2017 measured replicated (ring-like) faster than
+    distributed_replicated (PS) for ResNet-50 (384 vs 378) and ResNet-152 (149 vs 146)."""
+    f = validate("published").frame
+    f = f[(f.source == "TF_BENCH_2017") & (f.gpu == "k80") & (f.nodes == 1) & (f.gpus_per_node == 8)]
+    pairs = 0
+    for (model, batch), g in f.groupby(["model", "batch_per_gpu"]):
+        ring = g[g.strategy == "ring"]
+        ps = g[(g.strategy == "ps") & (g.reduce_on == "gpu") & (g.num_ps != "")]
+        if len(ring) == 1 and len(ps) == 1:
+            pairs += 1
+            meas = float(ring.measured_samples_per_s.iloc[0]) > float(ps.measured_samples_per_s.iloc[0])
+            pred = ring.predicted_samples_per_s.iloc[0] > ps.predicted_samples_per_s.iloc[0]
+            assert meas == pred, (model, batch)
+    assert pairs == 2
+
+
+def test_build_validation_is_reproducible():
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    shared = root.parent / "shared" / "research" / "published_throughput.csv"
+    if not shared.exists():
+        pytest.skip("shared/research not available")
+    r = subprocess.run([sys.executable, str(root / "tools" / "build_validation.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

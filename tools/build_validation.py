@@ -1,0 +1,293 @@
+"""Build costopt/data/validation/published.csv from shared/research/published_throughput.csv.
+
+    python tools/build_validation.py [--shared ../shared] [--check]
+
+Reads the published measurements collected in `shared/research/published_throughput.csv` (setups in
+`published_throughput_sources.md`) and writes one row per multi-GPU or multi-node measurement that
+states enough to predict it, in costopt's measurement format (see costopt/validate.py). `--check`
+compares with the shipped file instead of writing it (exit 1 when they differ).
+
+What goes in, and the assumptions written into each row's `notes`:
+
+- TF_BENCH_2017 (TensorFlow benchmarks page, May 2017): the DGX-1 (P100), GCE K80, AWS p2.8xlarge
+  single-node scaling tables and the AWS distributed K80 table, synthetic data only (real-data rows
+  repeat the same runs with an input pipeline costopt does not model). The batch-32 "Other Results"
+  single-node rows are left out: the page does not restate their variable_update. Each row's compute
+  calibration is the same table's 1-GPU figure.
+- EBUG_DISTTF_2017 (CSCS report, Aug 2017): Piz Daint, p2.xlarge and p2.8xlarge InceptionV3 tables,
+  synthetic rows, with the reported PS count. Piz Daint has no synthetic 1-GPU row: its real-data
+  1-GPU figure (138.23, Lustre input) is used as the compute calibration.
+- TFB_ISSUE29_M40: 4 x M40 single node (PS) and 2 x 4 M40 over 9.3 Gb/s measured Ethernet.
+- NV_DLE_TF_RN50, NV_DLE_PT_RN50, NV_DLE_MX_RN50: single-node multi-GPU ResNet-50 tables; compute
+  calibration from the 1-GPU row at the same precision.
+Left out: NV_DLE_*_BERT (gradient accumulation that changes with the node count, no 1-GPU figure, network
+not stated), TF_ISSUE5683_P2 (batch size not stated), GOYAL_2017_SECONDARY (no throughput figure),
+LAMBDA_PT_V1 (per-GPU compute calibration data, no stated all-reduce method).
+
+Network speeds the sources do not state are taken from published_throughput_sources.md "Network
+speeds the sources do not state" (AWS documentation of the time): p2.8xlarge 10 Gb/s. p2.xlarge is
+listed only as "High". Piz Daint's Aries bandwidth is not stated:
+80 Gb/s (about Aries' per-node injection bandwidth, not in the sources) is assumed, with TCP
+because TF 1.1 gRPC runs over TCP/IP. p2.xlarge 'High' has no number: 2 Gb/s is assumed. All 2017 TensorFlow rows use transport tcp (gRPC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
+
+COLUMNS = [
+    "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
+    "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
+    "tensor_set", "chassis", "system", "data", "source_line", "notes",
+]
+
+MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152", "AlexNet": "alexnet",
+          "VGG16": "vgg16", "ResNet-50 v1.5": "resnet50"}
+TF_SETS = {"inception_v3", "resnet50", "alexnet", "vgg16"}  # zoo models with a `tensorflow` tensor set
+
+
+def _tensor_set(model: str) -> tuple[str, str]:
+    if model in TF_SETS:
+        return "tensorflow", "tensorflow tensor set (tf_cnn_benchmarks definitions, thesis_method.md §5)"
+    return "pytorch", "no tensorflow tensor set in the zoo for this model: pytorch definitions used"
+
+
+def _row(**kw) -> dict:
+    r = {c: "" for c in COLUMNS}
+    r.update({k: ("" if v is None else v) for k, v in kw.items()})
+    return r
+
+
+def _num(v) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() else f"{f:g}"
+
+
+def _tf_bench(d: pd.DataFrame) -> list[dict]:
+    out = []
+    x = d[(d.source_id == "TF_BENCH_2017") & (d.data == "synthetic") & d.strategy.notna()]
+    systems = {
+        "Tesla P100 (DGX-1)": ("p100-sxm2", "NVIDIA DGX-1 (P100)"),
+        "Tesla K80 (GCE n1-standard-32-k80x8)": ("k80", "GCE n1-standard-32-k80x8"),
+        "Tesla K80 (AWS p2.8xlarge)": ("k80", "AWS p2.8xlarge"),
+    }
+    for idx, r in x.iterrows():
+        if r.total_gpus < 2:
+            continue
+        gpu, system = systems[r.gpu]
+        model = MODELS[r.model]
+        strat_text = str(r.strategy)
+        same = x[(x.gpu == r.gpu) & (x.model == r.model) & (x.batch_per_gpu == r.batch_per_gpu)
+                 & (x.strategy == r.strategy) & (x.total_gpus == 1)]
+        if len(same) != 1:
+            raise SystemExit(f"TF_BENCH_2017 line {idx + 2}: no unique 1-GPU row in the same table")
+        single = same.throughput_samples_per_s.iloc[0]
+        ts, ts_note = _tensor_set(model)
+        notes = [f"1-GPU calibration: same table's 1-GPU row ({single:g} img/s)", ts_note,
+                 "precision not stated: fp32 presumed (sources.md)"]
+        nic, transport, num_ps = "", "", ""
+        if strat_text.startswith("parameter_server"):
+            strategy = "ps"
+            reduce_on = "cpu" if "local_parameter_device=cpu" in strat_text else "gpu"
+            notes.append(f"parameter_server, variables on {'host CPU' if reduce_on == 'cpu' else 'GPUs'} (as stated)")
+        elif strat_text.startswith("replicated (with NCCL)"):
+            strategy, reduce_on = "ring", "gpu"
+            notes.append("replicated with NCCL: modelled as a ring all-reduce on GPUs")
+        elif strat_text.startswith("replicated without NCCL"):
+            strategy, reduce_on = "ring", "gpu"
+            notes.append("replicated without NCCL (per-tensor reduce on a GPU over PCIe): modelled as a GPU all-reduce over PCIe")
+        elif strat_text.startswith("distributed_replicated"):
+            strategy = "ps"
+            reduce_on = "gpu"
+            notes.append("distributed_replicated: PS shards on the worker instances, local aggregation first; "
+                         "local_parameter_device not stated: tf_cnn_benchmarks default gpu assumed")
+            if r.nodes > 1:
+                nic, transport = 10, "tcp"
+                notes.append("network not stated: p2.8xlarge 10 Gb/s from AWS documentation (sources.md), gRPC over TCP")
+            note = str(r.notes)
+            num_ps = int(r.nodes)
+            if r.nodes == 8 and model == "inception_v3" and r.batch_per_gpu == 64:
+                num_ps = 6
+            elif r.nodes == 8 and model == "resnet50" and r.batch_per_gpu == 32:
+                num_ps = 4
+            elif r.nodes == 8 and model == "resnet152":
+                num_ps = 4
+            if "PS count for bs32 not restated" in note and model == "inception_v3":
+                notes.append("PS count not restated for this batch: one per instance assumed")
+            else:
+                notes.append(f"{num_ps} PS (page: PS count = worker count except listed cases)")
+        else:
+            raise SystemExit(f"TF_BENCH_2017 line {idx + 2}: unknown strategy {strat_text!r}")
+        out.append(_row(
+            source="TF_BENCH_2017", model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
+            batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy=strategy, nic_gbps=nic, transport=transport,
+            num_ps=num_ps, reduce_on=reduce_on, single_gpu_samples_per_s=_num(single),
+            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, system=system, data="synthetic",
+            source_line=idx + 2, notes="; ".join(notes),
+        ))
+    return out
+
+
+def _ebug(d: pd.DataFrame) -> list[dict]:
+    out = []
+    x = d[d.source_id == "EBUG_DISTTF_2017"]
+    systems = {
+        "Tesla P100 (Piz Daint, 1 GPU/node)": ("p100-pcie", "Piz Daint (Cray XC50)", 80,
+                                                 "Aries bandwidth not stated: 80 Gb/s assumed (Aries per-node injection is about 10 GB/s; not in the sources), TCP because TF 1.1 gRPC runs over TCP/IP"),
+        "Tesla K80 (AWS p2.xlarge, 1 GPU/node)": ("k80", "AWS p2.xlarge", 2,
+                                                  "p2.xlarge network listed only as 'High' by AWS (no number): 2 Gb/s assumed"),
+        "Tesla K80 (AWS p2.8xlarge, 8 GPUs/node)": ("k80", "AWS p2.8xlarge", 10,
+                                                    "network not stated: p2.8xlarge 10 Gb/s from AWS documentation (sources.md)"),
+    }
+    for idx, r in x.iterrows():
+        if r.total_gpus < 2 or r.data != "synthetic":
+            continue
+        gpu, system, gbps, net_note = systems[r.gpu]
+        ones = x[(x.gpu == r.gpu) & (x.total_gpus == 1)]
+        syn = ones[ones.data == "synthetic"]
+        base = syn if len(syn) else ones
+        single = float(base.throughput_samples_per_s.iloc[0])
+        cal = f"1-GPU calibration: same table's 1-GPU row ({single:g} img/s, {base.data.iloc[0]})"
+        m = re.search(r"\((\d+) PS;", str(r.strategy))
+        num_ps = int(m.group(1)) if m else ""
+        kind = str(r.strategy).split(" ")[0]
+        ts, ts_note = _tensor_set("inception_v3")
+        notes = [cal, ts_note, f"{kind} with {num_ps} PS colocated on worker nodes, local_parameter_device=cpu (as stated)",
+                 "best configuration over PS counts as reported", "precision not stated: fp32 presumed"]
+        multi = r.nodes > 1
+        if multi:
+            notes.append(net_note + "; gRPC over TCP")
+        out.append(_row(
+            source="EBUG_DISTTF_2017", model="inception_v3", gpu=gpu, gpus_per_node=int(r.gpus_per_node),
+            nodes=int(r.nodes), batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy="ps",
+            nic_gbps=gbps if multi else "", transport="tcp" if multi else "", num_ps=num_ps, reduce_on="cpu",
+            single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
+            tensor_set=ts, system=system, data="synthetic", source_line=idx + 2, notes="; ".join(notes),
+        ))
+    return out
+
+
+def _m40(d: pd.DataFrame) -> list[dict]:
+    out = []
+    x = d[d.source_id == "TFB_ISSUE29_M40"]
+    single = float(x[x.total_gpus == 1].throughput_samples_per_s.iloc[0])
+    ts, ts_note = _tensor_set("resnet50")
+    for idx, r in x.iterrows():
+        if r.total_gpus < 2:
+            continue
+        multi = r.nodes > 1
+        notes = [f"1-GPU calibration: the issue's 1-GPU figure ({single:g} img/s)", ts_note,
+                 "precision not stated: fp32 (tf_cnn_benchmarks default)",
+                 "local_parameter_device not stated: tf_cnn_benchmarks default gpu assumed"]
+        if multi:
+            notes.append("distributed_replicated, one PS per machine assumed; Ethernet 9.3 Gb/s measured by iperf "
+                         "(10 Gb/s line rate, TCP)")
+        else:
+            notes.append("parameter_server on one machine")
+        out.append(_row(
+            source="TFB_ISSUE29_M40", model="resnet50", gpu="m40", gpus_per_node=int(r.gpus_per_node),
+            nodes=int(r.nodes), batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy="ps",
+            nic_gbps=10 if multi else "", transport="tcp" if multi else "", num_ps=int(r.nodes) if multi else "",
+            reduce_on="gpu", single_gpu_samples_per_s=_num(single),
+            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts,
+            system="4 x Tesla M40 machines", data="not stated (tf_cnn_benchmarks default synthetic)",
+            source_line=idx + 2, notes="; ".join(notes),
+        ))
+    return out
+
+
+def _precision(text: str) -> str:
+    t = text.lower()
+    if "mixed" in t or "amp" in t:
+        return "amp_fp16"
+    return "fp32"
+
+
+def _nv_dle(d: pd.DataFrame) -> list[dict]:
+    out = []
+    gpus = {
+        "A100 40GB (DGX A100)": ("a100-sxm-40gb", "NVIDIA DGX A100 40GB"),
+        "A100 80GB (DGX A100)": ("a100-sxm-80gb", "NVIDIA DGX A100 80GB"),
+        "V100 16GB (DGX-1)": ("v100-sxm2-16gb", "NVIDIA DGX-1 (V100 16GB)"),
+        "V100 32GB (DGX-1)": ("v100-sxm2-32gb", "NVIDIA DGX-1 (V100 32GB)"),
+        "V100 32GB (DGX-2)": ("v100-sxm2-32gb", "NVIDIA DGX-2"),
+    }
+    for src, how in (("NV_DLE_TF_RN50", "Horovod all-reduce with NCCL (as stated)"),
+                     ("NV_DLE_PT_RN50", "PyTorch multi-process data parallel: NCCL all-reduce assumed"),
+                     ("NV_DLE_MX_RN50", "kv-store device or Horovod (not stated): NCCL all-reduce assumed")):
+        x = d[d.source_id == src]
+        for idx, r in x.iterrows():
+            if r.total_gpus < 2:
+                continue
+            gpu, system = gpus[r.gpu]
+            same = x[(x.gpu == r.gpu) & (x.precision == r.precision) & (x.total_gpus == 1)]
+            if len(same) != 1:
+                raise SystemExit(f"{src} line {idx + 2}: no unique 1-GPU row")
+            single = float(same.throughput_samples_per_s.iloc[0])
+            notes = [f"1-GPU calibration: same table's 1-GPU row ({single:g} img/s)", how,
+                     f"precision '{r.precision}' mapped to {_precision(str(r.precision))}"]
+            if src == "NV_DLE_TF_RN50":
+                batch = int(r.batch_per_gpu)
+                ts, ts_note = "tensorflow", "tensorflow tensor set (ResNet-50 v1 variables; v1.5 has the same tensors)"
+            elif src == "NV_DLE_PT_RN50":
+                batch = 256
+                ts, ts_note = "pytorch", "pytorch tensor set"
+                notes.append("batch not in the table: script default 256 per GPU (sources.md)")
+            else:
+                m = re.search(r"-b (\d+)", str(r.notes))
+                batch = int(m.group(1))
+                ts, ts_note = "pytorch", "pytorch tensor set (MXNet ResNet-50 v1.5 has the same tensors)"
+                notes.append(f"batch {batch}: benchmark.py -b flag taken as per GPU")
+            notes.append(ts_note)
+            chassis = ""
+            if system == "NVIDIA DGX-2":
+                chassis = f"val-dgx2-v100-{int(r.gpus_per_node)}"
+            out.append(_row(
+                source=src, model="resnet50", gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
+                batch_per_gpu=batch, precision=_precision(str(r.precision)), strategy="ring", reduce_on="gpu",
+                single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
+                tensor_set=ts, chassis=chassis, system=system, data=str(r.data).split(" (")[0],
+                source_line=idx + 2, notes="; ".join(notes),
+            ))
+    return out
+
+
+def build(shared: Path) -> str:
+    src = shared / "research" / "published_throughput.csv"
+    if not src.exists():
+        raise SystemExit(f"not found: {src}")
+    d = pd.read_csv(src, dtype={"strategy": "string", "notes": "string"})
+    rows = _tf_bench(d) + _ebug(d) + _m40(d) + _nv_dle(d)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--check", action="store_true", help="compare with the shipped file, do not write")
+    a = ap.parse_args()
+    text = build(a.shared)
+    if a.check:
+        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
+        print("up to date" if same else f"{OUT} differs from a fresh build")
+        sys.exit(0 if same else 1)
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT} ({text.count(chr(10)) - 1} rows)")
+
+
+if __name__ == "__main__":
+    main()
