@@ -13,10 +13,24 @@ Every entry carries `source` and `date` (where its specs come from), and `price_
 figure. Unknown keys, wrong types, missing fields, non-positive prices, duplicate ids and NICs that a
 chassis cannot take are all errors, reported as one message naming the file, the entry and the field.
 Nothing downstream re-checks these: a `Catalog` object is valid by construction.
+
+Two other kinds of catalog file build on a base catalog (`[catalog] base = "reference-2026"`, a
+built-in name, or a path relative to the file):
+
+- an OVERLAY (a vendor's quote): `[[gpu]]` / `[[chassis]]` / `[[nic]]` entries name an existing `id`
+  and override only the fields they give (a new `price_usd` must come with its own `price_source`
+  and `price_date`); `[availability]` keeps only the parts the vendor sells (`gpu = [...]`, ...)
+  and/or drops some (`exclude_gpu = [...]`, ...). An id the base does not know is an error.
+- a CLOUD catalog: `[[instance]]` entries, each a rented node with a fixed GPU type and count, a
+  network line rate and a price per hour. GPU specs come from the base; each instance becomes one
+  chassis (with `usd_per_hour`) and one NIC of its own, so the design space and timing model treat
+  it like any node. Only the hourly price is a cost (see cost.py); the `price_usd` of the parts of a
+  cloud catalog merely split that price (GPU: the cheapest USD per GPU-hour of that GPU).
 """
 
 from __future__ import annotations
 
+import copy
 import tomllib
 from functools import cached_property
 from pathlib import Path
@@ -125,6 +139,7 @@ class Chassis(Sourced):
     power_overhead_w: NonNegativeFloat
     rack_units: Annotated[int, Field(ge=1, le=48)]
     nics: list[str] = []  # empty: every NIC whose line rate fits one PCIe x16 slot of this chassis
+    usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
 
 
 class Nic(Sourced):
@@ -157,6 +172,25 @@ class CatalogInfo(_Strict):
     name: str
     description: str = ""
     date: str
+    base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
+    kind: Literal["owned", "cloud"] = "owned"  # cloud: nodes are rented [[instance]]s priced per hour
+
+
+class Instance(Sourced):
+    """A cloud instance: one rented node with a fixed GPU type and count, network and hourly price."""
+
+    id: Id
+    name: str = ""
+    gpu: Id  # a GPU id of the base catalog (specs come from there)
+    gpu_count: Literal[1, 2, 4, 8, 16]
+    network_gbps: PositiveFloat  # the instance's network bandwidth, all its adapters together
+    transport: Literal["tcp", "rdma"] = "tcp"  # rdma: EFA / InfiniBand / RoCE
+    intra_fabric: Literal["pcie", "nvswitch", "nvlink-bridge", "infinity-fabric"] | None = None
+    usd_per_hour: PositiveFloat  # on-demand price of one instance, per hour
+    spot_usd_per_hour: PositiveFloat | None = None
+    vcpus: PositiveFloat | None = None
+    memory_gib: PositiveFloat | None = None
+    region: str = ""
 
 
 class Catalog(_Strict):
@@ -165,6 +199,10 @@ class Catalog(_Strict):
     gpu: list[Gpu]
     chassis: list[Chassis]
     nic: list[Nic]
+    instance: list[Instance] = []
+    # GPUs an overlay's [availability] took off the offer: never in a design, but their specs stay
+    # known so compute can still be scaled from a measured GPU (e.g. the H200 profiles).
+    unavailable_gpu: list[Gpu] = []
     path: str = ""
 
     @field_validator("gpu", "chassis", "nic")
@@ -176,7 +214,11 @@ class Catalog(_Strict):
 
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
-        return {g.id: g for g in self.gpu}
+        """GPUs by id: those on offer first (in catalog order), then any unavailable ones (specs only)."""
+        out = {g.id: g for g in self.gpu}
+        for g in self.unavailable_gpu:
+            out.setdefault(g.id, g)
+        return out
 
     @cached_property
     def chassis_by_id(self) -> dict[str, Chassis]:
@@ -185,6 +227,15 @@ class Catalog(_Strict):
     @cached_property
     def nics(self) -> dict[str, Nic]:
         return {n.id: n for n in self.nic}
+
+    @property
+    def is_cloud(self) -> bool:
+        """True when the nodes are rented instances priced per hour."""
+        return self.catalog.kind == "cloud"
+
+    @cached_property
+    def instances(self) -> dict[str, Instance]:
+        return {i.id: i for i in self.instance}
 
     def nics_for(self, chassis: Chassis) -> list[Nic]:
         """NICs this chassis can take, in catalog order."""
@@ -238,7 +289,11 @@ def _check_cross_references(cat: Catalog, where: str) -> None:
             seen.add(e.id)
     for idx, ch in enumerate(cat.chassis):
         label = f"{where}: chassis[{idx}] (id '{ch.id}')"
+        if ch.usd_per_hour is not None and not cat.is_cloud:
+            raise InputError(f"{label}, field 'usd_per_hour': only cloud catalogs ([[instance]]) price nodes per hour")
         for gid in ch.accepts_gpus:
+            if any(g.id == gid for g in cat.unavailable_gpu) and not any(g.id == gid for g in cat.gpu):
+                raise InputError(f"{label}, field 'accepts_gpus': gpu '{gid}' is not available in this catalog")
             if gid not in cat.gpus:
                 raise InputError(f"{label}, field 'accepts_gpus': unknown gpu '{gid}'")
             if cat.gpus[gid].form_factor != ch.form_factor:
@@ -251,7 +306,7 @@ def _check_cross_references(cat: Catalog, where: str) -> None:
             if nid not in cat.nics:
                 raise InputError(f"{label}, field 'nics': unknown nic '{nid}'")
             rate = cat.nics[nid].line_rate_gbps
-            if rate > cap:
+            if rate > cap and ch.usd_per_hour is None:  # a cloud instance's bandwidth is several adapters
                 raise InputError(
                     f"{label}, field 'nics': nic '{nid}' ({rate:g} Gb/s) cannot be fed by a PCIe Gen"
                     f"{ch.pcie_gen} x16 slot ({cap:g} Gb/s)"
@@ -280,18 +335,240 @@ def parse_catalog(data: dict, where: str) -> Catalog:
     return cat
 
 
-def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load and validate a catalog file; None loads the built-in reference catalog."""
-    p = Path(path) if path is not None else REFERENCE_CATALOG
+def _read_toml(p: Path) -> dict:
     if not p.exists():
         raise InputError(f"catalog file not found: {p}")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{p}: not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: cannot read: {exc}") from None
-    return parse_catalog(data, str(p))
+
+
+def builtin_catalogs() -> dict[str, Path]:
+    """Built-in catalogs by name (the file stem)."""
+    return {p.stem: p for p in sorted(BUILTIN_CATALOG_DIR.glob("*.toml"))}
+
+
+def _resolve_base(base: object, where: Path) -> Path:
+    if not isinstance(base, str) or not base:
+        raise InputError(f"{where}: [catalog], field 'base': must be a catalog name or path")
+    known = builtin_catalogs()
+    if base in known:
+        return known[base]
+    p = Path(base)
+    if not p.is_absolute():
+        p = where.parent / p
+    if not p.exists():
+        raise InputError(
+            f"{where}: [catalog], field 'base': no built-in catalog or file '{base}' "
+            f"(built-in: {', '.join(known)})"
+        )
+    return p
+
+
+_KINDS = {"gpu": Gpu, "chassis": Chassis, "nic": Nic}
+_AVAILABILITY_KEYS = {f"{pre}{k}" for k in _KINDS for pre in ("", "exclude_")}
+
+
+def _apply_overlay(base: dict, over: dict, where: str, base_name: str) -> dict:
+    """Merge an overlay's partial entries and availability lists into a copy of the base data."""
+    out = copy.deepcopy(base)
+    info = over.get("catalog")
+    if not isinstance(info, dict):
+        raise InputError(f"{where}: [catalog]: missing table")
+    out["catalog"] = {**{k: v for k, v in out.get("catalog", {}).items() if k not in ("base", "kind")}, **info}
+    if "site" in over:
+        if not isinstance(over["site"], dict):
+            raise InputError(f"{where}: [site]: must be a table")
+        out["site"] = {**out.get("site", {}), **over["site"]}
+    for kind, model in _KINDS.items():
+        entries = over.get(kind, [])
+        if not isinstance(entries, list):
+            raise InputError(f"{where}: '{kind}' must be an array of tables ([[{kind}]])")
+        by_id = {e.get("id"): e for e in out.get(kind, [])}
+        for idx, e in enumerate(entries):
+            if not isinstance(e, dict) or "id" not in e:
+                raise InputError(f"{where}: {kind}[{idx}], field 'id': missing required field")
+            label = f"{where}: {kind}[{idx}] (id '{e['id']}')"
+            if e["id"] not in by_id:
+                raise InputError(
+                    f"{label}: unknown {kind} in base catalog '{base_name}' (an overlay only changes existing "
+                    f"parts; known: {', '.join(str(k) for k in by_id)})"
+                )
+            for key in e:
+                if key not in model.model_fields:
+                    raise InputError(f"{label}, field '{key}': unknown key")
+            if "price_usd" in e:
+                for need in ("price_source", "price_date"):
+                    if need not in e:
+                        raise InputError(f"{label}, field '{need}': a new price_usd needs its own {need}")
+            merged = {**by_id[e["id"]], **copy.deepcopy(e)}
+            try:
+                model.model_validate(merged)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                fld = ".".join(str(x) for x in err["loc"] if isinstance(x, str)) or "?"
+                msg = {"extra_forbidden": "unknown key", "missing": "missing required field"}.get(err["type"], err["msg"])
+                raise InputError(f"{label}, field '{fld}': {msg}") from None
+            by_id[e["id"]].update(merged)
+    avail = over.get("availability", {})
+    if not isinstance(avail, dict):
+        raise InputError(f"{where}: [availability]: must be a table")
+    for key, ids in avail.items():
+        if key not in _AVAILABILITY_KEYS:
+            raise InputError(f"{where}: [availability], field '{key}': unknown key (use {', '.join(sorted(_AVAILABILITY_KEYS))})")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InputError(f"{where}: [availability], field '{key}': must be a list of ids")
+        kind = key.removeprefix("exclude_")
+        known = [e.get("id") for e in out.get(kind, [])] + [e.get("id") for e in out.get(f"unavailable_{kind}", [])]
+        for i in ids:
+            if i not in known:
+                raise InputError(f"{where}: [availability], field '{key}': unknown {kind} '{i}' in base catalog '{base_name}'")
+        keep = (lambda e: e.get("id") not in ids) if key.startswith("exclude_") else (lambda e: e.get("id") in ids)
+        dropped = [e for e in out.get(kind, []) if not keep(e)]
+        out[kind] = [e for e in out.get(kind, []) if keep(e)]
+        if kind == "gpu" and dropped:
+            out["unavailable_gpu"] = out.get("unavailable_gpu", []) + dropped
+    # drop references to parts the vendor does not offer, so the quote stays self-consistent
+    nic_ids = {e.get("id") for e in out.get("nic", [])}
+    gpu_ids = {e.get("id") for e in out.get("gpu", [])}
+    for ch in out.get("chassis", []):
+        if not ch.get("accepts_gpus") and out.get("unavailable_gpu"):  # spell out "any GPU of the form factor"
+            ch["accepts_gpus"] = [g.get("id") for g in out.get("gpu", []) if g.get("form_factor") == ch.get("form_factor")]
+            if not ch["accepts_gpus"]:
+                ch["_drop"] = True
+        if ch.get("nics"):
+            ch["nics"] = [n for n in ch["nics"] if n in nic_ids]
+            if not ch["nics"]:
+                ch["_drop"] = True
+        if ch.get("accepts_gpus"):
+            ch["accepts_gpus"] = [g for g in ch["accepts_gpus"] if g in gpu_ids]
+            if not ch["accepts_gpus"]:
+                ch["_drop"] = True
+    out["chassis"] = [c for c in out.get("chassis", []) if not c.pop("_drop", False)]
+    out["chassis"] = [c for c in out["chassis"] if _chassis_has_gpu(c, out.get("gpu", []))]
+    if "instance" in over:
+        out["instance"] = over["instance"]
+    return out
+
+
+def _chassis_has_gpu(ch: dict, gpus: list[dict]) -> bool:
+    if ch.get("accepts_gpus"):
+        return True
+    return any(g.get("form_factor") == ch.get("form_factor") for g in gpus)
+
+
+_RENTED_LATENCY_US = {"tcp": 7.5, "rdma": 1.3}  # as the reference catalog's Ethernet / RoCE adapters
+
+
+def _expand_instances(data: dict, where: str) -> dict:
+    """Turn [[instance]] entries into one chassis + one NIC each; keep only the GPUs they use."""
+    raw = data.get("instance", [])
+    if not isinstance(raw, list):
+        raise InputError(f"{where}: 'instance' must be an array of tables ([[instance]])")
+    try:
+        insts = [Instance.model_validate(e) for e in raw]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        idx = next((i for i, e in enumerate(raw) if _fails(Instance, e)), 0)
+        entry = raw[idx] if idx < len(raw) else {}
+        lab = f"instance[{idx}]" + (f" (id '{entry['id']}')" if isinstance(entry, dict) and "id" in entry else "")
+        loc = ", ".join(f"field '{x}'" for x in err["loc"] if isinstance(x, str))
+        msg = {"extra_forbidden": "unknown key", "missing": "missing required field"}.get(err["type"], err["msg"])
+        raise InputError(f"{where}: {lab}{', ' + loc if loc else ''}: {msg}") from None
+    if not insts:
+        raise InputError(f"{where}: a cloud catalog needs at least one [[instance]]")
+    gpus = {g.get("id"): g for g in data.get("gpu", [])}
+    seen: set[str] = set()
+    per_gpu_hour: dict[str, float] = {}
+    for idx, inst in enumerate(insts):
+        if inst.id in seen:
+            raise InputError(f"{where}: instance[{idx}]: duplicate id '{inst.id}'")
+        seen.add(inst.id)
+        if inst.gpu not in gpus:
+            raise InputError(f"{where}: instance[{idx}] (id '{inst.id}'), field 'gpu': unknown gpu '{inst.gpu}' "
+                             f"(known: {', '.join(str(k) for k in gpus)})")
+        rate = inst.usd_per_hour / inst.gpu_count
+        per_gpu_hour[inst.gpu] = min(per_gpu_hour.get(inst.gpu, rate), rate)
+    tiny = 1e-4  # networking is inside the instance price; NIC and switch entries only exist for the model
+    out_gpus = []
+    for gid, rate in per_gpu_hour.items():
+        g = copy.deepcopy(gpus[gid])
+        g.update(price_usd=rate, price_source=f"USD per GPU-hour of the cheapest instance with {gid} in this catalog",
+                 price_date=data["catalog"].get("date", ""))
+        out_gpus.append(g)
+    chassis, nics = [], []
+    for inst in insts:
+        g = gpus[inst.gpu]
+        link = g.get("gpu_link", "none") != "none"
+        fabric = inst.intra_fabric or ("nvswitch" if (g.get("form_factor") != "pcie" and link) else "pcie")
+        nic_id = f"{inst.id}-net"
+        prov = dict(source=inst.source, date=inst.date, price_source=inst.price_source, price_date=inst.price_date)
+        nics.append(dict(
+            id=nic_id, name=f"{inst.id} network ({inst.network_gbps:g} Gb/s {inst.transport})",
+            line_rate_gbps=inst.network_gbps, transport=inst.transport, latency_us=_RENTED_LATENCY_US[inst.transport],
+            price_usd=tiny, switch_port_price_usd=tiny, switch_ports=1024, power_w=0.0,
+            estimates=["latency_us"] + (["line_rate_gbps"] if "network_gbps" in inst.estimates else []),
+            notes="built from the instance; its price is inside the instance's hourly price",
+            **prov))
+        rest = inst.usd_per_hour - inst.gpu_count * per_gpu_hour[inst.gpu] - tiny
+        chassis.append(dict(
+            id=inst.id, name=inst.name or inst.id, form_factor=g.get("form_factor"), gpu_slots=inst.gpu_count,
+            accepts_gpus=[inst.gpu], intra_fabric=fabric, pcie_gen=g.get("pcie_gen"),
+            gpus_per_pcie_switch=2 if inst.gpu_count >= 8 else 1, price_usd=max(rest, tiny), power_overhead_w=0.0,
+            rack_units=1, nics=[nic_id], usd_per_hour=inst.usd_per_hour,
+            estimates=list(inst.estimates and [e for e in inst.estimates if e in Chassis.model_fields]),
+            notes=inst.notes, **prov))
+    out = {k: v for k, v in data.items() if k not in ("gpu", "chassis", "nic")}
+    out["catalog"] = {**data["catalog"], "kind": "cloud"}
+    # GPUs no instance rents keep their specs (compute is scaled from a measured GPU such as the H200)
+    spare = [copy.deepcopy(g) for gid, g in gpus.items() if gid not in per_gpu_hour]
+    out["unavailable_gpu"] = list(data.get("unavailable_gpu", [])) + spare
+    return {**out, "gpu": out_gpus, "chassis": chassis, "nic": nics}
+
+
+def _fails(model, entry) -> bool:
+    try:
+        model.model_validate(entry)
+        return False
+    except ValidationError:
+        return True
+
+
+def _load_data(p: Path, depth: int = 0) -> tuple[dict, str]:
+    """Read a catalog file and resolve its base chain; returns (data, name used in messages)."""
+    if depth > 8:
+        raise InputError(f"{p}: [catalog], field 'base': chain of base catalogs too deep (a loop?)")
+    data = _read_toml(p)
+    info = data.get("catalog")
+    base = info.get("base") if isinstance(info, dict) else None
+    if base:
+        bp = _resolve_base(base, p)
+        base_data, _ = _load_data(bp, depth + 1)
+        if base_data.get("catalog", {}).get("kind") == "cloud" or "instance" in base_data:
+            raise InputError(f"{p}: [catalog], field 'base': '{base}' is a cloud catalog; build on an owned one")
+        data = _apply_overlay(base_data, data, str(p), str(base))
+        where = f"{p} (on base '{base}')"
+    else:
+        where = str(p)
+    return data, where
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load and validate a catalog file; None loads the built-in reference catalog.
+
+    A bare name of a built-in catalog (e.g. "reference-2026") is accepted too. Overlays and cloud
+    catalogs are resolved against their base first (see the module docstring).
+    """
+    p = Path(path) if path is not None else REFERENCE_CATALOG
+    if path is not None and not p.exists() and str(path) in builtin_catalogs():
+        p = builtin_catalogs()[str(path)]
+    data, where = _load_data(p)
+    if "instance" in data or (isinstance(data.get("catalog"), dict) and data["catalog"].get("kind") == "cloud"):
+        data = _expand_instances(data, where)
+    return parse_catalog(data, where)
 
 
 def intra_node_gb_per_s(gpu: Gpu, chassis: Chassis) -> float:

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from . import api
 from .catalog import load_catalog
-from .errors import CostoptError, InfeasibleError
+from .errors import CostoptError, InfeasibleError, InputError
 from .workload import list_models, load_workload
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0] if __doc__ else None,
@@ -119,8 +119,46 @@ def solve(
     gpu: Optional[list[str]] = typer.Option(None, help="Only these GPUs (repeatable)."),
     nic: Optional[list[str]] = typer.Option(None, help="Only these NICs (repeatable)."),
     gpus_per_node: Optional[list[int]] = typer.Option(None, help="Only these GPUs-per-node counts (repeatable)."),
+    workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
+                                             "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
+    time_limit: Optional[float] = typer.Option(None, help="With --workload: stop CBC after this many seconds and "
+                                               "report the best answer found and its gap."),
+    mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
+                                              "different NIC type per job (default: one NIC type for the fabric)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
+    if workload is not None:
+        from . import multijob
+
+        try:
+            per_job = {"--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
+                       "--deadline-hours": deadline_hours, "--epochs": epochs, "--dataset-size": dataset_size,
+                       "--profile": profile, "--gpu": gpu, "--nic": nic, "--gpus-per-node": gpus_per_node,
+                       "--precision": None if precision == api.DEFAULT_PRECISION else precision}
+            given = [k for k, v in per_job.items() if v]
+            if given:
+                raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
+            if fmt is Fmt.csv:
+                raise InputError("--workload supports --format table or json")
+            mres = multijob.solve_mix(
+                workload, catalog=catalog, objective=objective, budget=budget, max_power_kw=max_power_kw,
+                max_rack_units=max_rack_units, max_nodes=max_nodes, mixed_nics=mixed_nics, time_limit=time_limit,
+                tco_years=tco_years, overlap=overlap, system=system, strategies=strategy, reduce_on=reduce_on)
+        except InfeasibleError as exc:
+            if fmt is Fmt.json:
+                typer.echo(_json_dump({"status": "Infeasible", "error": str(exc), "reason": exc.reason,
+                                       "binding": exc.nearest or []}))
+            else:
+                typer.echo(f"infeasible: {exc}", err=True)
+            raise typer.Exit(exc.exit_code)
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
+        if fmt is Fmt.json:
+            typer.echo(_json_dump(mres.to_json_dict()))
+        else:
+            multijob.render(mres, _console())
+        return
     try:
         res = api.solve(
             budget, model, objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
@@ -176,13 +214,14 @@ def predict(
     profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format)."),
     chassis: Optional[str] = typer.Option(None, help="Chassis id (default: cheapest that fits)."),
     tco_years: float = typer.Option(0.0, help="Add electricity over this many years to cost."),
+    tensor_set: str = typer.Option("pytorch", help="pytorch | tensorflow (tf_cnn_benchmarks definitions, CNNs)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
                         precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
-                        profile=profile, chassis=chassis, tco_years=tco_years)
+                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -253,6 +292,9 @@ def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML 
 
 # --- sub-command modules register themselves on `app` when imported (one line each) ---
 # (keep this block at the end of the module: the imported modules use `app` defined above)
+from . import cli_purchasing  # noqa: E402,F401
+from . import cli_accuracy  # noqa: E402,F401
+from . import cli_profile  # noqa: E402,F401
 
 
 def main() -> None:
@@ -260,4 +302,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m costopt.cli` runs this file as __main__; the sub-command modules register on the
+    # imported `costopt.cli` module's app, so run that one.
+    from costopt.cli import main as _main
+
+    _main()

@@ -8,6 +8,14 @@
     capex        = M × node price + switch ports × price per port
     power_w      = M × (G × TDP + chassis overhead + NIC)
     TCO(years)   = capex + years × power_kW × average draw × PUE × $/kWh × 8766 h
+
+Rented nodes (cloud catalogs: a chassis with `usd_per_hour`, see catalog.py) are not bought:
+
+    usd_per_hour = M × instance price per hour         (GPUs, network, power all inside it)
+    cost         = usd_per_hour × hours                (hours = None: cost is USD per hour)
+    capex = 0, electricity = 0, switch ports = 0, rack units = 0; power_kW stays (nameplate, for reference)
+
+Owned designs are priced exactly as above whatever `hours` is; their `usd_per_hour` is 0.
 """
 
 from __future__ import annotations
@@ -30,9 +38,11 @@ class Costs:
     rack_units: np.ndarray
     switch_ports: np.ndarray
     buildable: np.ndarray  # False when the node count exceeds a two-tier fabric of that switch
+    usd_per_hour: np.ndarray | None = None  # rented designs: price per hour of the whole cluster; 0 when owned
+    rented: np.ndarray | None = None  # bool: the design's nodes are rented cloud instances
 
 
-def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0) -> Costs:
+def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, hours: float | None = None) -> Costs:
     gpu_price = np.array([g.price_usd for g in space.gpus])
     gpu_tdp = np.array([g.tdp_w for g in space.gpus])
     ch_price = np.array([c.price_usd for c in space.chassis])
@@ -59,4 +69,15 @@ def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0) -> Co
     cost = capex + tco_years * energy
     rack_units = M * ch_ru[space.chassis_idx] + switches  # one rack unit per switch
     buildable = (M <= 1) | (M <= P * P / 2.0)
-    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable)
+    hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
+    rented = hourly > 0
+    usd_per_hour = M * hourly
+    if rented.any():
+        zero = np.zeros_like(capex)
+        capex = np.where(rented, zero, capex)
+        energy = np.where(rented, zero, energy)
+        cost = np.where(rented, usd_per_hour * (1.0 if hours is None else float(hours)), cost)
+        ports = np.where(rented, zero, ports)
+        rack_units = np.where(rented, zero, rack_units)
+        buildable = buildable | rented
+    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented)

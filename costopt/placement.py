@@ -13,8 +13,8 @@ in the push phase) node j sends its shard to the W-1 other workers and receives 
     tx(j) = (W - 1) * S_j          rx(j) = S - S_j
     busiest NIC bytes per phase = max_j max(tx(j), rx(j))
 
-`ps_busiest_bytes_table` evaluates that for every node count at once so the timing model can look
-it up by M without a loop per design.
+`ps_node_traffic` evaluates that for one (nodes, shards) pair; the timing model caches it per
+distinct pair, so there is no loop per design.
 """
 
 from __future__ import annotations
@@ -46,30 +46,39 @@ def greedy_shard_loads(
     return trainable_bytes, count
 
 
-def ps_busiest_bytes_table(
-    creation_bytes: np.ndarray, max_nodes: int, trainable: np.ndarray | None = None
-) -> dict[str, np.ndarray]:
-    """For M = 0..max_nodes colocated shards: busiest NIC bytes per phase, largest shard, tensors.
+def ps_node_traffic(
+    creation_bytes: np.ndarray, trainable: np.ndarray | None, nodes: int, shards: int
+) -> tuple[float, float, float]:
+    """(busiest NIC bytes per phase, largest node's shard bytes, most remote tensors of a worker).
 
-    Index 0 is unused (zeros) so callers can index with M directly.
+    `shards` PS tasks, shard k on node k mod `nodes` (one per node when shards == nodes). Node j
+    holding L_j bytes sends L_j to each of the other nodes' workers and receives S - L_j.
     """
     sizes = np.asarray(creation_bytes, dtype=np.float64)
     train = np.ones(sizes.shape, dtype=bool) if trainable is None else np.asarray(trainable, dtype=bool)
-    total = float(sizes[train].sum())
-    busiest = np.zeros(max_nodes + 1)
-    largest_shard = np.zeros(max_nodes + 1)
-    max_remote_tensors = np.zeros(max_nodes + 1)
-    n_trainable = int(train.sum())
+    shard, count = greedy_shard_loads(sizes, shards, train)
+    node = np.arange(shards) % nodes
+    load = np.bincount(node, weights=shard, minlength=nodes)
+    tensors_on = np.bincount(node, weights=count.astype(np.float64), minlength=nodes)
+    if nodes <= 1:
+        return 0.0, float(load.max()), 0.0
+    total = float(shard.sum())
+    busiest = float(np.max(np.maximum((nodes - 1) * load, total - load)))
+    return busiest, float(load.max()), float(train.sum() - tensors_on.min())
+
+
+def ps_busiest_bytes_table(
+    creation_bytes: np.ndarray, max_nodes: int, trainable: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """For M = 0..max_nodes colocated shards (one per node): `ps_node_traffic` as arrays indexed by M.
+
+    Index 0 is unused (zeros) so callers can index with M directly.
+    """
+    rows = np.zeros((max_nodes + 1, 3))
     for m in range(1, max_nodes + 1):
-        shard, count = greedy_shard_loads(sizes, m, train)
-        tx = (m - 1) * shard
-        rx = total - shard
-        busiest[m] = float(np.max(np.maximum(tx, rx))) if m > 1 else 0.0
-        largest_shard[m] = float(shard.max())
-        # tensors a worker must fetch from other nodes (its own shard is local)
-        max_remote_tensors[m] = float(n_trainable - count.min()) if m > 1 else 0.0
+        rows[m] = ps_node_traffic(creation_bytes, trainable, m, m)
     return {
-        "busiest_bytes": busiest,
-        "largest_shard_bytes": largest_shard,
-        "max_remote_tensors": max_remote_tensors,
+        "busiest_bytes": rows[:, 0],
+        "largest_shard_bytes": rows[:, 1],
+        "max_remote_tensors": rows[:, 2],
     }

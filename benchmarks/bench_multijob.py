@@ -1,0 +1,108 @@
+"""Benchmark of the multi-job program on the reference catalog (prints figures; not a test).
+
+    /work/venv/bin/python benchmarks/bench_multijob.py [--quick]
+
+For 1, 3 and 10 jobs, each objective and two settings of the shared limits:
+  plain:   a budget and one NIC type for the fabric;
+  full:    budget, power, rack units, owned inventory, a stock limit and volume tiers (examples/mix.toml's).
+It prints the candidates per job (feasible designs -> after dominance pruning -> after per-design and
+joint limits), the MILP time (first solve, which proves optimality; then with the tie-break solve)
+and, where the number of combinations allows, the brute-force answer over the same candidates.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from costopt.catalog import load_catalog
+from costopt.mix import parse_mix
+from costopt.multijob import MixLimits, brute_force, build_jobs, market_from, reduce_jobs, solve_program
+
+MODELS = ["resnet50", "bert_base", "gpt2", "vgg16", "inception_v3", "densenet121", "resnet101", "googlenet",
+          "alexnet", "resnet152"]
+TARGETS = {"resnet50": 2500, "bert_base": 2000, "gpt2": 300, "vgg16": 1000, "inception_v3": 1500, "densenet121": 1500,
+           "resnet101": 1500, "googlenet": 3000, "alexnet": 5000, "resnet152": 1000}
+BRUTE_MAX = 3_000_000  # combinations
+
+
+def mix_dict(n_jobs: int, full: bool) -> dict:
+    jobs = {}
+    for k in range(n_jobs):
+        m = MODELS[k % len(MODELS)]
+        jobs[f"{m}" if k < len(MODELS) else f"{m}_{k}"] = {"model": m, "precision": "amp_bf16",
+                                                         "min_throughput": TARGETS[m], "weight": 1.0 / TARGETS[m]}
+    budget = 500_000.0 * n_jobs
+    d = {"jobs": jobs, "limits": {"budget_usd": budget}}
+    if full:
+        d["limits"].update({"max_power_kw": 20.0 * n_jobs, "max_rack_units": 28.0 * n_jobs})
+        d["inventory"] = {"gpus": {"a100-sxm-80gb": 16}, "chassis": {"sxm8-a100": 2}}
+        d["stock"] = {"gpus": {"h200-sxm": 48}}
+        d["discount"] = [{"gpu": "h100-sxm", "tiers": [{"from_units": 16, "unit_price_usd": 29000.0},
+                                                       {"from_units": 32, "unit_price_usd": 27500.0}]}]
+    return d
+
+
+def run(n_jobs: int, full: bool, objectives: list[str], cat) -> None:
+    mix = parse_mix(mix_dict(n_jobs, full), f"bench-{n_jobs}-{'full' if full else 'plain'}")
+    fl = mix.spec.limits
+    lim = MixLimits(fl.budget_usd, fl.max_power_kw, fl.max_rack_units, fl.max_nodes, fl.one_nic_type)
+    market = market_from(cat, mix)
+    t0 = time.perf_counter()
+    raw = build_jobs(mix, cat, market, lim)
+    t_build = time.perf_counter() - t0
+    print(f"\n## {n_jobs} job(s), limits '{'full' if full else 'plain'}': budget ${lim.budget_usd:,.0f}"
+          + (f", {lim.max_power_kw:g} kW, {lim.max_rack_units:g} RU, inventory/stock/tiers" if full else "")
+          + f", one NIC type; enumerate + timing model {t_build:.2f} s")
+    for objective in objectives:
+        t0 = time.perf_counter()
+        jobs = reduce_jobs(raw, market, lim, objective)
+        t_prune = time.perf_counter() - t0
+        if objective == objectives[0]:
+            print("  candidates per job (feasible -> pruned -> within limits):")
+            for j in jobs:
+                c = j.counts
+                print(f"    {j.name:14s} {c['enumerated']:>7,} enumerated, {c['feasible']:>7,} -> "
+                      f"{c['after_pruning']:>6,} -> {c['after_limits']:>6,}")
+        res = solve_program(jobs, market, lim, objective)
+        first = res.stages[0]["time_s"] if res.stages else 0.0
+        combos = float(np.prod([len(j) for j in jobs], dtype=np.float64))
+        line = (f"  {objective:10s} prune {t_prune:5.2f} s | MILP {res.status}, gap {res.gap}, first solve {first:5.2f} s, "
+                f"with tie-break {res.solve_time_s:5.2f} s, {sum(len(j) for j in jobs):,} binaries, "
+                f"objective {res.objective_value if res.objective_value is None else f'{res.objective_value:,.6g}'}")
+        if combos <= BRUTE_MAX:
+            t0 = time.perf_counter()
+            best, _ = brute_force(jobs, market, lim, objective)
+            tb = time.perf_counter() - t0
+            same = (best is None and res.objective_value is None) or (
+                best is not None and res.objective_value is not None
+                and abs(best - res.objective_value) <= 1e-6 * max(abs(best), 1e-9))
+            line += f" | brute force {combos:,.0f} combinations {tb:.2f} s: {best:,.6g} ({'equal' if same else 'DIFFERENT'})"
+        else:
+            line += f" | brute force: {combos:.1e} combinations, not run"
+        print(line)
+    if n_jobs == 1 and not full:
+        # one job: brute force over every feasible design, no pruning at all
+        t0 = time.perf_counter()
+        best, _ = brute_force(raw, market, lim, "throughput")
+        res = solve_program(reduce_jobs(raw, market, lim, "throughput"), market, lim, "throughput")
+        print(f"  unpruned brute force over {len(raw[0]):,} designs {time.perf_counter() - t0:.2f} s: {best:,.6g} vs "
+              f"MILP {res.objective_value:,.6g}")
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    cat = load_catalog()
+    print(f"costopt multi-job benchmark, catalog {cat.catalog.name} ({Path(cat.path).name}); "
+          "times are wall-clock on this machine")
+    objectives = ["throughput", "fair", "cost"]
+    for n in (1, 3) if quick else (1, 3, 10):
+        for full in (False, True):
+            run(n, full, objectives if n < 10 else ["throughput", "cost"], cat)
+
+
+if __name__ == "__main__":
+    main()

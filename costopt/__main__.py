@@ -1,0 +1,5 @@
+"""`python -m costopt` runs the command line."""
+
+from costopt.cli import main
+
+main()

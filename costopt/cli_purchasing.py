@@ -1,0 +1,261 @@
+"""Purchasing commands: `compare`, `rent-vs-buy`, `report`, `export`, `catalog import`.
+
+Registered on the main typer app by importing this module (one line at the end of cli.py). Every
+cost printed says what it is (one-off capex, USD per hour, per job, per year, per unit throughput).
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from . import purchasing as P
+from .cli import _console, _fail, _fmt_money, _json_dump, app, catalog_app
+from .errors import CostoptError, InputError
+
+
+class CmpFmt(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class ExportFmt(str, Enum):
+    csv = "csv"
+    xlsx = "xlsx"
+    json = "json"
+
+
+def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years=0.0,
+          objective="throughput", system=None) -> P.Options:
+    return P.Options(precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, strategies=strategy or None,
+                     max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
+                     objective=objective, system=system)
+
+
+def _cost(v: float, rate: bool = False) -> str:
+    return f"${v:,.2f}" if rate or abs(v) < 100 else _fmt_money(v)
+
+
+_PRECISION = typer.Option("fp32", help="fp32 | amp_bf16 | amp_fp16")
+_BATCH = typer.Option(None, help="Per-GPU batch (default: the model's reference batch).")
+_OVERLAP = typer.Option("wfbp", help="wfbp | none | full")
+_STRATEGY = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all).")
+_MAX_NODES = typer.Option(None, help="Most nodes.")
+_HOURS = typer.Option(None, help="Hours of use: a cloud design costs USD/hour x this.")
+_EPOCHS = typer.Option(None, help="Epochs of the training job (time to train; cloud cost per job).")
+_DATASET = typer.Option(None, help="Samples per epoch.")
+_SYSTEM = typer.Option(None, help="System parameters TOML.")
+
+
+@app.command()
+def compare(
+    catalogs: list[Path] = typer.Argument(..., help="Two or more catalogs (full, overlay or cloud TOML)."),
+    model: str = typer.Option(..., help="Zoo model."),
+    budget: float = typer.Option(..., help="Budget in USD (capex for owned catalogs; rent for cloud ones)."),
+    objective: str = typer.Option("throughput", help="throughput | cost-per-throughput"),
+    precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
+    strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES,
+    hours: Optional[float] = _HOURS, epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET,
+    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    price_cut: bool = typer.Option(True, help="Solve for the price cut each loser's key part needs to win."),
+    system: Optional[Path] = _SYSTEM,
+    fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
+) -> None:
+    """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
+    try:
+        cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
+                                                       epochs, dataset_size, tco_years, objective, system),
+                        price_cuts=price_cut)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if fmt is CmpFmt.json:
+        typer.echo(_json_dump(cmp.to_json_dict()))
+        return
+    c = _console()
+    c.print(f"costopt compare: model {cmp.model}, budget {_fmt_money(cmp.budget_usd)}, objective {cmp.objective}")
+    t = Table(title="Best design per catalog", title_justify="left")
+    t.add_column("")
+    for a in cmp.answers:
+        t.add_column(a.label + (" (winner)" if a is cmp.answers[cmp.winner] else ""))
+    def row(name, fn):
+        t.add_row(name, *[fn(a) if a.best else (a.error[:60] if name == "design" else "-") for a in cmp.answers])
+    row("catalog", lambda a: f"{a.catalog.catalog.name} ({a.catalog.catalog.kind})")
+    row("design", lambda a: f"{a.best['total_gpus']} x {a.best['gpu']} ({a.best['gpus_per_node']}/node x {a.best['nodes']})")
+    row("node", lambda a: a.best["chassis"])
+    row("network", lambda a: a.best["nic"])
+    row("strategy", lambda a: a.best["strategy"])
+    row("cost", lambda a: f"{_cost(a.best['cost_usd'])} ({a.cost_basis})")
+    row("throughput", lambda a: f"{a.best['throughput_samples_per_s']:,.1f} samples/s")
+    row("cost per unit throughput", lambda a: f"{_cost(a.best['usd_per_sample_per_s'])} per sample/s")
+    row("scaling efficiency", lambda a: f"{a.best['scaling_efficiency']:.3f}")
+    row("bottleneck", lambda a: a.best["bottleneck"])
+    if epochs and dataset_size:
+        row("time to train", lambda a: f"{a.best['time_to_train_h']:,.1f} h per job")
+    c.print(t)
+    w = cmp.answers[cmp.winner]
+    if cmp.margin:
+        m = cmp.margin
+        c.print(f"Winner: {w.label} — {m['throughput_gain']:+.1%} throughput vs {m['runner_up']} "
+                f"({m['cost_difference_usd']:+,.0f} USD cost, {m['usd_per_sample_per_s_ratio'] - 1:+.1%} cost per sample/s)")
+    for pc in cmp.price_cuts:
+        unit = "USD per hour" if pc.part_kind == "instance" else "USD per unit"
+        if pc.needed_price is None:
+            c.print(f"{pc.catalog}: {pc.note}")
+        else:
+            d = pc.design_at_needed_price
+            c.print(f"{pc.catalog}: {pc.part_kind} {pc.part_id} must drop from {_cost(pc.current_price)} to "
+                    f"{_cost(pc.needed_price)} {unit} (-{pc.cut_fraction:.1%}) to match the winner; it would then buy "
+                    f"{d['total_gpus']} x {d['gpu']} ({d['nic']}, {d['strategy']}) for "
+                    f"{d['throughput_samples_per_s']:,.1f} samples/s")
+
+
+@app.command("rent-vs-buy")
+def rent_vs_buy(
+    model: str = typer.Option(..., help="Zoo model."),
+    budget: float = typer.Option(..., help="Purchase budget in USD (capex)."),
+    cloud: Path = typer.Option(..., help="Cloud catalog (hourly instance prices)."),
+    catalog: Optional[Path] = typer.Option(None, help="Owned catalog (default: built-in reference-2026)."),
+    years: float = typer.Option(3.0, help="Years the purchase is used (amortisation horizon)."),
+    utilization: Optional[float] = typer.Option(None, help="Fraction of the time the owned cluster is busy (0-1)."),
+    hours: Optional[float] = typer.Option(None, help="Hours of use over the years (sets the utilisation)."),
+    epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET,
+    precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
+    strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
+    fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
+) -> None:
+    """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
+    try:
+        r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
+                          opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
+                                     system=system))
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if fmt is CmpFmt.json:
+        typer.echo(_json_dump(r.to_json_dict()))
+        return
+    c = _console()
+    b, k = r.buy, r.rent
+    c.print(f"costopt rent-vs-buy: model {r.model}, budget {_fmt_money(r.budget_usd)}, {r.years:g} years")
+    c.print(f"Buy  ({r.owned_catalog}): {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']}/node x {b['nodes']}), "
+            f"{b['nic']}, {b['strategy']}: {b['throughput_samples_per_s']:,.1f} samples/s")
+    c.print(f"Rent ({r.cloud_catalog}): {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}), {k['strategy']}: "
+            f"{k['throughput_samples_per_s']:,.1f} samples/s")
+    t = Table(title="Costs (each with what it means)", title_justify="left")
+    for col, just in (("what", "left"), ("value", "right"), ("unit / meaning", "left")):
+        t.add_column(col, justify=just)
+    for what, v, unit in r.rows:
+        if unit.startswith("USD"):
+            s = _cost(v, "hour" in unit)
+        elif unit.startswith("fraction"):
+            s = f"{v:.1%}"
+        else:
+            s = f"{v:,.1f}"
+        t.add_row(what, s, unit)
+    c.print(t)
+    c.print(f"Verdict: {r.verdict}")
+
+
+@app.command()
+def report(
+    model: str = typer.Option(..., help="Zoo model."),
+    budget: float = typer.Option(..., help="Budget in USD."),
+    out: Path = typer.Option(..., "--out", "-o", help="report.html (self-contained) or report.md (+ PNG folder)."),
+    catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
+    epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET, hours: Optional[float] = _HOURS,
+    precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
+    strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
+    top: int = typer.Option(8, help="Designs in the recommendation table."),
+    all_designs: Optional[Path] = typer.Option(None, "--all", help="Also export the full ranked table (.csv/.xlsx/.json)."),
+    progress: bool = typer.Option(True, help="Progress bar on stderr."),
+) -> None:
+    """Write a what-if purchasing report with plots (HTML or Markdown)."""
+    from . import report as R
+
+    try:
+        if out.suffix.lower() not in (".html", ".htm", ".md"):
+            raise InputError(f"--out must end in .html or .md, got '{out.name}'")
+        opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
+        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
+        files = R.write_report(rep, out)
+        if all_designs is not None:
+            fmt = all_designs.suffix.lower().lstrip(".")
+            ev = P.evaluate_catalog(catalog, model, budget, opts)
+            P.export_table(P.ranked_table(ev, budget), fmt, all_designs)
+            files.append(all_designs)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    typer.echo(f"wrote {files[0]}" + (f" (+{len(files) - 1} file(s))" if len(files) > 1 else ""))
+
+
+@app.command()
+def export(
+    model: str = typer.Option(..., help="Zoo model."),
+    budget: float = typer.Option(..., help="Budget in USD (only designs within it)."),
+    catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
+    fmt: ExportFmt = typer.Option(ExportFmt.csv, "--format", help="csv | xlsx | json"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (stdout for csv/json when omitted)."),
+    objective: str = typer.Option("throughput", help="throughput | cost-per-throughput (ranking)."),
+    epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET, hours: Optional[float] = _HOURS,
+    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
+    strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
+) -> None:
+    """Every feasible design within the budget, ranked, for spreadsheets (csv, xlsx, json)."""
+    try:
+        opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
+                     objective, system)
+        opts.check()
+        if not budget > 0:
+            raise InputError(f"budget must be a positive number of USD, got {budget}")
+        ev = P.evaluate_catalog(catalog, model, budget, opts)
+        text = P.export_table(P.ranked_table(ev, budget, objective), fmt.value, out)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    if text is not None:
+        typer.echo(text, nl=not text.endswith("\n"))
+    else:
+        typer.echo(f"wrote {out}", err=True)
+
+
+@catalog_app.command("import")
+def catalog_import(
+    csv: Path = typer.Argument(..., help="Price list with SkyPilot vms.csv columns."),
+    out: Path = typer.Option(..., "--out", "-o", help="Cloud catalog TOML to write."),
+    base: str = typer.Option("reference-2026", help="Catalog whose GPU specs the instances use."),
+    region: Optional[str] = typer.Option(None, help="Region to import (default us-east-1, else the first)."),
+    gpu_map: Optional[list[str]] = typer.Option(None, "--map", help="ACCELERATOR=gpu-id (repeatable)."),
+    default_network_gbps: float = typer.Option(25.0, help="Network for instances the fact base has no figure for."),
+    name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
+) -> None:
+    """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
+    from .catalog import load_catalog
+
+    try:
+        mapping = {}
+        for m in gpu_map or []:
+            if "=" not in m:
+                raise InputError(f"--map '{m}': use ACCELERATOR=gpu-id")
+            k, v = m.split("=", 1)
+            mapping[k.strip()] = v.strip()
+        base_ref = base
+        if Path(base).exists():  # a file: refer to it from where the new catalog lives
+            base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
+        text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
+                                          default_network_gbps=default_network_gbps, name=name, base_ref=base_ref)
+        out.write_text(text, encoding="utf-8")
+        cat = load_catalog(out)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    for w in warnings:
+        typer.echo(f"warning: {w}", err=True)
+    typer.echo(f"wrote {out}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")

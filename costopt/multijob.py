@@ -1,0 +1,945 @@
+"""Several jobs, one purchase: a mixed-integer program over every job's candidate designs.
+
+Each job j (model, precision, batch per GPU) runs on its own partition of the cluster, i.e. on one
+design d of its own design space C_j. A design d has, from the timing model and `cost.py`:
+throughput τ_d, cost c_d (capex, or TCO), power P_d (kW), rack units R_d, nodes M_d, and uses parts:
+u_{d,p} units of part p, where a part is a GPU type (u = total GPUs), a chassis type (u = nodes) or
+a NIC type (u = nodes, multi-node designs only). Prices π_p are the catalog's list prices.
+
+Parts split in two. A *shared* part S is one that the mix names in [inventory] (owned units o_p,
+free of charge), [stock] (at most s_p units can be bought) or [[discount]] (volume tiers). Its cost
+depends on the units all jobs together need, so it is taken out of each design's own cost:
+
+    own cost  a_d = c_d − Σ_{p∈S} π_p u_{d,p}          (≥ 0: node hardware bought at list price,
+                                                        switch ports, energy under TCO)
+
+Every other part stays inside a_d at list price.
+
+Volume tiers are all-units discounts: band k = [l_k, h_k] (h_k = l_{k+1} − 1, the last band open)
+prices every unit at ρ_k when the quantity bought lies in the band. Units below the first tier's
+`from_units` form an implicit band at the list price. Buying more than needed is allowed (spare
+units, when the next band makes that cheaper), so the cost of needing n units,
+
+    f_p(n) = min over bands k, b ≥ max(0, n − o_p), b ∈ [l_k, h_k], b ≤ s_p  of  ρ_k · b,
+
+never decreases with n. (Monotone part costs are what keep the pruning below valid.)
+
+Variables: x_{j,d} ∈ {0,1} (job j runs design d); per shared part p and band k, z_{p,k} ∈ {0,1}
+(band chosen) and q_{p,k} ≥ 0 (units bought in that band); with one NIC type for the fabric,
+y_n ∈ {0,1} per NIC type n; for the fair-share objective, t (free).
+
+    Σ_{d∈C_j} x_{j,d} = 1                                   ∀ j        (one design per job)
+    N_p = Σ_j Σ_d u_{d,p} x_{j,d}                            ∀ p ∈ S    (units needed)
+    Σ_k q_{p,k} ≥ N_p − o_p                                 ∀ p ∈ S    (owned units are free)
+    l_k z_{p,k} ≤ q_{p,k} ≤ h_k z_{p,k},  Σ_k z_{p,k} ≤ 1     ∀ p ∈ S    (one price band)
+    Σ_k q_{p,k} ≤ s_p                                       stock limits
+    C = Σ_j Σ_d a_d x_{j,d} + Σ_{p∈S} Σ_k ρ_{p,k} q_{p,k}               (total cost)
+    C ≤ budget;  Σ P_d x ≤ max_power_kw;  Σ R_d x ≤ max_rack_units;  Σ M_d x ≤ max_nodes
+    Σ_{d∈C_j: nic(d)=n} x_{j,d} ≤ y_n  ∀ j, n;   Σ_n y_n ≤ 1             (one NIC type; off with
+                                                                         --mixed-nics)
+    τ_j = Σ_d τ_d x_{j,d};   τ_j ≥ T_j for jobs with a target T_j       (objectives 1 and 3)
+
+A single-node design has no NIC and is compatible with any fabric. Switch ports stay per design
+(each partition has its own switches).
+
+Objectives:
+  1. `throughput`: max Σ_j w_j τ_j                                    (weights from the mix)
+  2. `fair`:       max t  s.t.  τ_j / T_j ≥ t  ∀ j                    (every job needs a target)
+  3. `cost`:       min C  s.t.  τ_j ≥ T_j  ∀ j                        (every job needs a target)
+A second solve breaks ties on the first optimum: 1 → least cost; 2 → most Σ_j w_j τ_j / T_j (the
+leftover budget speeds up the other jobs); 3 → most Σ_j w_j τ_j. The reported gap is the first
+solve's (CBC's relative gap between best solution and best bound; 0 = proven optimal).
+
+Pruning, per job, before the program is built. A design d is dropped when another design e of the
+same job is no worse in every quantity a constraint or objective reads:
+
+    a_e ≤ a_d,  τ_e ≥ τ_d,  u_{e,p} ≤ u_{d,p} for every shared part p,
+    and P_e ≤ P_d, R_e ≤ R_d, M_e ≤ M_d for each of power, rack units, nodes that is limited,
+
+with e using the same NIC type as d, or no NIC (single node), when one NIC type is enforced (ties:
+the earlier design in the deterministic design order stays). Swapping d for e in any solution keeps
+every constraint satisfied (each is a sum of these quantities, f_p is monotone, the fabric keeps its
+NIC type) and makes no objective worse, so the optimum survives. Three passes: the fastest strategy
+per (gpu, chassis, nic, nodes) (identical resources); a sweep over node counts per (gpu, chassis,
+nic); a sort-filter skyline per NIC type. Then per-design limits (own cost over the budget, power,
+rack units, nodes, stock + inventory, a target the design misses) and a joint test (a design plus the
+other jobs' smallest own cost / power / rack units / nodes must fit) drop designs no feasible answer
+can use.
+
+When nothing is feasible, `diagnose` says which limit binds and by how much: for each limit on its
+own it solves the program with only that limit elastic (min slack), and, when no single limit
+explains it, one program with every limit elastic (min Σ slack / limit).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pulp
+
+from .api import DEFAULT_MAX_NODES, Evaluation, _design_dict, _resolve_inputs, evaluate_space
+from .catalog import Catalog, load_catalog
+from .design_space import STRATEGIES, enumerate_designs
+from .errors import InfeasibleError, InputError
+from .mix import PARTS, Mix, load_mix
+
+MIX_OBJECTIVES = ("throughput", "fair", "cost")
+_INF = math.inf
+_TIE_TOL = 1e-7
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs: candidates per job, the parts market, the limits
+# --------------------------------------------------------------------------------------------------
+
+@dataclass
+class JobCandidates:
+    """One job's candidate designs as arrays (one element per design)."""
+
+    name: str
+    cost_usd: np.ndarray
+    throughput: np.ndarray
+    power_kw: np.ndarray
+    rack_units: np.ndarray
+    nodes: np.ndarray
+    gpus: np.ndarray  # total GPUs
+    gpu: np.ndarray  # GPU id per design (object array)
+    chassis: np.ndarray  # chassis id
+    nic: np.ndarray  # NIC id, "none" for a single node
+    weight: float = 1.0
+    target: float | None = None
+    index: np.ndarray | None = None  # position in `evaluation`'s design space
+    evaluation: Evaluation | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(len(self.cost_usd))
+
+    def take(self, idx: np.ndarray) -> "JobCandidates":
+        idx = np.asarray(idx, dtype=np.int64)
+        arrays = {k: getattr(self, k)[idx] for k in ("cost_usd", "throughput", "power_kw", "rack_units", "nodes",
+                                                     "gpus", "gpu", "chassis", "nic")}
+        index = self.index[idx] if self.index is not None else idx
+        return JobCandidates(self.name, **arrays, weight=self.weight, target=self.target, index=index,
+                             evaluation=self.evaluation, counts=dict(self.counts))
+
+    def usage(self, part: tuple[str, str]) -> np.ndarray:
+        """Units of `part` ((kind, id), kind in PARTS) each design uses."""
+        kind, pid = part
+        if kind == "gpus":
+            return np.where(self.gpu == pid, self.gpus, 0)
+        if kind == "chassis":
+            return np.where(self.chassis == pid, self.nodes, 0)
+        return np.where(self.nic == pid, self.nodes, 0)
+
+
+@dataclass
+class Market:
+    """List prices of parts, and what the mix says about the shared ones."""
+
+    price: dict[tuple[str, str], float]
+    owned: dict[tuple[str, str], int] = field(default_factory=dict)
+    stock: dict[tuple[str, str], int] = field(default_factory=dict)
+    tiers: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict)  # (from_units, usd)
+
+    @property
+    def shared(self) -> list[tuple[str, str]]:
+        keys = set(self.owned) | set(self.stock) | set(self.tiers)
+        return sorted(keys, key=lambda k: (PARTS.index(k[0]), k[1]))
+
+    def bands(self, part: tuple[str, str]) -> list[tuple[int, float, float]]:
+        """(lowest units, highest units, unit price) per band; the last band is open (inf)."""
+        tiers = sorted(self.tiers.get(part, []))
+        if not tiers or tiers[0][0] > 1:
+            tiers = [(1, self.price[part])] + tiers
+        out = []
+        for k, (lo, usd) in enumerate(tiers):
+            hi = tiers[k + 1][0] - 1 if k + 1 < len(tiers) else _INF
+            out.append((lo, hi, usd))
+        return out
+
+    def part_cost(self, part: tuple[str, str], need: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """f_p(need) (inf when stock cannot cover it) and the units bought, vectorized over `need`."""
+        short = np.maximum(np.asarray(need, dtype=np.float64) - self.owned.get(part, 0), 0.0)
+        stock = self.stock.get(part, _INF)
+        best = np.where(short > 0, _INF, 0.0)
+        bought = np.zeros_like(short)
+        for lo, hi, usd in self.bands(part):
+            b = np.maximum(short, lo)
+            ok = (short > 0) & (short <= hi) & (b <= stock)
+            c = np.where(ok, usd * b, _INF)
+            better = c < best
+            best = np.where(better, c, best)
+            bought = np.where(better, b, bought)
+        return best, bought
+
+
+@dataclass
+class MixLimits:
+    budget_usd: float | None = None
+    max_power_kw: float | None = None
+    max_rack_units: float | None = None
+    max_nodes: int | None = None
+    one_nic_type: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"budget_usd": self.budget_usd, "max_power_kw": self.max_power_kw,
+                "max_rack_units": self.max_rack_units, "max_nodes": self.max_nodes,
+                "one_nic_type": self.one_nic_type}
+
+
+# resource columns the shared limits use: (limit attribute, JobCandidates attribute, label, unit)
+_RESOURCES = (("max_power_kw", "power_kw", "power", "kW"), ("max_rack_units", "rack_units", "rack units", "RU"),
+              ("max_nodes", "nodes", "nodes", "nodes"))
+
+
+def own_cost(job: JobCandidates, market: Market) -> np.ndarray:
+    """a_d: the design's cost less the list price of its shared parts."""
+    a = job.cost_usd.astype(np.float64).copy()
+    for p in market.shared:
+        a -= market.price[p] * job.usage(p)
+    return np.maximum(a, 0.0)  # guards rounding; never negative by construction
+
+
+# --------------------------------------------------------------------------------------------------
+# Pruning
+# --------------------------------------------------------------------------------------------------
+
+def _group_codes(*cols: np.ndarray) -> np.ndarray:
+    """One integer code per distinct row of the given columns (hash-based, fast on string columns)."""
+    code = np.zeros(len(cols[0]), dtype=np.int64)
+    for c in cols:
+        f, uniq = pd.factorize(c)
+        code = code * (len(uniq) + 1) + f
+    return pd.factorize(code)[0]
+
+
+def _prune_dims(job: JobCandidates, market: Market, lim: MixLimits) -> np.ndarray:
+    """Columns (smaller is better) that a swap of designs must not worsen: own cost, −throughput, each
+    limited resource, and the units of every shared part."""
+    cols = [own_cost(job, market), -job.throughput.astype(np.float64)]
+    cols += [getattr(job, col) for lim_attr, col, _, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
+    cols += [job.usage(p) for p in market.shared]
+    return np.stack(cols, axis=1).astype(np.float64)
+
+
+def _skyline(dims: np.ndarray, cand: np.ndarray, seed: np.ndarray | None = None, block: int = 48) -> np.ndarray:
+    """Rows of `cand` (indices into dims) that no other row of `cand` or `seed` dominates.
+
+    e dominates d when e is no larger in every column and smaller in one, or equal everywhere and
+    earlier in the design order (smaller index). Sort-filter-skyline: in lexicographic order every
+    dominator comes before what it dominates, so each block is checked against the front found so
+    far (and the seed), then against itself."""
+    if len(cand) == 0:
+        return cand
+    cand = cand[np.lexsort((cand,) + tuple(dims[cand].T[::-1]))]
+    front_rows = [] if seed is None or len(seed) == 0 else [seed]
+    kept = []
+    for b0 in range(0, len(cand), block):
+        idx = cand[b0:b0 + block]
+        X = dims[idx]
+        alive = np.ones(len(idx), bool)
+        pool = np.concatenate(front_rows) if front_rows else np.zeros(0, np.int64)
+        pool = pool[np.all(dims[pool] <= X.max(axis=0), axis=1)]  # only these can dominate a row of the block
+        for c0 in range(0, len(pool), 2048):
+            P = dims[pool[c0:c0 + 2048]]
+            le = np.all(P[:, None, :] <= X[None, :, :], axis=2)
+            lt = np.any(P[:, None, :] < X[None, :, :], axis=2) | (pool[c0:c0 + 2048, None] < idx[None, :])
+            alive &= ~(le & lt).any(axis=0)
+        le = np.all(X[:, None, :] <= X[None, :, :], axis=2)
+        lt = np.any(X[:, None, :] < X[None, :, :], axis=2) | (idx[:, None] < idx[None, :])
+        alive &= ~(le & lt).any(axis=0)
+        if alive.any():
+            front_rows.append(idx[alive])
+            kept.append(idx[alive])
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
+
+
+def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> np.ndarray:
+    """Indices (into job) of the designs that survive dominance pruning, in their original order.
+
+    A design is dropped only when another design of the same job is no worse in every column of
+    `_prune_dims` and uses the same NIC type or no NIC (when one NIC type is enforced), so the
+    program's optimum is unchanged (module docstring)."""
+    lim = lim or MixLimits()
+    n = len(job)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    dims = _prune_dims(job, market, lim)
+    order = np.arange(n)
+
+    # pass 1: per (gpu, chassis, nic, nodes) every design has the same resources: keep the fastest
+    g1 = _group_codes(job.gpu, job.chassis, job.nic, job.nodes)
+    o = np.lexsort((order, -job.throughput, g1))
+    first = np.ones(n, bool)
+    first[1:] = g1[o][1:] != g1[o][:-1]
+    rep = o[first][np.searchsorted(g1[o][first], g1)]  # each design's group representative
+    same = np.all(dims[rep, :1] == dims[:, :1], axis=1) & np.all(dims[rep, 2:] == dims[:, 2:], axis=1)
+    keep = np.flatnonzero((rep == order) | ~same)
+
+    # pass 2: sweep node counts per (gpu, chassis, nic); drop d when the fastest design with fewer nodes
+    # (the running record holder) is no larger than d in every dimension
+    g2 = _group_codes(job.gpu[keep], job.chassis[keep], job.nic[keep])
+    s2 = np.lexsort((order[keep], job.nodes[keep], g2))
+    o, g2 = keep[s2], g2[s2]
+    pos = np.arange(len(o))
+    start = np.ones(len(o), bool)
+    start[1:] = g2[1:] != g2[:-1]
+    thr_rank = np.unique(job.throughput[o], return_inverse=True)[1].ravel()
+    run = np.maximum.accumulate(g2 * (len(o) + 1) + thr_rank)  # running max within the group (groups ascend)
+    prev = np.concatenate([[-1], run[:-1]])
+    record = start | (g2 * (len(o) + 1) + thr_rank > prev)
+    holder = np.maximum.accumulate(np.where(record, pos, -1))  # last record at or before pos
+    e = np.concatenate([[0], holder[:-1]])  # record holder strictly before pos (same group unless start)
+    drop = ~start & np.all(dims[o[e]] <= dims[o], axis=1)
+    keep = np.sort(o[~drop])
+
+    # pass 3: skyline per NIC type; a single-node design (no NIC) may replace any design
+    if not lim.one_nic_type:
+        return _skyline(dims, keep)
+    nic = job.nic[keep]
+    single = _skyline(dims, keep[nic == "none"])
+    out = [single] + [_skyline(dims, keep[nic == n_id], seed=single) for n_id in np.unique(nic) if n_id != "none"]
+    return np.sort(np.concatenate(out))
+
+
+def _within_limits(job: JobCandidates, market: Market, lim: MixLimits, objective: str) -> np.ndarray:
+    """Designs that could be part of a feasible answer on their own (per-design limits)."""
+    ok = np.ones(len(job), bool)
+    if lim.budget_usd is not None:
+        ok &= own_cost(job, market) <= lim.budget_usd
+    for lim_attr, col, _, _ in _RESOURCES:
+        v = getattr(lim, lim_attr)
+        if v is not None:
+            ok &= getattr(job, col) <= v
+    for p in market.shared:
+        if p in market.stock:
+            ok &= job.usage(p) <= market.stock[p] + market.owned.get(p, 0)
+    if objective != "fair" and job.target is not None:
+        ok &= job.throughput >= job.target
+    return ok
+
+
+# --------------------------------------------------------------------------------------------------
+# Exact evaluation of selections (used for reports and for brute force)
+# --------------------------------------------------------------------------------------------------
+
+def evaluate_picks(jobs: list[JobCandidates], market: Market, picks: np.ndarray) -> dict[str, np.ndarray]:
+    """Totals for selections `picks` (shape (P, n_jobs), one design index per job), vectorized over P."""
+    picks = np.atleast_2d(np.asarray(picks, dtype=np.int64))
+    tot = {k: np.zeros(len(picks)) for k in ("own", "power_kw", "rack_units", "nodes", "parts")}
+    for j, job in enumerate(jobs):
+        d = picks[:, j]
+        tot["own"] += own_cost(job, market)[d]
+        for _, col, _, _ in _RESOURCES:
+            tot[col] += getattr(job, col)[d]
+    for p in market.shared:
+        need = sum(job.usage(p)[picks[:, j]] for j, job in enumerate(jobs))
+        c, _ = market.part_cost(p, need)
+        tot["parts"] += c
+    tot["cost_usd"] = tot["own"] + tot["parts"]
+    thr = np.stack([job.throughput[picks[:, j]] for j, job in enumerate(jobs)], axis=1)
+    tot["throughput"] = thr
+    nic_sets = np.stack([job.nic[picks[:, j]] for j, job in enumerate(jobs)], axis=1)
+    tot["nic_types"] = np.array([len(set(r) - {"none"}) for r in nic_sets])
+    return tot
+
+
+def _objective(objective: str, jobs: list[JobCandidates], tot: dict[str, np.ndarray]) -> np.ndarray:
+    thr = tot["throughput"]
+    if objective == "throughput":
+        return thr @ np.array([j.weight for j in jobs])
+    if objective == "fair":
+        return (thr / np.array([j.target for j in jobs])).min(axis=1)
+    return tot["cost_usd"]
+
+
+def _feasible(jobs, lim: MixLimits, objective: str, tot, rel=1e-9) -> np.ndarray:
+    ok = np.isfinite(tot["cost_usd"])
+    if lim.budget_usd is not None:
+        ok &= tot["cost_usd"] <= lim.budget_usd * (1 + rel)
+    for lim_attr, col, _, _ in _RESOURCES:
+        v = getattr(lim, lim_attr)
+        if v is not None:
+            ok &= tot[col] <= v * (1 + rel)
+    if lim.one_nic_type:
+        ok &= tot["nic_types"] <= 1
+    if objective != "fair":
+        for j, job in enumerate(jobs):
+            if job.target is not None:
+                ok &= tot["throughput"][:, j] >= job.target * (1 - rel)
+    return ok
+
+
+def brute_force(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
+                chunk: int = 200_000) -> tuple[float | None, np.ndarray | None]:
+    """Best objective value and selection by enumerating every combination (no pruning, no solver)."""
+    _check_objective(objective, jobs)
+    sizes = [len(j) for j in jobs]
+    if min(sizes) == 0:
+        return None, None
+    sense = -1.0 if objective == "cost" else 1.0
+    best_v, best_p = None, None
+    total = int(np.prod(sizes, dtype=np.float64))
+    for start in range(0, total, chunk):
+        flat = np.arange(start, min(start + chunk, total))
+        picks = np.stack(np.unravel_index(flat, sizes), axis=1)
+        tot = evaluate_picks(jobs, market, picks)
+        ok = np.flatnonzero(_feasible(jobs, lim, objective, tot))
+        if len(ok) == 0:
+            continue
+        v = _objective(objective, jobs, tot)[ok] * sense
+        i = int(np.argmax(v))
+        if best_v is None or v[i] > best_v:
+            best_v, best_p = float(v[i]), picks[ok[i]]
+    return (None, None) if best_v is None else (best_v * sense, best_p)
+
+
+# --------------------------------------------------------------------------------------------------
+# The program
+# --------------------------------------------------------------------------------------------------
+
+def _check_objective(objective: str, jobs: list[JobCandidates]) -> None:
+    if objective not in MIX_OBJECTIVES:
+        raise InputError(f"unknown objective '{objective}' for a workload mix (choose from {', '.join(MIX_OBJECTIVES)})")
+    if objective in ("fair", "cost"):
+        missing = [j.name for j in jobs if j.target is None]
+        if missing:
+            raise InputError(f"objective '{objective}' needs a throughput or deadline target for every job; "
+                             f"missing for: {', '.join(missing)}")
+
+
+@dataclass
+class _Model:
+    prob: pulp.LpProblem
+    x: list[list[pulp.LpVariable]]
+    primary: Any  # expression of the first objective (unscaled, natural units)
+    secondary: Any
+    cost: Any
+    thr: list[Any]
+    slack: dict[str, tuple[pulp.LpVariable, float, str]]  # name -> (variable, limit, unit)
+
+
+def _build(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
+           elastic: frozenset[str] = frozenset()) -> _Model:
+    """The program of the module docstring; constraints named in `elastic` get a slack variable ≥ 0."""
+    sense = pulp.LpMinimize if objective == "cost" or elastic else pulp.LpMaximize
+    prob = pulp.LpProblem("costopt_mix", sense)
+    x = [[pulp.LpVariable(f"x_{j}_{i}", cat="Binary") for i in range(len(job))] for j, job in enumerate(jobs)]
+    slack: dict[str, tuple[pulp.LpVariable, float, str]] = {}
+
+    def relax(name: str, limit: float, unit: str):
+        if name not in elastic:
+            return 0
+        s = pulp.LpVariable(f"s_{re.sub(r'[^A-Za-z0-9]', '_', name)}", lowBound=0)
+        slack[name] = (s, limit, unit)
+        return s
+
+    def dot(coef_per_job):
+        return pulp.lpSum(float(c[i]) * x[j][i] for j, c in enumerate(coef_per_job) for i in np.flatnonzero(c))
+
+    for j in range(len(jobs)):
+        prob += pulp.lpSum(x[j]) == 1, f"one_design_{j}"
+    thr = [pulp.lpSum(float(t) * x[j][i] for i, t in enumerate(job.throughput)) for j, job in enumerate(jobs)]
+    cost = dot([own_cost(job, market) for job in jobs])
+    for pi, p in enumerate(market.shared):
+        need = dot([job.usage(p) for job in jobs])
+        max_short = max(0.0, sum(float(job.usage(p).max(initial=0)) for job in jobs) - market.owned.get(p, 0))
+        bands = market.bands(p)
+        q_sum = []
+        if len(bands) == 1:
+            q = pulp.LpVariable(f"q_{pi}", lowBound=0)
+            q_sum.append(q)
+            cost += bands[0][2] * q
+        else:
+            zs = []
+            for k, (lo, hi, usd) in enumerate(bands):
+                hi = max(lo, max_short) if hi == _INF else hi
+                z = pulp.LpVariable(f"z_{pi}_{k}", cat="Binary")
+                q = pulp.LpVariable(f"q_{pi}_{k}", lowBound=0)
+                prob += q >= lo * z, f"band_lo_{pi}_{k}"
+                prob += q <= hi * z, f"band_hi_{pi}_{k}"
+                zs.append(z)
+                q_sum.append(q)
+                cost += usd * q
+            prob += pulp.lpSum(zs) <= 1, f"one_band_{pi}"
+        prob += pulp.lpSum(q_sum) >= need - market.owned.get(p, 0), f"buy_{pi}"
+        if p in market.stock:
+            name = f"stock {p[1]}"
+            prob += pulp.lpSum(q_sum) <= market.stock[p] + relax(name, market.stock[p], "units"), f"stock_{pi}"
+    if lim.budget_usd is not None:
+        prob += cost <= lim.budget_usd + relax("budget", lim.budget_usd, "USD"), "budget"
+    for lim_attr, col, label, unit in _RESOURCES:
+        v = getattr(lim, lim_attr)
+        if v is not None:
+            prob += dot([getattr(job, col) for job in jobs]) <= v + relax(label, v, unit), lim_attr
+    if lim.one_nic_type:
+        nic_ids = sorted({n for job in jobs for n in job.nic if n != "none"})
+        if len(nic_ids) > 1:
+            y = {n: pulp.LpVariable(f"y_{k}", cat="Binary") for k, n in enumerate(nic_ids)}
+            prob += pulp.lpSum(y.values()) <= 1, "one_nic_type"
+            for j, job in enumerate(jobs):
+                for k, n in enumerate(nic_ids):
+                    on = np.flatnonzero(job.nic == n)
+                    if len(on):
+                        prob += pulp.lpSum(x[j][i] for i in on) <= y[n], f"nic_{j}_{k}"
+    weights = [job.weight for job in jobs]
+    if objective == "fair":
+        t = pulp.LpVariable("t")
+        for j, job in enumerate(jobs):
+            prob += thr[j] * (1.0 / job.target) >= t, f"fair_{j}"
+        primary = t
+        secondary = pulp.lpSum((w / job.target) * thr[j] for j, (w, job) in enumerate(zip(weights, jobs)))
+    else:
+        for j, job in enumerate(jobs):
+            if job.target is not None:
+                prob += thr[j] >= job.target - relax(f"target {job.name}", job.target, "samples/s"), f"target_{j}"
+        weighted = pulp.lpSum(w * thr[j] for j, w in enumerate(weights))
+        primary, secondary = (weighted, cost) if objective == "throughput" else (cost, weighted)
+    if elastic:
+        prob += pulp.lpSum(s * (1.0 / max(limit, 1e-9)) for s, limit, _ in slack.values())
+    else:
+        prob += primary * (1.0 / _scale(objective, jobs, lim, market))
+    return _Model(prob, x, primary, secondary, cost, thr, slack)
+
+
+def _scale(objective: str, jobs: list[JobCandidates], lim: MixLimits, market: Market) -> float:
+    """Bring the objective to O(1) so CBC's absolute tolerances do not blur close answers."""
+    if objective == "throughput":
+        return sum(j.weight * float(j.throughput.max(initial=0)) for j in jobs) or 1.0
+    if objective == "fair":
+        return 1.0
+    if lim.budget_usd is not None:
+        return lim.budget_usd
+    return sum(float(j.cost_usd.max(initial=0)) for j in jobs) or 1.0
+
+
+_GAP_RE = re.compile(r"^Gap:\s+([-\d.eE+]+)", re.M)
+_BOUND_RE = re.compile(r"best possible\s+([-\d.eE+]+)")
+_OBJ_RE = re.compile(r"^Objective value:\s+([-\d.eE+]+)", re.M)
+
+
+def _run_cbc(prob: pulp.LpProblem, time_limit: float | None) -> dict[str, Any]:
+    """Solve with CBC; status, gap (relative, from CBC's log) and wall time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "cbc.log"
+        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, logPath=str(log))
+        t0 = time.perf_counter()
+        prob.solve(solver)
+        wall = time.perf_counter() - t0
+        text = log.read_text(errors="replace") if log.exists() else ""
+    stopped = "Stopped on time" in text or "Stopped on iterations" in text
+    has_solution = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    if prob.status == pulp.LpStatusInfeasible or prob.sol_status == pulp.LpSolutionInfeasible:
+        status = "Infeasible"
+    elif has_solution and not stopped and prob.sol_status == pulp.LpSolutionOptimal:
+        status = "Optimal"
+    elif has_solution:
+        status = "Feasible (time limit)"
+    elif stopped:
+        status = "No solution (time limit)"
+    else:
+        status = pulp.LpStatus.get(prob.status, "Undefined")
+    gap = 0.0 if status == "Optimal" else None
+    if status.startswith("Feasible"):
+        m = _GAP_RE.search(text)
+        if m:
+            gap = abs(float(m.group(1)))
+        else:
+            b, o = _BOUND_RE.findall(text), _OBJ_RE.search(text)
+            if b and o:
+                bound, obj = float(b[-1]), float(o.group(1))
+                gap = abs(obj - (-bound if prob.sense == pulp.LpMaximize else bound)) / max(abs(obj), 1e-12)
+    return {"status": status, "gap": gap, "time_s": wall}
+
+
+def _picks(model: _Model) -> np.ndarray:
+    out = []
+    for xs in model.x:
+        vals = np.array([v.value() or 0.0 for v in xs])
+        out.append(int(np.argmax(vals)))
+    return np.array(out, dtype=np.int64)
+
+
+@dataclass
+class ProgramResult:
+    status: str
+    picks: np.ndarray | None  # design index per job (into each job's candidates)
+    objective_value: float | None
+    gap: float | None
+    solve_time_s: float
+    stages: list[dict[str, Any]]
+
+
+def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
+                  time_limit: float | None = None, tie_break: bool = True) -> ProgramResult:
+    """Solve the program over the given (already pruned) candidates."""
+    _check_objective(objective, jobs)
+    if any(len(j) == 0 for j in jobs):
+        return ProgramResult("Infeasible", None, None, None, 0.0, [])
+    t0 = time.perf_counter()
+    model = _build(jobs, market, lim, objective)
+    first = _run_cbc(model.prob, time_limit)
+    stages = [first]
+    if first["status"] not in ("Optimal", "Feasible (time limit)"):
+        return ProgramResult(first["status"], None, None, None, time.perf_counter() - t0, stages)
+    picks = _picks(model)
+    if tie_break and first["status"] == "Optimal":
+        v1 = float(pulp.value(model.primary))
+        tol = _TIE_TOL * max(abs(v1), 1e-9)
+        if objective == "cost":
+            model.prob += model.primary <= v1 + tol, "tie_primary"
+            model.prob.sense = pulp.LpMaximize
+        else:
+            model.prob += model.primary >= v1 - tol, "tie_primary"
+            model.prob.sense = pulp.LpMinimize if objective == "throughput" else pulp.LpMaximize
+        model.prob.setObjective(model.secondary * (1.0 / _scale("cost" if objective == "throughput" else "throughput",
+                                                                 jobs, lim, market)))
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+        second = _run_cbc(model.prob, left)
+        stages.append(second)
+        if second["status"] in ("Optimal", "Feasible (time limit)"):
+            picks = _picks(model)
+    tot = evaluate_picks(jobs, market, picks[None, :])
+    value = float(_objective(objective, jobs, tot)[0])
+    return ProgramResult(first["status"], picks, value, first["gap"], time.perf_counter() - t0, stages)
+
+
+# --------------------------------------------------------------------------------------------------
+# Infeasibility: which limit binds, by how much
+# --------------------------------------------------------------------------------------------------
+
+def _limit_names(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str) -> list[str]:
+    names = []
+    if lim.budget_usd is not None:
+        names.append("budget")
+    names += [label for lim_attr, _, label, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
+    names += [f"stock {p[1]}" for p in market.shared if p in market.stock]
+    if objective != "fair":
+        names += [f"target {j.name}" for j in jobs if j.target is not None]
+    return names
+
+
+def _fmt_amount(v: float, unit: str) -> str:
+    if unit == "USD":
+        return f"${v:,.0f}"
+    return f"{v:,.4g} {unit}"
+
+
+def diagnose(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
+             time_limit: float | None = 10.0) -> tuple[str, list[dict[str, Any]]]:
+    """Explain an infeasible mix: a message and one row per binding limit (limit, needed, short by)."""
+    for job in jobs:
+        if len(job) == 0:
+            return f"job '{job.name}': no design in the catalog can run it (memory or precision)", []
+    if objective != "fair":
+        for job in jobs:
+            if job.target is not None and job.throughput.max() < job.target:
+                row = {"limit": f"target {job.name}", "value": job.target, "unit": "samples/s", "alone": True,
+                       "short_by": job.target - float(job.throughput.max()),
+                       "relative": 1.0 - float(job.throughput.max()) / job.target}
+                return (f"job '{job.name}': no design reaches its target of {job.target:,.1f} samples/s "
+                        f"(the fastest design considered reaches {job.throughput.max():,.1f})"), [row]
+    names = _limit_names(jobs, market, lim, objective)
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        m = _build(jobs, market, lim, objective, elastic=frozenset([name]))
+        r = _run_cbc(m.prob, time_limit)
+        if r["status"] in ("Optimal", "Feasible (time limit)"):
+            s, limit, unit = m.slack[name]
+            amount = float(s.value() or 0.0)
+            if amount > 1e-9 * max(limit, 1.0):
+                rows.append({"limit": name, "value": limit, "unit": unit, "short_by": amount, "alone": True,
+                             "relative": amount / limit})
+    if not rows and names:
+        m = _build(jobs, market, lim, objective, elastic=frozenset(names))
+        r = _run_cbc(m.prob, time_limit)
+        if r["status"] in ("Optimal", "Feasible (time limit)"):
+            for name, (s, limit, unit) in m.slack.items():
+                amount = float(s.value() or 0.0)
+                if amount > 1e-9 * max(limit, 1.0):
+                    rows.append({"limit": name, "value": limit, "unit": unit, "short_by": amount, "alone": False,
+                                 "relative": amount / limit})
+    rows.sort(key=lambda r: r["relative"])
+    parts = []
+    for r in rows:
+        verb = "at least" if r["limit"].startswith(("target", "stock")) else "at most"
+        if r["limit"].startswith("target"):
+            desc = (f"{r['limit']}: the fastest reachable is {_fmt_amount(r['value'] - r['short_by'], r['unit'])}, "
+                    f"short of {_fmt_amount(r['value'], r['unit'])} by {_fmt_amount(r['short_by'], r['unit'])}")
+        else:
+            desc = (f"{r['limit']}: needs {_fmt_amount(r['value'] + r['short_by'], r['unit'])} "
+                    f"({verb} {_fmt_amount(r['value'], r['unit'])} allowed), over by "
+                    f"{_fmt_amount(r['short_by'], r['unit'])} (+{r['relative']:.1%})")
+        parts.append(desc)
+    if rows and rows[0]["alone"]:
+        msg = "infeasible mix; relaxing any one of these alone would make it feasible: " + "; ".join(parts)
+    elif rows:
+        msg = "infeasible mix; no single limit explains it; the smallest joint relaxation: " + "; ".join(parts)
+    else:
+        msg = "infeasible mix"
+    if lim.one_nic_type:
+        m = _build(jobs, market, MixLimits(**{**lim.as_dict(), "one_nic_type": False}), objective)
+        if _run_cbc(m.prob, time_limit)["status"] in ("Optimal", "Feasible (time limit)"):
+            msg += "; it becomes feasible with mixed NIC types (--mixed-nics)"
+            rows.append({"limit": "one_nic_type", "value": 1, "unit": "NIC types", "short_by": 1, "alone": True,
+                         "relative": 1.0})
+    return msg, rows
+
+
+# --------------------------------------------------------------------------------------------------
+# From a mix file to an answer
+# --------------------------------------------------------------------------------------------------
+
+def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
+    price = {("gpus", g.id): g.price_usd for g in catalog.gpu}
+    price.update({("chassis", c.id): c.price_usd for c in catalog.chassis})
+    price.update({("nics", n.id): n.price_usd for n in catalog.nic})
+    if mix is None:
+        return Market(price)
+    owned = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.inventory, k).items() if n > 0}
+    stock = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.stock, k).items()}
+    tiers = {d.part: [(t.from_units, t.unit_price_usd) for t in d.tiers] for d in mix.spec.discount}
+    return Market(price, owned, stock, tiers)
+
+
+def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None) -> JobCandidates:
+    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only)."""
+    s, c = ev.space, ev.costs
+    ok = np.flatnonzero(ev.timing.feasible & c.buildable)
+    ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
+    nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
+    ni = np.where(s.nic_idx < 0, len(s.nics), s.nic_idx)
+    # candidates follow the deterministic design order, so ties resolve the same way every run
+    ok = ok[np.argsort(np.argsort(s.sort_key())[ok], kind="stable")]
+    return JobCandidates(
+        name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
+        s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
+        weight=weight, target=target, index=ok, evaluation=ev,
+        counts={"enumerated": len(s), "feasible": int(len(ok))},
+    )
+
+
+@dataclass
+class MixResult:
+    name: str
+    objective: str
+    status: str
+    objective_value: float | None
+    gap: float | None
+    solve_time_s: float
+    total_time_s: float
+    limits: dict[str, Any]
+    totals: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    parts: list[dict[str, Any]]
+    solver: dict[str, Any]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"mix": self.name, "objective": self.objective, "status": self.status,
+                "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
+                "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
+                "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+
+
+def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
+               overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+               reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True) -> list[JobCandidates]:
+    """Enumerate, evaluate and collect every job's candidates (not yet pruned)."""
+    owned_value = sum(market.price[p] * n for p, n in market.owned.items())
+    # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
+    node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
+        if lim.budget_usd is not None and tco_years == 0 else None
+    jobs = []
+    for name, spec in mix.jobs.items():
+        try:
+            cat, params, workload, batch, tensors = _resolve_inputs(spec.model, catalog, spec.precision,
+                                                                    spec.batch_per_gpu, system, None, tensor_set, overlap)
+            space = enumerate_designs(
+                cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
+                strategies=tuple(strategies or STRATEGIES), reduce_on=tuple(reduce_on or ("gpu",)),
+                gpu_ids=spec.gpus or None, node_budget_usd=node_budget)
+        except InputError as exc:
+            raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+        samples = spec.epochs * spec.dataset_size if spec.epochs and spec.dataset_size else None
+        ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                            precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
+                            samples_to_train=samples)
+        jobs.append(job_candidates(name, ev, spec.weight, spec.target))
+    return jobs
+
+
+def _joint_filter(jobs: list[JobCandidates], market: Market, lim: MixLimits) -> list[np.ndarray]:
+    """Per job, designs that leave room for the other jobs' smallest designs under every summed limit
+    (own cost under the budget, power, rack units, nodes): a necessary condition, so it drops nothing
+    feasible. Two rounds, since each round shrinks the others' options."""
+    cols = [("budget_usd", None)] + [(lim_attr, col) for lim_attr, col, _, _ in _RESOURCES]
+    vals = {lim_attr: [own_cost(j, market) if col is None else getattr(j, col).astype(np.float64) for j in jobs]
+            for lim_attr, col in cols if getattr(lim, lim_attr) is not None}
+    keep = [np.ones(len(j), bool) for j in jobs]
+    for _ in range(2):
+        for lim_attr, v in vals.items():
+            limit = getattr(lim, lim_attr) * (1 + 1e-9)
+            mins = np.array([x[k].min(initial=np.inf) for x, k in zip(v, keep)])
+            if not np.isfinite(mins).all():  # some job has nothing left: the program is infeasible anyway
+                return keep
+            for j in range(len(jobs)):
+                keep[j] &= v[j] + (mins.sum() - mins[j]) <= limit
+    return keep
+
+
+def reduce_jobs(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
+                filter_limits: bool = True) -> list[JobCandidates]:
+    """Prune (dominance), then drop designs that break a per-design or joint limit; counts go into `counts`."""
+    pruned = []
+    for job in jobs:
+        kept = job.take(prune(job, market, lim))
+        kept.counts["after_pruning"] = len(kept)
+        if filter_limits:
+            kept = kept.take(np.flatnonzero(_within_limits(kept, market, lim, objective)))
+        pruned.append(kept)
+    if filter_limits and len(jobs) > 1:
+        pruned = [j.take(np.flatnonzero(k)) for j, k in zip(pruned, _joint_filter(pruned, market, lim))]
+    for j in pruned:
+        j.counts["after_limits"] = len(j)
+    return pruned
+
+
+def solve_mix(
+    workload: str | Path | Mix, *, catalog: str | Path | Catalog | None = None, objective: str = "throughput",
+    budget: float | None = None, max_power_kw: float | None = None, max_rack_units: float | None = None,
+    max_nodes: int | None = None, mixed_nics: bool | None = None, time_limit: float | None = None,
+    tco_years: float = 0.0, overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+    reduce_on: list[str] | None = None, tensor_set: str = "pytorch",
+) -> MixResult:
+    """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit."""
+    t_start = time.perf_counter()
+    mix = workload if isinstance(workload, Mix) else load_mix(workload)
+    if objective not in MIX_OBJECTIVES:
+        raise InputError(f"unknown objective '{objective}' for a workload mix (choose from {', '.join(MIX_OBJECTIVES)})")
+    if time_limit is not None and not time_limit > 0:
+        raise InputError(f"time limit must be > 0 seconds, got {time_limit}")
+    for label, v in (("budget", budget), ("max power", max_power_kw), ("max rack units", max_rack_units)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{label} must be a positive number, got {v}")
+    if max_nodes is not None and max_nodes < 1:
+        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    mix.check_catalog(cat)
+    fl = mix.spec.limits
+    lim = MixLimits(
+        budget_usd=budget if budget is not None else fl.budget_usd,
+        max_power_kw=max_power_kw if max_power_kw is not None else fl.max_power_kw,
+        max_rack_units=max_rack_units if max_rack_units is not None else fl.max_rack_units,
+        max_nodes=max_nodes if max_nodes is not None else fl.max_nodes,
+        one_nic_type=(not mixed_nics) if mixed_nics is not None else fl.one_nic_type,
+    )
+    if lim.budget_usd is None and objective != "cost":
+        raise InputError(f"objective '{objective}' needs a budget (--budget or [limits] budget_usd in {mix.where})")
+    market = market_from(cat, mix)
+    opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
+                tensor_set=tensor_set)
+    raw = build_jobs(mix, cat, market, lim, **opts)
+    _check_objective(objective, raw)
+    jobs = reduce_jobs(raw, market, lim, objective)
+    res = solve_program(jobs, market, lim, objective, time_limit)
+    if res.picks is None:
+        if res.status.startswith("No solution"):
+            raise InfeasibleError(f"no feasible answer found within the time limit of {time_limit:g} s; "
+                                  "raise --time-limit", reason="time-limit")
+        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, **opts), market, lim, objective,
+                           filter_limits=False)
+        msg, rows = diagnose(full, market, lim, objective)
+        raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
+    return _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+
+
+def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Market, jobs: list[JobCandidates],
+            res: ProgramResult, total_time: float) -> MixResult:
+    picks = res.picks
+    tot = evaluate_picks(jobs, market, picks[None, :])
+    job_rows = []
+    for j, (job, d) in enumerate(zip(jobs, picks)):
+        design = _design_dict(job.evaluation.frame([job.index[d]]).iloc[0])
+        design["model"] = job.evaluation.model
+        thr = float(job.throughput[d])
+        job_rows.append({
+            "name": job.name, "model": job.evaluation.model, "weight": job.weight, "target_samples_per_s": job.target,
+            "throughput_samples_per_s": thr, "target_ratio": (thr / job.target) if job.target else None,
+            "candidates": dict(job.counts), "design": design,
+        })
+    parts = []
+    for p in market.shared:
+        need = int(sum(job.usage(p)[d] for job, d in zip(jobs, picks)))
+        c, bought = market.part_cost(p, np.array([need]))
+        owned = market.owned.get(p, 0)
+        parts.append({"kind": p[0], "id": p[1], "used": need, "owned": owned, "owned_used": min(owned, need),
+                      "bought": int(bought[0]), "spare": int(bought[0]) - max(0, need - owned),
+                      "stock": market.stock.get(p), "list_price_usd": market.price[p],
+                      "unit_price_usd": (float(c[0]) / bought[0]) if bought[0] else None, "cost_usd": float(c[0])})
+    totals = {"cost_usd": float(tot["cost_usd"][0]), "power_kw": float(tot["power_kw"][0]),
+              "rack_units": float(tot["rack_units"][0]), "nodes": int(tot["nodes"][0]),
+              "gpus": int(sum(job.gpus[d] for job, d in zip(jobs, picks))),
+              "nic_types": sorted({str(job.nic[d]) for job, d in zip(jobs, picks)} - {"none"}),
+              "list_price_usd": float(sum(job.cost_usd[d] for job, d in zip(jobs, picks)))}
+    solver = {"solver": "CBC (PuLP)", "stages": res.stages, "binaries": int(sum(len(j) for j in jobs)),
+              "candidates_after_limits": [len(j) for j in jobs]}
+    return MixResult(mix.spec.mix.name or Path(mix.where).stem, objective, res.status, res.objective_value, res.gap,
+                     res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver)
+
+
+__all__ = ["solve_mix", "solve_program", "brute_force", "prune", "diagnose", "JobCandidates", "Market", "MixLimits",
+           "MixResult", "MIX_OBJECTIVES", "evaluate_picks", "build_jobs", "reduce_jobs", "market_from"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Text report (the CLI prints these)
+# --------------------------------------------------------------------------------------------------
+
+def render(res: MixResult, console) -> None:
+    """Print a mix result as rich tables on `console`."""
+    from rich.table import Table
+
+    lim = res.limits
+    shown = ", ".join(f"{k} {v:,.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in lim.items() if v is not None)
+    gap = "n/a" if res.gap is None else f"{res.gap:.2%}"
+    console.print(f"costopt solve --workload: mix '{res.name}', objective {res.objective}, {shown}")
+    console.print(f"solver CBC: {res.status}, gap {gap}, solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s), "
+                  f"objective value {res.objective_value:,.6g}")
+    t = Table(title="One design per job", title_justify="left")
+    for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"),
+                      ("strategy", "left"), ("list cost", "right"), ("samples/s", "right"), ("target", "right"),
+                      ("ratio", "right"), ("power kW", "right"), ("RU", "right"), ("candidates", "right")):
+        t.add_column(col, justify=just)
+    for j in res.jobs:
+        d = j["design"]
+        c = j["candidates"]
+        t.add_row(j["name"], j["model"], d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", d["nic"],
+                  d["strategy"] + ("" if d["reduce_on"] == "gpu" else "/cpu"), f"${d['cost_usd']:,.0f}",
+                  f"{j['throughput_samples_per_s']:,.1f}",
+                  "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.1f}",
+                  "-" if j["target_ratio"] is None else f"{j['target_ratio']:.2f}", f"{d['power_kw']:,.1f}",
+                  f"{d['rack_units']:g}",
+                  f"{c.get('feasible', 0):,} -> {c.get('after_pruning', 0):,} -> {c.get('after_limits', 0):,}")
+    console.print(t)
+    if res.parts:
+        t = Table(title="Shared parts (inventory, stock, volume tiers)", title_justify="left")
+        for col in ("part", "used", "owned", "bought", "spare", "stock", "unit price", "cost"):
+            t.add_column(col, justify="left" if col == "part" else "right")
+        for p in res.parts:
+            t.add_row(f"{p['kind']} {p['id']}", str(p["used"]), str(p["owned"]), str(p["bought"]), str(p["spare"]),
+                      "-" if p["stock"] is None else str(p["stock"]),
+                      "-" if p["unit_price_usd"] is None else f"${p['unit_price_usd']:,.0f}", f"${p['cost_usd']:,.0f}")
+        console.print(t)
+    tot = res.totals
+    console.print(f"Total: ${tot['cost_usd']:,.0f} (list price of the designs ${tot['list_price_usd']:,.0f}), "
+                  f"{tot['power_kw']:,.1f} kW, {tot['rack_units']:g} RU, {tot['nodes']} nodes, {tot['gpus']} GPUs, "
+                  f"NIC types: {', '.join(tot['nic_types']) or 'none (single nodes)'}")

@@ -1,0 +1,617 @@
+"""Purchasing workflows: compare vendor catalogs, rent vs buy, full ranked tables for spreadsheets.
+
+Everything here reuses the one pipeline (catalog -> design space -> timing -> cost -> choose); the
+only new arithmetic is how a design is priced and compared:
+
+- Owned designs (a normal or overlay catalog) cost their capex (plus electricity with `tco_years`).
+- Rented designs (a cloud catalog) cost `usd_per_hour × hours`: `hours` given, or, with `epochs` and
+  `dataset_size`, the design's own time to train (a faster cluster rents for fewer hours). With
+  neither, cost is USD per hour.
+
+Compare: the best design of each catalog for the same budget; the winner by the objective; and for
+each loser the price its key part (the GPU of its best design, or the rented instance) would need
+to win. Only that part's designs change cost when its price changes and the best throughput within
+the budget never falls as the price falls, so a bisection on the price factor finds the break-even
+price; the timing is evaluated once.
+
+Rent vs buy: the owned design bought with the budget (throughput T_own, capex C, electricity E per
+year at full use) against the cheapest rented design per hour that is at least as fast (or the
+fastest rented one, scaled by T_own/T_rent so both do the same work):
+
+    owned cost over Y years at utilisation u  = C + Y · u · E
+    rented cost for the same work             = Y · u · 8766 h · R · T_own / T_rent     (R = USD per hour)
+    break-even utilisation   u* = C / (Y · (8766 · R · T_own/T_rent − E))
+    break-even months at 100% use = C / (730.5 · (R · T_own/T_rent − E / 8766))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import api
+from .api import Evaluation, SolveResult, _design_dict, _resolve_inputs, choose, evaluate_space
+from .catalog import Catalog, load_catalog
+from .cost import evaluate_costs
+from .design_space import STRATEGIES, enumerate_designs
+from .errors import InfeasibleError, InputError
+from .units import HOURS_PER_YEAR
+
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
+
+
+def cost_basis(catalog: Catalog, *, hours: float | None, samples: float | None, tco_years: float = 0.0) -> str:
+    """What a design's `cost_usd` means under these settings (a label for every printed cost)."""
+    if catalog.is_cloud:
+        if hours is not None:
+            return f"USD for {hours:g} h of rent"
+        if samples is not None:
+            return "USD per training job (rent x time to train)"
+        return "USD per hour of rent"
+    if tco_years:
+        return f"USD capex + electricity over {tco_years:g} years"
+    return "USD capex (one-off purchase)"
+
+
+@dataclass
+class Options:
+    """Workload and search settings shared by every catalog in a comparison."""
+
+    precision: str = api.DEFAULT_PRECISION
+    batch_per_gpu: int | None = None
+    overlap: str = "wfbp"
+    strategies: list[str] | None = None
+    reduce_on: list[str] | None = None
+    max_nodes: int | None = None
+    system: Any = None
+    profile: Any = None
+    tco_years: float = 0.0
+    hours: float | None = None
+    epochs: float | None = None
+    dataset_size: float | None = None
+    objective: str = "throughput"
+
+    @property
+    def samples(self) -> float | None:
+        return self.epochs * self.dataset_size if self.epochs and self.dataset_size else None
+
+    def check(self) -> None:
+        for name, v in (("hours", self.hours), ("epochs", self.epochs), ("dataset size", self.dataset_size)):
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                raise InputError(f"{name} must be > 0, got {v}")
+        if (self.epochs is None) != (self.dataset_size is None):
+            raise InputError("--epochs and --dataset-size go together")
+        if self.objective not in ("throughput", "cost-per-throughput"):
+            raise InputError(f"objective must be throughput or cost-per-throughput here, got '{self.objective}'")
+
+
+def _as_catalog(c: str | Path | Catalog | None) -> Catalog:
+    return c if isinstance(c, Catalog) else load_catalog(c)
+
+
+def price_rented(ev: Evaluation, hours: float | None) -> Evaluation:
+    """Set rented designs' cost to USD/h × hours (or × their own time to train when hours is None and
+    the evaluation knows the samples to train). Owned designs are left as they are."""
+    c = ev.costs
+    if c.rented is None or not c.rented.any():
+        return ev
+    if hours is not None:
+        h = np.full(len(ev), float(hours))
+    elif ev.samples_to_train:
+        with np.errstate(divide="ignore"):
+            h = ev.samples_to_train / ev.timing.throughput_samples_per_s / 3600.0
+    else:
+        h = np.ones(len(ev))
+    cost = np.where(c.rented, c.usd_per_hour * h, c.cost_usd)
+    return dataclasses.replace(ev, costs=dataclasses.replace(c, cost_usd=cost))
+
+
+def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
+                     *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
+                     chassis_ids: list[str] | None = None) -> Evaluation:
+    """Enumerate and evaluate every design of a catalog, priced for `opts` (owned or rented)."""
+    cat, params, workload, batch, tensors = _resolve_inputs(model, _as_catalog(catalog), opts.precision,
+                                                            opts.batch_per_gpu, opts.system, opts.profile,
+                                                            "pytorch", opts.overlap)
+    if node_budget == "auto":
+        node_budget = budget
+        if cat.is_cloud and budget is not None:
+            # enumerate_designs bounds node counts by budget / node price; for rent the node price is per
+            # hour, so the bound is budget / hours (without fixed hours the time to train varies: no bound).
+            node_budget = budget / opts.hours if opts.hours else (budget if opts.samples is None else None)
+    max_nodes = opts.max_nodes or (256 if cat.is_cloud and node_budget is None else api.DEFAULT_MAX_NODES)
+    space = enumerate_designs(cat, max_nodes=max_nodes, strategies=tuple(opts.strategies or STRATEGIES),
+                              reduce_on=tuple(opts.reduce_on or ("gpu",)), gpu_ids=gpu_ids, chassis_ids=chassis_ids,
+                              node_budget_usd=node_budget)
+    ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                        precision=opts.precision, batch_per_gpu=batch, overlap=opts.overlap,
+                        tco_years=opts.tco_years, samples_to_train=opts.samples)
+    return price_rented(ev, opts.hours)
+
+
+def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10) -> tuple[SolveResult, Evaluation]:
+    ev = evaluate_catalog(catalog, model, budget, opts)
+    return choose(ev, budget=budget, objective=opts.objective, top=top), ev
+
+
+def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput") -> pd.DataFrame:
+    """Every feasible design within the budget, best first (ties: cheaper, then catalog order).
+
+    Adds `rank`, `usd_per_hour` (rented designs) and `cost_basis` to the DESIGN columns."""
+    c, t = ev.costs, ev.timing
+    ok = t.feasible & c.buildable
+    if budget is not None:
+        ok &= c.cost_usd <= budget
+    idx = np.flatnonzero(ok)
+    order_rank = np.empty(len(ev), dtype=np.int64)
+    order_rank[ev.space.sort_key()] = np.arange(len(ev))
+    thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
+    score = thr if objective == "throughput" else -cost / thr
+    idx = idx[np.lexsort((order_rank[idx], cost, -score))]
+    df = ev.frame(idx)
+    df.insert(0, "rank", np.arange(1, len(idx) + 1))
+    hourly = c.usd_per_hour[idx] if c.usd_per_hour is not None else np.zeros(len(idx))
+    df.insert(df.columns.get_loc("cost_usd") + 1, "usd_per_hour", hourly)
+    basis = cost_basis(ev.catalog, hours=None, samples=ev.samples_to_train, tco_years=0.0)
+    df["cost_basis"] = basis
+    return df
+
+
+# ------------------------------------------------------------------------------------------------
+# compare
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CatalogAnswer:
+    label: str  # file name or catalog name
+    catalog: Catalog
+    result: SolveResult | None
+    evaluation: Evaluation
+    cost_basis: str
+    error: str = ""
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return self.result.best if self.result else None
+
+
+@dataclass
+class PriceCut:
+    """The price the loser's key part needs to match the winner (None fields when no price can)."""
+
+    catalog: str
+    part_kind: str  # "gpu" or "instance"
+    part_id: str
+    price_field: str  # "price_usd" or "usd_per_hour"
+    current_price: float
+    needed_price: float | None
+    cut_fraction: float | None
+    design_at_needed_price: dict[str, Any] | None
+    note: str = ""
+
+
+@dataclass
+class Comparison:
+    model: str
+    budget_usd: float
+    objective: str
+    answers: list[CatalogAnswer]
+    winner: int
+    margin: dict[str, float]  # winner vs runner-up: throughput ratio - 1, cost difference...
+    price_cuts: list[PriceCut] = field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
+            "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
+                          "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None} for a in self.answers],
+            "winner": self.answers[self.winner].label,
+            "margin": self.margin,
+            "price_cuts": [dataclasses.asdict(p) for p in self.price_cuts],
+        }
+
+
+def _score(objective: str, cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """Higher is better."""
+    return thr if objective == "throughput" else -cost / thr
+
+
+def _best_score_within(ev: Evaluation, budget: float, objective: str) -> tuple[float, int | None]:
+    ok = ev.timing.feasible & ev.costs.buildable & (ev.costs.cost_usd <= budget)
+    if not ok.any():
+        return -math.inf, None
+    idx = np.flatnonzero(ok)
+    s = _score(objective, ev.costs.cost_usd[idx], ev.timing.throughput_samples_per_s[idx])
+    j = int(idx[np.argmax(s)])
+    return float(s.max()), j
+
+
+def _rescaled(ev: Evaluation, kind: str, part_id: str, factor: float, opts: Options) -> Evaluation:
+    """The same designs with one part's price × factor (costs only; timing unchanged)."""
+    s = ev.space
+    if kind == "gpu":
+        gpus = [g.model_copy(update={"price_usd": g.price_usd * factor}) if g.id == part_id else g for g in s.gpus]
+        space = dataclasses.replace(s, gpus=gpus)
+    else:
+        chs = [c.model_copy(update={"usd_per_hour": c.usd_per_hour * factor}) if c.id == part_id else c for c in s.chassis]
+        space = dataclasses.replace(s, chassis=chs)
+    costs = evaluate_costs(space, ev.catalog.site, opts.tco_years, opts.hours)
+    return price_rented(dataclasses.replace(ev, space=space, costs=costs), opts.hours)
+
+
+def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budget: float, opts: Options,
+                     floor: float = 0.01) -> PriceCut:
+    """Bisection on the price factor of the loser's key part until its best design matches the target."""
+    best = loser.best
+    cat = loser.catalog
+    if cat.is_cloud:
+        kind, pid, fld = "instance", best["chassis"], "usd_per_hour"
+        current = cat.chassis_by_id[pid].usd_per_hour
+    else:
+        kind, pid, fld = "gpu", best["gpu"], "price_usd"
+        current = cat.gpus[pid].price_usd
+    # Only designs with this part change cost: enumerate them once, with node counts bounded at the floor price.
+    if kind == "gpu":
+        cheap = cat.model_copy(update={"gpu": [g.model_copy(update={"price_usd": g.price_usd * floor}) if g.id == pid else g
+                                               for g in cat.gpu]})
+        cheap.__dict__.pop("gpus", None)  # cached lookups must see the copied list
+        ev = evaluate_catalog(cheap, model, budget, opts, gpu_ids=[pid])
+        ev = _rescaled(ev, kind, pid, 1.0 / floor, opts)  # back to today's price
+    else:
+        ev = evaluate_catalog(cat, model, budget, opts, chassis_ids=[pid],
+                              node_budget=(budget / floor / opts.hours) if opts.hours else None)
+    f_lo, f_hi = floor, 1.0
+    s_lo, _ = _best_score_within(_rescaled(ev, kind, pid, f_lo, opts), budget, opts.objective)
+    if s_lo < target_score:
+        return PriceCut(loser.label, kind, pid, fld, current, None, None, None,
+                        f"even at {floor:.0%} of today's price no {pid} design reaches the winner")
+    for _ in range(40):  # factor resolution 2^-40: far below a cent on any part
+        mid = 0.5 * (f_lo + f_hi)
+        s_mid, _ = _best_score_within(_rescaled(ev, kind, pid, mid, opts), budget, opts.objective)
+        if s_mid >= target_score:
+            f_lo = mid
+        else:
+            f_hi = mid
+    ev_at = _rescaled(ev, kind, pid, f_lo, opts)
+    _, j = _best_score_within(ev_at, budget, opts.objective)
+    design = _design_dict(ev_at.frame([j]).iloc[0]) if j is not None else None
+    return PriceCut(loser.label, kind, pid, fld, current, current * f_lo, 1.0 - f_lo, design)
+
+
+def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opts: Options | None = None,
+            *, price_cuts: bool = True) -> Comparison:
+    """Best design under each catalog for the same budget, the winner, and the losers' break-even prices."""
+    opts = opts or Options()
+    opts.check()
+    if not (budget > 0 and math.isfinite(budget)):
+        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    if len(catalogs) < 2:
+        raise InputError("compare needs at least two catalogs")
+    answers: list[CatalogAnswer] = []
+    for c in catalogs:
+        cat = _as_catalog(c)
+        if cat.is_cloud and opts.hours is None and opts.samples is None:
+            raise InputError(f"{cat.path}: a cloud catalog is priced per hour; give --hours or --epochs with "
+                             f"--dataset-size so its cost is comparable with a purchase")
+        label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
+        basis = cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)
+        ev = evaluate_catalog(cat, model, budget, opts)
+        try:
+            res = choose(ev, budget=budget, objective=opts.objective, top=5)
+            answers.append(CatalogAnswer(label, cat, res, ev, basis))
+        except InfeasibleError as exc:
+            answers.append(CatalogAnswer(label, cat, None, ev, basis, str(exc)))
+    scores = []
+    for a in answers:
+        if a.best is None:
+            scores.append(-math.inf)
+        else:
+            b = a.best
+            scores.append(float(_score(opts.objective, np.array([b["cost_usd"]]), np.array([b["throughput_samples_per_s"]]))[0]))
+    if all(s == -math.inf for s in scores):
+        raise InfeasibleError(f"no catalog has a design within ${budget:,.0f}: " + "; ".join(a.error for a in answers),
+                              reason="budget")
+    # winner: best score, then cheaper, then the order given
+    order = sorted(range(len(answers)), key=lambda i: (-scores[i], answers[i].best["cost_usd"] if answers[i].best else 0, i))
+    w = order[0]
+    wb = answers[w].best
+    margin: dict[str, float] = {}
+    if len(order) > 1 and answers[order[1]].best is not None:
+        rb = answers[order[1]].best
+        margin = {
+            "runner_up": answers[order[1]].label,
+            "throughput_ratio": wb["throughput_samples_per_s"] / rb["throughput_samples_per_s"],
+            "throughput_gain": wb["throughput_samples_per_s"] / rb["throughput_samples_per_s"] - 1.0,
+            "cost_difference_usd": wb["cost_usd"] - rb["cost_usd"],
+            "usd_per_sample_per_s_ratio": wb["usd_per_sample_per_s"] / rb["usd_per_sample_per_s"],
+        }
+    cuts = []
+    if price_cuts:
+        for i in order[1:]:
+            if answers[i].best is not None:
+                cuts.append(price_cut_to_win(answers[i], scores[w], model, budget, opts))
+    return Comparison(model, budget, opts.objective, answers, w, margin, cuts)
+
+
+# ------------------------------------------------------------------------------------------------
+# rent vs buy
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RentVsBuy:
+    model: str
+    budget_usd: float
+    years: float
+    owned_catalog: str
+    cloud_catalog: str
+    buy: dict[str, Any]  # DESIGN of the owned cluster
+    rent: dict[str, Any]  # DESIGN of the rented cluster (cost_usd = USD per hour)
+    rent_usd_per_hour: float
+    work_ratio: float  # T_own / T_rent: rented hours per owned hour of work
+    capex_usd: float
+    energy_usd_per_year_full_use: float
+    breakeven_utilization: float | None  # None: renting is cheaper at any utilisation
+    breakeven_months_full_use: float | None
+    utilization: float | None
+    hours_of_use: float | None
+    samples: float | None
+    rows: list[tuple[str, float, str]]  # (what, value, unit/meaning)
+    verdict: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["rows"] = [{"what": a, "value": v, "unit": u} for a, v, u in self.rows]
+        return d
+
+
+def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
+                *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None) -> RentVsBuy:
+    """Buy the best owned design for the budget, or rent the same work by the hour?"""
+    opts = opts or Options()
+    opts.check()
+    if not (years > 0 and math.isfinite(years)):
+        raise InputError(f"--years must be > 0, got {years}")
+    if utilization is not None and not (0 < utilization <= 1):
+        raise InputError(f"--utilization must be in (0, 1], got {utilization}")
+    own_cat, cloud_cat = _as_catalog(owned_catalog), _as_catalog(cloud_catalog)
+    if own_cat.is_cloud:
+        raise InputError(f"{own_cat.path}: the owned catalog is a cloud catalog; give an owned one with --catalog")
+    if not cloud_cat.is_cloud:
+        raise InputError(f"{cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
+    own_opts = dataclasses.replace(opts, hours=None, tco_years=0.0)
+    own_res, _ = solve_catalog(own_cat, model, budget, own_opts, top=1)
+    buy = own_res.best
+    t_own = buy["throughput_samples_per_s"]
+    # rented: per-hour prices; the cheapest per hour that is at least as fast, else the fastest
+    cloud_opts = dataclasses.replace(opts, hours=None, epochs=None, dataset_size=None, tco_years=0.0)
+    cev = evaluate_catalog(cloud_cat, model, None, cloud_opts, node_budget=None)
+    try:
+        rent = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own).best
+    except InfeasibleError:
+        ok = cev.timing.feasible & cev.costs.buildable
+        if not ok.any():
+            raise InfeasibleError(f"no instance in {cloud_cat.path} can run {model}", reason="memory/precision") from None
+        idx = np.flatnonzero(ok)
+        j = int(idx[np.argmax(cev.timing.throughput_samples_per_s[idx])])
+        rent = _design_dict(cev.frame([j]).iloc[0])
+    rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
+    ratio = t_own / rent["throughput_samples_per_s"]
+    capex = buy["capex_usd"]
+    energy = buy["energy_usd_per_year"]
+    rent_per_owned_hour = rate * ratio
+    gap = rent_per_owned_hour - energy / HOURS_PER_YEAR  # what renting costs more than running, per hour of work
+    u_star = capex / (years * HOURS_PER_YEAR * gap) if gap > 0 else None
+    m_star = capex / (HOURS_PER_MONTH * gap) if gap > 0 else None
+    hours = opts.hours
+    samples = opts.samples
+    if utilization is None and hours is not None:
+        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
+    rows: list[tuple[str, float, str]] = [
+        ("buy: capex", capex, "USD, one-off"),
+        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
+        ("buy: throughput", t_own, "samples/s"),
+        ("buy: capex per unit of throughput", capex / t_own, "USD per sample/s"),
+        ("rent: price", rate, "USD per hour"),
+        ("rent: throughput", rent["throughput_samples_per_s"], "samples/s"),
+        ("rent: price per unit of throughput", 1000.0 * rate / rent["throughput_samples_per_s"],
+         "USD per hour per 1,000 samples/s"),
+        ("rent: cost of one owned-cluster hour of work", rent_per_owned_hour, "USD per hour of work"),
+        ("rent: cost of a full year of the owned cluster's work", rent_per_owned_hour * HOURS_PER_YEAR, "USD per year"),
+    ]
+    if samples is not None:
+        own_h = samples / t_own / 3600.0
+        rent_h = samples / rent["throughput_samples_per_s"] / 3600.0
+        rows += [
+            ("job: time to train, owned", own_h, "hours per job"),
+            ("job: time to train, rented", rent_h, "hours per job"),
+            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
+            ("job: rent", rate * rent_h, "USD per job"),
+        ]
+        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
+        if per_job_gap > 0:
+            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
+    if utilization is not None:
+        own_total = capex + years * utilization * energy
+        rent_total = years * utilization * HOURS_PER_YEAR * rent_per_owned_hour
+        rows += [
+            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
+            ("at your utilisation: rented total", rent_total, f"USD over {years:g} years for the same work"),
+        ]
+    if u_star is not None:
+        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"))
+        rows.append(("break-even at full use", m_star, "months"))
+    if u_star is None:
+        verdict = "rent: renting the same work costs less than the owned cluster's electricity alone"
+    elif u_star > 1:
+        verdict = (f"rent: buying pays off only above {u_star:.0%} utilisation over {years:g} years, i.e. never; "
+                   f"at full use it takes {m_star:.1f} months")
+    elif utilization is not None:
+        verdict = (f"{'buy' if utilization >= u_star else 'rent'}: break-even at {u_star:.0%} utilisation over "
+                   f"{years:g} years ({m_star:.1f} months at full use); yours is {utilization:.0%}")
+    else:
+        verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
+                   f"(break-even after {m_star:.1f} months at full use); rent otherwise")
+    return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
+                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict)
+
+
+# ------------------------------------------------------------------------------------------------
+# exports
+# ------------------------------------------------------------------------------------------------
+
+
+def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None) -> str | None:
+    """Write the table as csv, xlsx or json; returns the text when `out` is None (csv/json only)."""
+    if fmt == "csv":
+        text = df.to_csv(index=False, float_format="%.6g")
+    elif fmt == "json":
+        text = df.to_json(orient="records", indent=1, double_precision=9)
+    elif fmt == "xlsx":
+        if out is None:
+            raise InputError("--format xlsx needs --out FILE.xlsx")
+        try:
+            import openpyxl  # noqa: F401
+        except ImportError:  # pragma: no cover - a dependency
+            raise InputError("xlsx export needs openpyxl (pip install openpyxl)") from None
+        with pd.ExcelWriter(out, engine="openpyxl") as xw:
+            df.to_excel(xw, index=False, sheet_name="designs")
+            sheet = xw.sheets["designs"]
+            sheet.freeze_panes = "B2"
+            for col in sheet.columns:
+                width = max(len(str(col[0].value or "")), 8)
+                sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
+        return None
+    else:
+        raise InputError(f"unknown format '{fmt}' (choose from csv, xlsx, json)")
+    if out is None:
+        return text
+    Path(out).write_text(text, encoding="utf-8")
+    return None
+
+
+
+
+# ------------------------------------------------------------------------------------------------
+# import a SkyPilot-style price list (vms.csv)
+# ------------------------------------------------------------------------------------------------
+
+VMS_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice", "Region")
+
+# SkyPilot accelerator names -> reference-2026 GPU ids (override or extend with gpu_map)
+ACCELERATOR_GPU = {
+    "K80": "k80", "V100": "v100-sxm2-16gb", "V100-32GB": "v100-sxm2-32gb", "T4": "t4", "A10G": "a10", "A10": "a10",
+    "A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb", "L4": "l4", "L40S": "l40s", "H100": "h100-sxm",
+    "H200": "h200-sxm", "B200": "b200", "MI300X": "mi300x", "P100": "p100-sxm2",
+}
+
+# Instance network bandwidth (Gb/s, transport) where shared/research/hardware_facts.md §5a gives one;
+# vms.csv has no network column. (p3dn and p4de are marked n/f there and are estimates here.)
+KNOWN_NETWORK = {
+    "p2.8xlarge": (10, "tcp", False), "p2.16xlarge": (20, "tcp", False),
+    "p3.2xlarge": (10, "tcp", False), "p3.8xlarge": (10, "tcp", False), "p3.16xlarge": (25, "tcp", False),
+    "p3dn.24xlarge": (100, "rdma", True), "p4d.24xlarge": (400, "rdma", False), "p4de.24xlarge": (400, "rdma", True),
+    "p5.48xlarge": (3200, "rdma", False), "p5e.48xlarge": (3200, "rdma", False), "g5.48xlarge": (100, "tcp", False),
+}
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region: str | None = None,
+                   gpu_map: dict[str, str] | None = None, default_network_gbps: float = 25.0,
+                   name: str | None = None, date: str | None = None, base_ref: str | None = None) -> tuple[str, list[str]]:
+    """Turn a SkyPilot `vms.csv` price list into a cloud catalog (TOML text); returns (text, warnings)."""
+    p = Path(csv_path)
+    if not p.exists():
+        raise InputError(f"price list not found: {p}")
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except Exception as exc:  # pandas raises many kinds on malformed CSV
+        raise InputError(f"{p}: not a readable CSV: {exc}") from None
+    missing = [c for c in VMS_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(f"{p}: missing column(s) {', '.join(missing)}; a SkyPilot vms.csv price list has "
+                         f"{', '.join(VMS_COLUMNS)} (found: {', '.join(map(str, df.columns)) or 'none'})")
+    base_cat = load_catalog(base)
+    amap = {**ACCELERATOR_GPU, **(gpu_map or {})}
+    for acc, gid in amap.items():
+        if gid not in base_cat.gpus and acc in (gpu_map or {}):
+            raise InputError(f"--map {acc}={gid}: unknown gpu '{gid}' in base catalog '{base}'")
+    df = df[df["AcceleratorName"].str.strip() != ""]
+    regions = list(dict.fromkeys(df["Region"]))
+    if region is None:
+        region = "us-east-1" if "us-east-1" in regions else (regions[0] if regions else "")
+    elif region not in regions:
+        raise InputError(f"{p}: no rows in region '{region}' (regions: {', '.join(regions[:20])})")
+    df = df[df["Region"] == region]
+    warnings: list[str] = []
+    blocks: list[str] = []
+    seen: set[str] = set()
+    today = date or pd.Timestamp.now().strftime("%Y-%m-%d")
+    skipped_acc: dict[str, int] = {}
+    for line, row in df.iterrows():
+        itype = row["InstanceType"].strip()
+        iid = itype.lower()
+        if iid in seen:
+            continue
+        acc = row["AcceleratorName"].strip()
+        gid = amap.get(acc)
+        if gid is None or gid not in base_cat.gpus:
+            skipped_acc[acc] = skipped_acc.get(acc, 0) + 1
+            continue
+        try:
+            count = float(row["AcceleratorCount"])
+            price = float(row["Price"])
+        except ValueError:
+            warnings.append(f"row {line + 2} ({itype}): AcceleratorCount/Price not numbers; skipped")
+            continue
+        if count not in (1, 2, 4, 8, 16) or not price > 0:
+            warnings.append(f"row {line + 2} ({itype}): {count:g} GPUs at ${price:g}/h cannot be modelled; skipped")
+            continue
+        seen.add(iid)
+        net, transport, est = KNOWN_NETWORK.get(iid, (default_network_gbps, "tcp", True))
+        lines = ["[[instance]]", f"id = {_toml_str(iid)}", f"name = {_toml_str(itype)}", f"gpu = {_toml_str(gid)}",
+                 f"gpu_count = {int(count)}", f"network_gbps = {net:g}", f"transport = {_toml_str(transport)}",
+                 f"usd_per_hour = {price:g}"]
+        if gid.startswith(("v100-sxm", "p100-sxm")) and count > 1:  # P3/P2-era boards: NVLink mesh, no NVSwitch
+            lines.append('intra_fabric = "nvlink-bridge"')
+        for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
+            try:
+                v = float(row[col])
+                if v > 0:
+                    lines.append(f"{key} = {v:g}")
+            except ValueError:
+                pass
+        src = ("network: shared/research/hardware_facts.md §5a" if not est else
+               f"network not in the price list: {net:g} Gb/s assumed (--default-network-gbps)")
+        lines += [f"region = {_toml_str(region)}", f"source = {_toml_str(f'{p.name} row {line + 2}; {src}')}",
+                  f"date = {_toml_str(today)}", f"price_source = {_toml_str(f'{p.name} row {line + 2} (Price, {region})')}",
+                  f"price_date = {_toml_str(today)}"]
+        if est:
+            lines.append('estimates = ["network_gbps"]')
+        blocks.append("\n".join(lines))
+    for acc, n in sorted(skipped_acc.items()):
+        warnings.append(f"accelerator '{acc}' ({n} row(s)) has no GPU in '{base}'; skipped (add --map '{acc}=GPU_ID')")
+    if not blocks:
+        raise InputError(f"{p}: no row in region '{region}' has a GPU the base catalog '{base}' knows")
+    cname = name or re.sub(r"[^a-z0-9._-]+", "-", p.stem.lower()).strip("-") or "imported"
+    head = [f"# Cloud catalog imported by `costopt catalog import` from {p.name} (region {region}).",
+            "# Network bandwidth is not in a vms.csv price list: see each instance's `source`.", "",
+            "[catalog]", f"name = {_toml_str(cname)}", f"base = {_toml_str(base_ref or base)}", 'kind = "cloud"',
+            f"description = {_toml_str(f'Imported from {p.name}, region {region}')}", f"date = {_toml_str(today)}", ""]
+    return "\n".join(head) + "\n" + "\n\n".join(blocks) + "\n", warnings
+
+
+__all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table",
+           "export_table", "evaluate_catalog", "solve_catalog", "price_rented", "cost_basis", "import_vms_csv"]

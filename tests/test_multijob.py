@@ -1,0 +1,238 @@
+"""Several jobs: the MILP against brute force, pruning validity, part costs, mix-file validation, CLI."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from costopt.cli import app
+from costopt.errors import InfeasibleError, InputError
+from costopt.mix import load_mix
+from costopt.multijob import (
+    JobCandidates, Market, MixLimits, brute_force, evaluate_picks, reduce_jobs, solve_mix, solve_program,
+)
+
+HERE = Path(__file__).parent
+MINI = HERE / "fixtures" / "mini.toml"
+EXAMPLE = HERE.parent / "examples" / "mix.toml"
+GPUS, CHASSIS, NICS = ("g0", "g1"), ("c0", "c1"), ("n0", "n1")
+PRICE = {("gpus", "g0"): 100.0, ("gpus", "g1"): 300.0, ("chassis", "c0"): 50.0, ("chassis", "c1"): 80.0,
+         ("nics", "n0"): 10.0, ("nics", "n1"): 30.0}
+
+
+def random_job(rng, name, n, market_price, target=None):
+    gpu = rng.choice(GPUS, n).astype(object)
+    chassis = rng.choice(CHASSIS, n).astype(object)
+    nodes = rng.integers(1, 4, n)
+    nic = np.where(nodes > 1, rng.choice(NICS, n), "none").astype(object)
+    slots = np.where(chassis == "c0", 2, 4)
+    gpus = nodes * slots
+    parts = np.array([market_price[("gpus", g)] for g in gpu]) * gpus
+    parts += np.array([market_price[("chassis", c)] for c in chassis]) * nodes
+    parts += np.array([market_price.get(("nics", x), 0.0) for x in nic]) * nodes
+    cost = parts + rng.integers(0, 200, n)  # switch ports, energy: anything non-negative
+    thr = np.round(gpus * rng.uniform(5, 15, n), 1)
+    power = np.round(gpus * rng.uniform(0.3, 0.8, n), 2)
+    ru = nodes * np.where(chassis == "c0", 1, 2) + (nodes > 1)
+    return JobCandidates(name, cost, thr, power, ru.astype(float), nodes, gpus, gpu, chassis, nic,
+                         weight=float(rng.choice([1.0, 2.0, 0.5])), target=target)
+
+
+def random_instance(seed):
+    rng = np.random.default_rng(seed)
+    n_jobs = int(rng.integers(1, 4))
+    jobs = [random_job(rng, f"j{k}", int(rng.integers(3, 7)), PRICE) for k in range(n_jobs)]
+    for job in jobs:  # targets reachable by some design, so `fair` and `cost` are usually feasible
+        job.target = float(np.quantile(job.throughput, rng.uniform(0.1, 0.6)))
+    owned = {("gpus", "g1"): int(rng.integers(0, 6))} if rng.random() < 0.6 else {}
+    stock = {("gpus", "g0"): int(rng.integers(4, 20))} if rng.random() < 0.5 else {}
+    tiers = {("gpus", "g0"): [(4, 90.0), (12, 70.0)]} if rng.random() < 0.6 else {}
+    if rng.random() < 0.4:
+        tiers[("nics", "n1")] = [(3, 20.0)]
+    market = Market(PRICE, owned, stock, tiers)
+    full_cost = sum(float(j.cost_usd.max()) for j in jobs)
+    lim = MixLimits(
+        budget_usd=float(rng.uniform(0.3, 0.9) * full_cost),
+        max_power_kw=float(rng.uniform(0.4, 1.0) * sum(j.power_kw.max() for j in jobs)) if rng.random() < 0.5 else None,
+        max_rack_units=float(rng.integers(3, 12)) if rng.random() < 0.5 else None,
+        max_nodes=int(rng.integers(2, 7)) if rng.random() < 0.4 else None,
+        one_nic_type=bool(rng.random() < 0.7),
+    )
+    return jobs, market, lim
+
+
+def _assert_within(jobs, market, lim, objective, picks):
+    tot = evaluate_picks(jobs, market, picks[None, :])
+    if lim.budget_usd is not None:
+        assert tot["cost_usd"][0] <= lim.budget_usd * (1 + 1e-9)
+    if lim.max_power_kw is not None:
+        assert tot["power_kw"][0] <= lim.max_power_kw * (1 + 1e-9)
+    if lim.max_rack_units is not None:
+        assert tot["rack_units"][0] <= lim.max_rack_units
+    if lim.max_nodes is not None:
+        assert tot["nodes"][0] <= lim.max_nodes
+    if lim.one_nic_type:
+        assert tot["nic_types"][0] <= 1
+    for p, s in market.stock.items():
+        need = sum(job.usage(p)[d] for job, d in zip(jobs, picks))
+        assert market.part_cost(p, np.array([need]))[1][0] <= s
+    if objective != "fair":
+        for job, d in zip(jobs, picks):
+            assert job.throughput[d] >= job.target * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_milp_equals_brute_force_on_random_instances(seed):
+    jobs, market, lim = random_instance(seed)
+    for objective in ("throughput", "fair", "cost"):
+        best, _ = brute_force(jobs, market, lim, objective)  # every combination, no pruning
+        reduced = reduce_jobs(jobs, market, lim, objective)  # pruning + per-design limits
+        res = solve_program(reduced, market, lim, objective, tie_break=(seed % 3 == 0))
+        if best is None:
+            assert res.picks is None, (objective, res)
+            continue
+        assert res.status == "Optimal"
+        assert res.gap == 0.0
+        assert res.objective_value == pytest.approx(best, rel=1e-6), objective
+        _assert_within(reduced, market, lim, objective, res.picks)
+
+
+def test_volume_tiers_inventory_and_stock_hand_computed():
+    m = Market({("gpus", "g"): 100.0}, owned={("gpus", "g"): 3}, stock={("gpus", "g"): 12},
+               tiers={("gpus", "g"): [(5, 90.0), (10, 80.0)]})
+    assert m.bands(("gpus", "g")) == [(1, 4, 100.0), (5, 9, 90.0), (10, float("inf"), 80.0)]
+    cost, bought = m.part_cost(("gpus", "g"), np.array([2, 5, 7, 12, 13, 15, 16]))
+    # need 2 (3 owned): nothing; 5 -> buy 2 at list; 7 -> 4 at list (400) vs 5 at 90 (450); 12 -> 9 at 90 = 810
+    # vs 10 at 80 = 800 (one spare); 13 -> 10 at 80; 15 -> 12 at 80 = stock; 16 -> 13 > stock
+    assert cost.tolist() == [0.0, 200.0, 400.0, 800.0, 800.0, 960.0, float("inf")]
+    assert bought[:6].tolist() == [0, 2, 4, 10, 10, 12]
+
+
+def test_shared_parts_change_the_answer():
+    # two GPU types, one job: owning the expensive GPU makes it free, and the MILP must see that
+    rng = np.random.default_rng(0)
+    job = random_job(rng, "j", 30, PRICE)
+    lim = MixLimits(budget_usd=1500.0, one_nic_type=False)
+    plain = Market(PRICE)
+    owned = Market(PRICE, owned={("gpus", "g1"): 16, ("chassis", "c1"): 4})
+    for market in (plain, owned):
+        best, _ = brute_force([job], market, lim, "throughput")
+        res = solve_program(reduce_jobs([job], market, lim, "throughput"), market, lim, "throughput")
+        assert res.objective_value == pytest.approx(best)
+    assert brute_force([job], owned, lim, "throughput")[0] > brute_force([job], plain, lim, "throughput")[0]
+
+
+def write(tmp_path, text, name="mix.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+SMALL_MIX = """
+[jobs.vision]
+model = "resnet50"
+min_throughput = 1000
+[jobs.text]
+model = "bert_base"
+weight = 2
+min_throughput = 100
+[limits]
+budget_usd = 400000
+max_power_kw = 20
+"""
+
+
+def test_solve_mix_on_mini_catalog_respects_limits(tmp_path):
+    mix = write(tmp_path, SMALL_MIX)
+    res = solve_mix(mix, catalog=MINI)
+    assert res.status == "Optimal" and res.gap == 0.0
+    assert res.totals["cost_usd"] <= 400000 and res.totals["power_kw"] <= 20
+    assert len(res.totals["nic_types"]) <= 1
+    for j in res.jobs:
+        assert j["throughput_samples_per_s"] >= j["target_samples_per_s"]
+        assert j["design"]["feasible"] is True
+    d = res.to_json_dict()
+    assert {"status", "objective_value", "gap", "jobs"} <= set(d)
+    assert d["objective_value"] == pytest.approx(
+        sum(j["weight"] * j["throughput_samples_per_s"] for j in res.jobs))
+
+
+def test_infeasible_mix_names_the_binding_limit(tmp_path):
+    mix = write(tmp_path, SMALL_MIX.replace("budget_usd = 400000", "budget_usd = 5000"))
+    with pytest.raises(InfeasibleError) as e:
+        solve_mix(mix, catalog=MINI)
+    msg = str(e.value)
+    assert "budget" in msg and "over by $" in msg
+    rows = {r["limit"]: r for r in e.value.nearest}
+    assert rows["budget"]["short_by"] > 0
+    # raising the budget by exactly the reported amount makes it feasible
+    need = 5000 + rows["budget"]["short_by"]
+    res = solve_mix(mix, catalog=MINI, budget=need + 1e-6)
+    assert res.totals["cost_usd"] <= need + 1e-6
+
+
+def test_target_out_of_reach_is_reported(tmp_path):
+    mix = write(tmp_path, SMALL_MIX.replace("min_throughput = 100\n", "min_throughput = 1e9\n"))
+    with pytest.raises(InfeasibleError) as e:
+        solve_mix(mix, catalog=MINI)
+    assert "job 'text': no design reaches its target" in str(e.value)
+    assert e.value.nearest[0]["limit"] == "target text"
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("[jobs.a]\nmodel = 'resnet50'\nbatch = 3\n", "job 'a', field 'batch': unknown key"),
+    ("[jobs.a]\nprecision = 'fp32'\n", "job 'a', field 'model': missing required field"),
+    ("[jobs.a]\nmodel = 'resnet50'\ndeadline_hours = 3\n", "missing epochs, dataset_size"),
+    ("[jobs.a]\nmodel = 'resnet50'\nweight = -1\n", "job 'a', field 'weight'"),
+    ("[jobs.a]\nmodel = 'resnet50'\n[limits]\nbudget = 5\n", "[limits], field 'budget': unknown key"),
+    ("[jobs.a]\nmodel = 'resnet50'\n[[discount]]\ngpu = 'x'\nnic = 'y'\ntiers = [{from_units = 2, unit_price_usd = 1}]\n",
+     "exactly one of gpu, chassis, nic"),
+    ("[limits]\nbudget_usd = 5\n", "field 'jobs': missing required field"),
+    ("[jobs.a\nmodel = 1", "not valid TOML"),
+])
+def test_bad_mix_files_fail_clearly(tmp_path, text, expect):
+    p = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        load_mix(p)
+    assert str(p) in str(e.value) and expect in str(e.value)
+
+
+def test_bad_mix_references_fail_clearly(tmp_path):
+    p = write(tmp_path, "[jobs.a]\nmodel = 'resnet50'\n[limits]\nbudget_usd = 1e5\n[inventory]\ngpus = {nope = 2}\n")
+    with pytest.raises(InputError, match=r"\[inventory\], field 'gpus': unknown gpus id 'nope'"):
+        solve_mix(p, catalog=MINI)
+    p = write(tmp_path, "[jobs.a]\nmodel = 'no_such_model'\n[limits]\nbudget_usd = 1e5\n")
+    with pytest.raises(InputError, match=r"job 'a'"):
+        solve_mix(p, catalog=MINI)
+    p = write(tmp_path, "[jobs.a]\nmodel = 'resnet50'\n[limits]\nbudget_usd = 1e5\n")
+    with pytest.raises(InputError, match="needs a throughput or deadline target for every job"):
+        solve_mix(p, catalog=MINI, objective="fair")
+
+
+def test_cli_workload_json_and_exit_codes(tmp_path):
+    runner = CliRunner()
+    mix = write(tmp_path, SMALL_MIX)
+    r = runner.invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI), "--format", "json",
+                            "--objective", "cost", "--time-limit", "30"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["status"] == "Optimal" and d["gap"] == 0.0 and d["objective"] == "cost"
+    assert [j["name"] for j in d["jobs"]] == ["vision", "text"] and "gpu" in d["jobs"][0]["design"]
+    assert d["objective_value"] == pytest.approx(d["totals"]["cost_usd"])
+    r = runner.invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI)])
+    assert r.exit_code == 0 and "One design per job" in r.output
+    bad = write(tmp_path, "[jobs.a]\nmodel = 'resnet50'\nbatchsize = 2\n", "bad.toml")
+    r = runner.invoke(app, ["solve", "--workload", str(bad), "--budget", "1e5", "--catalog", str(MINI)])
+    assert r.exit_code == 2 and "unknown key" in r.output
+    r = runner.invoke(app, ["solve", "--workload", str(mix), "--model", "gpt2", "--catalog", str(MINI)])
+    assert r.exit_code == 2 and "--model" in r.output
+    r = runner.invoke(app, ["solve", "--workload", str(mix), "--budget", "1000", "--catalog", str(MINI),
+                            "--format", "json"])
+    assert r.exit_code == 1 and json.loads(r.output)["binding"][0]["limit"] == "budget"
+
+
+def test_example_mix_is_valid():
+    mix = load_mix(EXAMPLE)
+    assert len(mix.jobs) == 3 and {j.model for j in mix.jobs.values()} == {"resnet50", "bert_base", "gpt2"}

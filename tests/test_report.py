@@ -1,0 +1,162 @@
+"""The HTML/Markdown report: every section and plot present, numbers equal `costopt solve`, renders in Chromium."""
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import costopt
+from costopt import report as R
+from costopt.purchasing import Options
+
+# `python -m costopt.cli` would not load the sub-command modules (they import costopt.cli, a second copy)
+CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
+BUDGET, MODEL = 200_000, "resnet50"
+JOB = dict(epochs=90, dataset_size=1_281_167)
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.imgs, self.text = set(), [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "img":
+            self.imgs.append(a.get("src", ""))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    rep = R.build_report(MODEL, BUDGET, None, Options(**JOB), progress=False)
+    d = tmp_path_factory.mktemp("report")
+    html_path = d / "report.html"
+    R.write_report(rep, html_path)
+    return rep, html_path
+
+
+@pytest.fixture(scope="module")
+def solved():
+    p = subprocess.run(CLI + [ "solve", "--budget", str(BUDGET), "--model", MODEL,
+                        "--epochs", "90", "--dataset-size", "1281167", "--top", "8", "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_every_section_and_plot_present(built):
+    rep, path = built
+    doc = _Collect()
+    doc.feed(path.read_text())
+    for sid in R.SECTIONS:
+        assert sid in doc.ids, sid
+    for fig in ("pareto", "scaling", "bandwidth", "budget", "time", "breakdown"):
+        assert f"fig-{fig}" in doc.ids, fig
+    assert len(doc.imgs) == 6
+    for src in doc.imgs:  # self-contained: every plot is an embedded PNG
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "http" not in "".join(doc.imgs)
+
+
+def test_numbers_equal_solve(built, solved):
+    rep, path = built
+    text = path.read_text()
+    m = re.search(r'<script type="application/json" id="costopt-solve">(.*?)</script>', text, re.S)
+    embedded = json.loads(m.group(1))
+    assert embedded["best"] == solved["best"] and embedded["alternatives"] == solved["alternatives"]
+    b = solved["best"]
+    visible = "".join(_text(text))
+    assert f"{b['throughput_samples_per_s']:,.1f}" in visible
+    assert f"${b['cost_usd']:,.0f}" in visible
+    assert f"{b['t_iter_s'] * 1e3:,.1f}" in visible
+    rows = rep.section("recommended").tables[0][1]
+    assert [r[6] for r in rows] == [f"{d['throughput_samples_per_s']:,.1f}" for d in [b] + solved["alternatives"]]
+    tt = rep.section("time").tables[0][1]
+    assert tt[0][3] == f"{b['time_to_train_h']:,.2f}"
+
+
+def _text(html_text):
+    c = _Collect()
+    c.feed(html_text)
+    return c.text
+
+
+def test_breakdown_sums_to_iteration(built, solved):
+    rep, _ = built
+    rows = rep.section("breakdown").tables[0][1]
+    parts = [float(r[1].replace(",", "")) for r in rows if r[0] not in ("iteration (t_iter)",) and not r[0].startswith("all comm")]
+    assert sum(parts) == pytest.approx(solved["best"]["t_iter_s"] * 1e3, rel=1e-3)
+
+
+def test_bandwidth_requirement_is_where_efficiency_crosses_90():
+    res = costopt.solve(BUDGET, MODEL)
+    from costopt.purchasing import evaluate_catalog
+
+    ev = evaluate_catalog(None, MODEL, BUDGET, Options())
+    multi = [d for d in [res.best] + res.alternatives if d["nodes"] > 1][:2]
+    req = R.bandwidth_requirement(ev, multi)
+    for r in req:
+        need = r["required_gbps"]
+        assert need is not None
+        d = r["design"]
+        lo = costopt.predict(MODEL, d["gpu"], d["gpus_per_node"], d["nodes"], d["nic"], d["strategy"])
+        # the design at its own NIC: efficiency above 0.9 exactly when its rate is above the requirement
+        rate = {"10gbe": 10, "25gbe": 25, "40gbe": 40}.get(d["nic"])
+        if rate is not None:
+            assert (lo["scaling_efficiency"] >= 0.9) == (rate >= need * 0.97) or abs(rate - need) / need < 0.05
+        assert np.all(np.diff(r["efficiency"]) >= -1e-9)  # more bandwidth never hurts
+
+
+def test_markdown_report(built, tmp_path):
+    rep, _ = built
+    files = R.write_report(rep, tmp_path / "r.md")
+    md = files[0].read_text()
+    for sec in rep.sections:
+        assert f"## {sec.title}" in md
+    assert len(files) == 7 and all(f.exists() for f in files)
+    assert "(r_files/pareto.png)" in md
+
+
+def test_report_cli_bad_out(tmp_path):
+    p = subprocess.run(CLI + [ "report", "--model", MODEL, "--budget", "1000",
+                        "--out", str(tmp_path / "r.pdf")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--out must end in .html or .md" in p.stderr
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
+def test_renders_in_headless_chromium(built, tmp_path):
+    _, path = built
+    shot = tmp_path / "shot.png"
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+           "--window-size=1200,2400", f"--screenshot={shot}", path.resolve().as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=90)
+    assert shot.exists() and shot.stat().st_size > 0
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(shot)[..., :3]
+    # not blank: many distinct colours and a good share of non-white pixels (text, tables, plots)
+    non_white = (img < 0.95).any(axis=-1).mean()
+    colours = len(np.unique((img[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
+    assert non_white > 0.05, non_white
+    assert colours > 50, colours
