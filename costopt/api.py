@@ -28,7 +28,7 @@ DEFAULT_MAX_NODES = 1024
 
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
-    "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "transport", "strategy", "reduce_on",
+    "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
     "batch_per_gpu", "precision", "overlap", "cost_usd", "capex_usd", "energy_usd_per_year", "power_kw",
     "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
@@ -75,6 +75,7 @@ class Evaluation:
                 "nodes": s.nodes[idx],
                 "total_gpus": s.total_gpus[idx],
                 "nic": nic_ids[ni],
+                "nics_per_node": np.where(s.nic_idx[idx] < 0, 0, s.nics_per_node[idx]),
                 "transport": transports[ni],
                 "strategy": np.array(STRATEGIES, dtype=object)[s.strategy[idx]],
                 "reduce_on": np.array(REDUCE_ON, dtype=object)[s.reduce_on[idx]],
@@ -182,12 +183,12 @@ def predict(
     batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
-    tco_years: float = 0.0,
+    tco_years: float = 0.0, nics_per_node: int = 1,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README)."""
     cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
-    space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis)
+    space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
     d = _design_dict(ev.frame().iloc[0])
@@ -314,7 +315,8 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
         within &= thr >= min_throughput
     idx = np.flatnonzero(within)
     score = _objective_score(objective, cost[idx], thr[idx])
-    fam = (((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10 + s.reduce_on[idx]
+    fam = ((((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10
+           + s.reduce_on[idx]) * 32 + s.nics_per_node[idx]
     order = np.lexsort((order_rank[idx], cost[idx], -score, fam))
     first = np.ones(len(order), dtype=bool)
     first[1:] = fam[order][1:] != fam[order][:-1]

@@ -139,6 +139,8 @@ class Chassis(Sourced):
     power_overhead_w: NonNegativeFloat
     rack_units: Annotated[int, Field(ge=1, le=48)]
     nics: list[str] = []  # empty: every NIC whose line rate fits one PCIe x16 slot of this chassis
+    # NIC adapters a node can carry: >1 lets designs put one adapter per GPU rail (DGX/HGX style)
+    max_nics: Annotated[int, Field(ge=1, le=16)] = 1
     usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
 
 

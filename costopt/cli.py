@@ -70,7 +70,8 @@ def _design_table(rows: list[dict], title: str) -> Table:
     for i, r in enumerate(rows, 1):
         strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu")
         t.add_row(
-            str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}", r["nic"], strat,
+            str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}",
+            r["nic"] if r.get("nics_per_node", 1) <= 1 else f"{r['nics_per_node']}x {r['nic']}", strat,
             _fmt_money(r["cost_usd"]), f"{r['throughput_samples_per_s']:,.1f}", f"{r['usd_per_sample_per_s']:,.2f}",
             f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
             r["bottleneck"], r["compute_source"],
@@ -215,13 +216,15 @@ def predict(
     chassis: Optional[str] = typer.Option(None, help="Chassis id (default: cheapest that fits)."),
     tco_years: float = typer.Option(0.0, help="Add electricity over this many years to cost."),
     tensor_set: str = typer.Option("pytorch", help="pytorch | tensorflow (tf_cnn_benchmarks definitions, CNNs)."),
+    nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
                         precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
-                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set)
+                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
+                        nics_per_node=nics_per_node)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

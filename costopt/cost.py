@@ -1,12 +1,13 @@
 """Cost, power and space of every design, vectorized.
 
-    node price   = chassis (non-GPU part) + G × GPU + NIC adapter          (no NIC for one node)
-    switch ports = M                 when M ≤ P  (one switch of P ports)
-                 = 3·M               when P < M ≤ P²/2 (two-tier non-blocking leaf-spine: every
+    node price   = chassis (non-GPU part) + G × GPU + k × NIC adapter    (k NICs per node; none for one node)
+    node ports   = M·k
+    switch ports = M·k               when M·k ≤ P  (one switch of P ports)
+                 = 3·M·k             when P < M·k ≤ P²/2 (two-tier non-blocking leaf-spine: every
                                       node port needs a leaf uplink and a spine port)
                    beyond P²/2 the design is not buildable with that switch family
     capex        = M × node price + switch ports × price per port
-    power_w      = M × (G × TDP + chassis overhead + NIC)
+    power_w      = M × (G × TDP + chassis overhead + k × NIC)
     TCO(years)   = capex + years × power_kW × average draw × PUE × $/kWh × 8766 h
 
 Rented nodes (cloud catalogs: a chassis with `usd_per_hour`, see catalog.py) are not bought:
@@ -58,17 +59,19 @@ def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, hours
     G = space.gpus_per_node.astype(np.float64)
     M = space.nodes.astype(np.float64)
     P = ports_per_switch[ni]
+    k = space.nics_per_node.astype(np.float64)
+    node_ports = M * k
 
-    node_price = ch_price[space.chassis_idx] + G * gpu_price[space.gpu_idx] + nic_price[ni]
-    one_tier = M <= P
-    ports = np.where(M > 1, np.where(one_tier, M, 3.0 * M), 0.0)
+    node_price = ch_price[space.chassis_idx] + G * gpu_price[space.gpu_idx] + k * nic_price[ni]
+    one_tier = node_ports <= P
+    ports = np.where(M > 1, np.where(one_tier, node_ports, 3.0 * node_ports), 0.0)
     switches = np.where(M > 1, np.where(one_tier, 1.0, np.ceil(ports / P)), 0.0)
     capex = M * node_price + ports * port_price[ni]
-    power_kw = M * (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + nic_power[ni]) / 1000.0
+    power_kw = M * (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + k * nic_power[ni]) / 1000.0
     energy = power_kw * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
     cost = capex + tco_years * energy
     rack_units = M * ch_ru[space.chassis_idx] + switches  # one rack unit per switch
-    buildable = (M <= 1) | (M <= P * P / 2.0)
+    buildable = (M <= 1) | (node_ports <= P * P / 2.0)
     hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
     rented = hourly > 0
     usd_per_hour = M * hourly

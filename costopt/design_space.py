@@ -7,7 +7,8 @@ over designs: node counts are expanded with `np.repeat` / `np.arange` arithmetic
 Rules:
 - a GPU goes into a chassis whose form factor matches (or that lists it in `accepts_gpus`); GPUs
   per node = the chassis's slot count;
-- a NIC goes into a chassis that can feed it (`Catalog.nics_for`);
+- a NIC goes into a chassis that can feed it (`Catalog.nics_for`); a chassis with `max_nics` > 1
+  is also enumerated with that many adapters per node (one per GPU rail, DGX/HGX style);
 - one node needs no network: it is enumerated once, with nic = none;
 - hierarchical all-reduce is a distinct design only for more than one node;
 - a single GPU (one node, one slot) has no communication: one design, strategy `ring`.
@@ -40,6 +41,11 @@ class DesignSpace:
     nodes: np.ndarray
     strategy: np.ndarray  # index into STRATEGIES
     reduce_on: np.ndarray  # index into REDUCE_ON
+    nics_per_node: np.ndarray | None = None  # NIC adapters per node (None: one each)
+
+    def __post_init__(self) -> None:
+        if self.nics_per_node is None:
+            self.nics_per_node = np.ones(len(self.gpu_idx), dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self.gpu_idx.shape[0])
@@ -56,7 +62,7 @@ class DesignSpace:
     def take(self, idx: np.ndarray) -> "DesignSpace":
         return DesignSpace(
             self.gpus, self.chassis, self.nics, self.gpu_idx[idx], self.chassis_idx[idx],
-            self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx],
+            self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx], self.nics_per_node[idx],
         )
 
     def sort_key(self) -> np.ndarray:
@@ -67,7 +73,7 @@ class DesignSpace:
         nic_rank_full = np.where(self.nic_idx >= 0, nic_rank[np.maximum(self.nic_idx, 0)] + 1, 0) if len(nic_rank) else np.zeros(len(self), int)
         ch_rank = np.argsort(np.argsort([c.id for c in self.chassis], kind="stable"), kind="stable")
         return np.lexsort(
-            (self.reduce_on, self.strategy, nic_rank_full, self.nodes, ch_rank[self.chassis_idx],
+            (self.reduce_on, self.strategy, self.nics_per_node, nic_rank_full, self.nodes, ch_rank[self.chassis_idx],
              self.gpus_per_node, gpu_rank[self.gpu_idx])
         )
 
@@ -122,8 +128,9 @@ def enumerate_designs(
         [(s, r) for s, r in combos if STRATEGIES[s] != "hierarchical"], dtype=np.int64
     ).reshape(-1, 2)
 
-    # (gpu, chassis, nic, first node count, last node count) blocks: loops over catalog entries only
-    blocks: list[tuple[int, int, int, int, int]] = []
+    # (gpu, chassis, nic, first node count, last node count, NICs per node) blocks: loops over catalog
+    # entries only
+    blocks: list[tuple[int, int, int, int, int, int]] = []
     for gi, g in enumerate(gpus):
         if g.id not in gpu_keep:
             continue
@@ -133,15 +140,16 @@ def enumerate_designs(
             if gpus_per_node and ch.gpu_slots not in gpus_per_node:
                 continue
             node_hw = ch.price_usd + ch.gpu_slots * g.price_usd
-            blocks.append((gi, ci, NO_NIC, 1, 1))
+            blocks.append((gi, ci, NO_NIC, 1, 1, 1))
             for n in catalog.nics_for(ch):
                 if n.id not in nic_keep:
                     continue
-                top = max_nodes
-                if node_budget_usd is not None:
-                    top = min(top, int(node_budget_usd // (node_hw + n.price_usd)))
-                if top >= 2:
-                    blocks.append((gi, ci, nic_pos[n.id], 2, top))
+                for k in sorted({1, ch.max_nics}):
+                    top = max_nodes
+                    if node_budget_usd is not None:
+                        top = min(top, int(node_budget_usd // (node_hw + k * n.price_usd)))
+                    if top >= 2:
+                        blocks.append((gi, ci, nic_pos[n.id], 2, top, k))
     if not blocks:
         raise InputError("no design in the catalog matches the requested GPUs, NICs and GPUs per node")
 
@@ -150,7 +158,7 @@ def enumerate_designs(
     owner = np.repeat(np.arange(len(b)), counts)
     offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
     nodes = b[owner, 3] + offset
-    gpu_idx, ch_idx, nic_idx = b[owner, 0], b[owner, 1], b[owner, 2]
+    gpu_idx, ch_idx, nic_idx, nics_per_node = b[owner, 0], b[owner, 1], b[owner, 2], b[owner, 5]
 
     # expand each (gpu, chassis, nic, nodes) by the strategy x reduce_on combinations it admits
     slots = np.array([c.gpu_slots for c in chassis], dtype=np.int64)[ch_idx]
@@ -171,12 +179,13 @@ def enumerate_designs(
     rep = np.concatenate([p[0] for p in parts])
     strat = np.concatenate([p[1] for p in parts])
     red = np.concatenate([p[2] for p in parts])
-    return DesignSpace(gpus, chassis, nics, gpu_idx[rep], ch_idx[rep], nic_idx[rep], nodes[rep], strat, red)
+    return DesignSpace(gpus, chassis, nics, gpu_idx[rep], ch_idx[rep], nic_idx[rep], nodes[rep], strat, red,
+                       nics_per_node[rep])
 
 
 def single_design(
     catalog: Catalog, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str,
-    reduce_on: str = "gpu", chassis: str | None = None,
+    reduce_on: str = "gpu", chassis: str | None = None, nics_per_node: int = 1,
 ) -> DesignSpace:
     """One explicitly named design (for `predict`), validated against the catalog."""
     if gpu not in catalog.gpus:
@@ -211,9 +220,19 @@ def single_design(
         nic_i = [n.id for n in catalog.nic].index(nic)
     elif nic is not None and nic not in catalog.nics:
         raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
+    if nics_per_node < 1:
+        raise InputError(f"NICs per node must be >= 1, got {nics_per_node}")
+    if nics_per_node > 1:
+        if nodes == 1:
+            raise InputError("NICs per node only matter for more than one node")
+        roomy = [(ci, c) for ci, c in options if c.max_nics >= nics_per_node]
+        if not roomy:
+            most = max(c.max_nics for _, c in options)
+            raise InputError(f"no chassis for {gpus_per_node} x '{gpu}' takes {nics_per_node} NICs (at most {most})")
+        options = roomy
     ci = min(options, key=lambda o: (o[1].price_usd, o[1].id))[0]  # cheapest fitting chassis
     a = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
     return DesignSpace(
         list(catalog.gpu), list(catalog.chassis), list(catalog.nic), a(list(catalog.gpus).index(gpu)),
-        a(ci), a(nic_i), a(nodes), a(STRATEGIES.index(strategy)), a(REDUCE_ON.index(reduce_on)),
+        a(ci), a(nic_i), a(nodes), a(STRATEGIES.index(strategy)), a(REDUCE_ON.index(reduce_on)), a(nics_per_node),
     )

@@ -4,7 +4,7 @@ Each job j (model, precision, batch per GPU) runs on its own partition of the cl
 design d of its own design space C_j. A design d has, from the timing model and `cost.py`:
 throughput τ_d, cost c_d (capex, or TCO), power P_d (kW), rack units R_d, nodes M_d, and uses parts:
 u_{d,p} units of part p, where a part is a GPU type (u = total GPUs), a chassis type (u = nodes) or
-a NIC type (u = nodes, multi-node designs only). Prices π_p are the catalog's list prices.
+a NIC type (u = nodes × NICs per node, multi-node designs only). Prices π_p are the catalog's list prices.
 
 Parts split in two. A *shared* part S is one that the mix names in [inventory] (owned units o_p,
 free of charge), [stock] (at most s_p units can be bought) or [[discount]] (volume tiers). Its cost
@@ -119,6 +119,11 @@ class JobCandidates:
     index: np.ndarray | None = None  # position in `evaluation`'s design space
     evaluation: Evaluation | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    nics_per_node: np.ndarray | None = None  # NIC adapters per node; None: one per multi-node design
+
+    def __post_init__(self) -> None:
+        if self.nics_per_node is None:
+            self.nics_per_node = np.where(self.nic == "none", 0, 1)
 
     def __len__(self) -> int:
         return int(len(self.cost_usd))
@@ -126,7 +131,7 @@ class JobCandidates:
     def take(self, idx: np.ndarray) -> "JobCandidates":
         idx = np.asarray(idx, dtype=np.int64)
         arrays = {k: getattr(self, k)[idx] for k in ("cost_usd", "throughput", "power_kw", "rack_units", "nodes",
-                                                     "gpus", "gpu", "chassis", "nic")}
+                                                     "gpus", "gpu", "chassis", "nic", "nics_per_node")}
         index = self.index[idx] if self.index is not None else idx
         return JobCandidates(self.name, **arrays, weight=self.weight, target=self.target, index=index,
                              evaluation=self.evaluation, counts=dict(self.counts))
@@ -138,7 +143,7 @@ class JobCandidates:
             return np.where(self.gpu == pid, self.gpus, 0)
         if kind == "chassis":
             return np.where(self.chassis == pid, self.nodes, 0)
-        return np.where(self.nic == pid, self.nodes, 0)
+        return np.where(self.nic == pid, self.nodes * self.nics_per_node, 0)
 
 
 @dataclass
@@ -277,7 +282,7 @@ def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> n
     order = np.arange(n)
 
     # pass 1: per (gpu, chassis, nic, nodes) every design has the same resources: keep the fastest
-    g1 = _group_codes(job.gpu, job.chassis, job.nic, job.nodes)
+    g1 = _group_codes(job.gpu, job.chassis, job.nic, job.nics_per_node, job.nodes)
     o = np.lexsort((order, -job.throughput, g1))
     first = np.ones(n, bool)
     first[1:] = g1[o][1:] != g1[o][:-1]
@@ -287,7 +292,7 @@ def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> n
 
     # pass 2: sweep node counts per (gpu, chassis, nic); drop d when the fastest design with fewer nodes
     # (the running record holder) is no larger than d in every dimension
-    g2 = _group_codes(job.gpu[keep], job.chassis[keep], job.nic[keep])
+    g2 = _group_codes(job.gpu[keep], job.chassis[keep], job.nic[keep], job.nics_per_node[keep])
     s2 = np.lexsort((order[keep], job.nodes[keep], g2))
     o, g2 = keep[s2], g2[s2]
     pos = np.arange(len(o))
@@ -723,7 +728,7 @@ def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float
     return JobCandidates(
         name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
         s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
-        weight=weight, target=target, index=ok, evaluation=ev,
+        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, evaluation=ev,
         counts={"enumerated": len(s), "feasible": int(len(ok))},
     )
 

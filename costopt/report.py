@@ -195,7 +195,8 @@ def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Sec
     rows = []
     for ax, (k, name) in zip(axes, enumerate(STRATEGIES)):
         for ni in sorted(set(space.nic_idx[~single].tolist()), key=lambda i: nic_rates[i].line_rate_gbps):
-            m = np.flatnonzero((space.nic_idx == ni) & (space.strategy == k) & (space.reduce_on == 0))
+            m = np.flatnonzero((space.nic_idx == ni) & (space.strategy == k) & (space.reduce_on == 0)
+                               & (space.nics_per_node == 1))  # one adapter per node: one curve per NIC
             if len(m) == 0:
                 continue
             m = m[np.argsort(space.nodes[m])]
@@ -233,7 +234,7 @@ def bandwidth_requirement(ev: api.Evaluation, designs: list[dict], rates: np.nda
         return []
     gpu_pos = {g.id: i for i, g in enumerate(cat.gpu)}
     ch_pos = {c.id: i for i, c in enumerate(cat.chassis)}
-    nics, g_i, c_i, nodes, strat, red, nic_i = [], [], [], [], [], [], []
+    nics, g_i, c_i, nodes, strat, red, nic_i, per_node = [], [], [], [], [], [], [], []
     for d in multi:
         base = cat.nics[d["nic"]]
         for r in rates:
@@ -244,8 +245,10 @@ def bandwidth_requirement(ev: api.Evaluation, designs: list[dict], rates: np.nda
             nodes.append(d["nodes"])
             strat.append(STRATEGIES.index(d["strategy"]))
             red.append(0 if d["reduce_on"] == "gpu" else 1)
+            per_node.append(max(int(d.get("nics_per_node") or 1), 1))  # the rate varied is per adapter
     a = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
-    space = DesignSpace(list(cat.gpu), list(cat.chassis), nics, a(g_i), a(c_i), a(nic_i), a(nodes), a(strat), a(red))
+    space = DesignSpace(list(cat.gpu), list(cat.chassis), nics, a(g_i), a(c_i), a(nic_i), a(nodes), a(strat), a(red),
+                        a(per_node))
     sev = api.evaluate_space(space, catalog=cat, workload=ev.workload, tensors=ev.tensors, params=ev.params,
                              precision=ev.precision, batch_per_gpu=ev.batch_per_gpu, overlap=ev.overlap)
     eff = sev.timing.scaling_efficiency.reshape(len(multi), len(rates))

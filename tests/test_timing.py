@@ -151,7 +151,7 @@ def test_faster_nic_is_never_slower_in_reference_catalog():
     df = df[df["nodes"] > 1]
     nic_rate = {n.id: n.line_rate_gbps for n in cat.nic}
     nic_transport = {n.id: n.transport for n in cat.nic}
-    key = ["gpu", "chassis", "nodes", "strategy", "reduce_on"]
+    key = ["gpu", "chassis", "nodes", "nics_per_node", "strategy", "reduce_on"]
     checked = 0
     for transport in ("tcp", "rdma"):
         sub = df[df["nic"].map(nic_transport) == transport].copy()
@@ -184,3 +184,20 @@ def test_cpu_reduce_is_slower_than_gpu_reduce_for_ring():
     g = costopt.predict("vgg16", "h200-sxm", 8, 2, "ib100", "ring", catalog=MINI, reduce_on="gpu")
     c = costopt.predict("vgg16", "h200-sxm", 8, 2, "ib100", "ring", catalog=MINI, reduce_on="cpu")
     assert c["t_comm_s"] > g["t_comm_s"]
+
+
+def test_nics_per_node_multiply_network_bandwidth_and_cost():
+    # 2 x 8 H200 (mini catalog: sxm8 takes one NIC by default); reference HGX H100 board takes 8
+    one = costopt.predict("bert_base", "h100-sxm", 8, 2, "ib-ndr", "hierarchical", overlap="none")
+    eight = costopt.predict("bert_base", "h100-sxm", 8, 2, "ib-ndr", "hierarchical", overlap="none", nics_per_node=8)
+    S = 109_514_298 * 4  # bert_base parameters (shared/data/h200/train_step.jsonl) x 4 bytes
+    b_nic = 400e9 / 8 * 0.85  # NDR line rate x RDMA efficiency
+    inter_one = 2 * (2 - 1) / 2 * S / b_nic
+    # the inter-node term shrinks 8x; the intra-node term and latencies stay
+    assert one["t_comm_s"] - eight["t_comm_s"] == pytest.approx(inter_one * (1 - 1 / 8), rel=1e-6)
+    ndr = load_catalog().nics["ib-ndr"]
+    # 8 adapters per node, 16 switch ports: one 64-port switch either way
+    assert eight["capex_usd"] - one["capex_usd"] == pytest.approx(2 * 7 * ndr.price_usd + 2 * 7 * ndr.switch_port_price_usd)
+    assert eight["nics_per_node"] == 8 and one["nics_per_node"] == 1
+    with pytest.raises(costopt.InputError, match="takes 9 NICs"):
+        costopt.predict("bert_base", "h100-sxm", 8, 2, "ib-ndr", "ring", nics_per_node=9)
