@@ -33,6 +33,7 @@ class SystemParams:
     bucket_mb: float
     overlap_efficiency: float
     memory_reserved_gb: float
+    straggler_cv: float = 0.0
 
     def with_updates(self, **kw: float) -> "SystemParams":
         return replace(self, **kw)
@@ -55,10 +56,11 @@ _KEYS = {
     ("overlap", "bucket_mb"): "bucket_mb",
     ("overlap", "efficiency"): "overlap_efficiency",
     ("memory", "reserved_gb"): "memory_reserved_gb",
+    ("sync", "straggler_cv"): "straggler_cv",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency"}
-_UNIT_INTERVAL = {"ps_pull_overlap"}  # in [0, 1], 0 allowed
+_UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv"}  # in [0, 1], 0 allowed
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 

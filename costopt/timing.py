@@ -37,7 +37,13 @@ r_k·T_b (r from the measured timeline) carrying s_k bytes and costing c_k = β�
     wfbp:  t_iter = T_f + max(T_b, E) + T_step + t_serial              (default)
     full:  t_iter = T_f + max(T_b, t_stream) + T_step + t_serial
 
-t_serial is the PS pull and apply (0 for all-reduce). full ≤ wfbp ≤ none always, since
+t_serial is the PS pull and apply (0 for all-reduce), plus the synchronisation wait for the slowest GPU
+(thesis_method.md §6.3 step 7, "straggler spread"; applies to every synchronous strategy, N > 1):
+
+    t_straggle = cv · (T_f + T_b + T_step) · E_N,   E_N = E[max of N iid standard normals]
+                 (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, default 0)
+
+The PS barrier/global_step exchange itself (t_sync ≈ 2·α_net) is left out: tens of microseconds. full ≤ wfbp ≤ none always, since
 t_stream ≤ E ≤ T_b + t_stream. Throughput = N·b / t_iter; scaling efficiency = throughput /
 (N · b / (T_f + T_b + T_step)).
 """
@@ -113,7 +119,8 @@ def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarr
     G = space.gpus_per_node.astype(np.float64)
     per_gpu_pcie = pcie[g_i, c_i] / np.minimum(share[c_i], G)
     return {
-        "B_nic": nic_bw[ni],
+        # several adapters per node (one per rail) run in parallel: NCCL rings/trees stripe across them
+        "B_nic": nic_bw[ni] * space.nics_per_node,
         "a_nic": nic_lat[ni],
         "B_intra": intra[g_i, c_i],
         "a_intra": np.full(len(space), us_to_s(params.intra_message_overhead_us)),
@@ -121,6 +128,26 @@ def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarr
         "B_pcie_one": pcie[g_i, c_i],
         "B_gpu_mem": np.array([gb_per_s_to_bytes_per_s(g.memory_bandwidth_gbs) for g in space.gpus])[g_i],
     }
+
+
+_EMAX_CACHE: dict[int, float] = {}
+
+
+def expected_max_normal(n: int) -> float:
+    """E[max of n iid standard normals] by quadrature of n·x·φ(x)·Φ(x)^(n-1) (0 for n <= 1)."""
+    n = int(n)
+    if n <= 1:
+        return 0.0
+    hit = _EMAX_CACHE.get(n)
+    if hit is None:
+        x = np.linspace(-10.0, 10.0, 8001)
+        phi = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+        cdf = np.cumsum(phi) * (x[1] - x[0])  # Φ on the grid (error < 1e-6 for this step)
+        cdf = np.clip(cdf - 0.5 * phi * (x[1] - x[0]), 0.0, 1.0)
+        f = n * x * phi * cdf ** (n - 1)
+        hit = float(np.sum(f) * (x[1] - x[0]))
+        _EMAX_CACHE[n] = hit
+    return hit
 
 
 _PS_CACHE: dict[tuple[int, int, int], tuple[TensorSet, float, float, float]] = {}
@@ -288,6 +315,12 @@ def evaluate(
             term += tmp
             np.maximum(end, term, out=end)
         t_after = np.maximum(T_b, end)
+
+    if params.straggler_cv > 0:
+        n_int = N.astype(np.int64)
+        uniq, inv = np.unique(n_int, return_inverse=True)
+        e_max = np.array([expected_max_normal(int(k)) for k in uniq])[np.asarray(inv).reshape(-1)]
+        t_serial = t_serial + params.straggler_cv * t_compute * e_max
 
     t_iter = T_f + t_after + T_step + t_serial
     t_comm = t_stream + t_serial

@@ -16,10 +16,13 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   exactly that rate (the thesis method: profile one GPU, predict the cluster). Empty: the zoo's
   compute estimate for `gpu` as it is;
 - optional columns read when present: `tensor_set` (pytorch | tensorflow, default pytorch),
-  `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu).
+  `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu),
+  `overlap` (wfbp | none | full, default wfbp: the timing model's overlap mode for that row; `none`
+  where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
+  `--gradient_repacking`, thesis_method.md §6.5 (a)).
 Every other column is kept and echoed in the output.
 
-Prediction: rows sharing (model, tensor set, batch) are evaluated as one design space where each row
+Prediction: rows sharing (model, tensor set, batch, overlap) are evaluated as one design space where each row
 has its own GPU entry (so each can carry its own compute calibration); memory is not checked, since
 each row ran. Error % = (predicted - measured) / measured x 100.
 """
@@ -40,7 +43,7 @@ from .catalog import REFERENCE_CATALOG, Catalog, parse_catalog
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from .errors import InputError
 from .system import SystemParams, load_system
-from .timing import GpuCompute, evaluate
+from .timing import OVERLAP_MODES, GpuCompute, evaluate
 from .workload import PRECISIONS, TensorSet, load_workload
 
 VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
@@ -75,6 +78,7 @@ class Row:
     measured_samples_per_s: float
     tensor_set: str = "pytorch"
     chassis: str | None = None
+    overlap: str = "wfbp"
     raw: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -191,6 +195,8 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
         measured_samples_per_s=number("measured_samples_per_s"),
         tensor_set=raw.get("tensor_set", "") or "pytorch", chassis=raw.get("chassis", "") or None, raw=raw,
     )
+    if "overlap" in raw:
+        r.overlap = choice("overlap", OVERLAP_MODES, "wfbp") or "wfbp"
     if not r.strategy:
         raise _err(path, line, "strategy", f"empty (required; choose from {', '.join(ROW_STRATEGIES)})")
     if r.tensor_set not in workload.tensor_sets:
@@ -263,7 +269,7 @@ def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Ca
 
 @dataclass
 class Group:
-    """Rows sharing (model, tensor set, batch): one design space, one evaluate() call."""
+    """Rows sharing (model, tensor set, batch, overlap): one design space, one evaluate() call."""
 
     rows: np.ndarray  # indices into the prepared row list
     space: DesignSpace
@@ -271,6 +277,7 @@ class Group:
     tensors: TensorSet
     batch: int
     num_ps: np.ndarray
+    overlap: str = "wfbp"
 
 
 @dataclass
@@ -288,7 +295,7 @@ class Prepared:
         out = np.full(len(self.rows), np.nan)
         out[self.single_idx] = self.single_pred
         for g in self.groups:
-            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, "wfbp", num_ps=g.num_ps)
+            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps)
             out[g.rows] = t.throughput_samples_per_s
         return out
 
@@ -335,9 +342,9 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
     keys: dict[tuple, list[int]] = {}
     for i in design:
         r = rows[i]
-        keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu), []).append(i)
+        keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu, r.overlap), []).append(i)
     groups = []
-    for (model, ts, batch), idx in keys.items():
+    for (model, ts, batch, overlap), idx in keys.items():
         idx_a = np.array(idx, dtype=np.int64)
         n = len(idx)
         space = DesignSpace(
@@ -352,7 +359,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         compute = GpuCompute(f[idx_a], b[idx_a], st[idx_a], np.ones(n, bool), np.ones(n, bool),
                              ["calibrated"] * n, [basis[i] for i in idx])
         num_ps = np.array([rows[i].num_ps or 0 for i in idx], dtype=np.int64)
-        groups.append(Group(idx_a, space, compute, load_workload(model).tensors(ts), int(batch), num_ps))
+        groups.append(Group(idx_a, space, compute, load_workload(model).tensors(ts), int(batch), num_ps, overlap))
     del gpus_all
     measured = np.array([r.measured_samples_per_s for r in rows])
     return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [])

@@ -13,7 +13,7 @@ from costopt.calibrate import calibrate
 from costopt.validate import error_stats
 
 
-def _cell(s: dict) -> str:
+def _cell(s: dict) -> str:  # noqa: D103
     if not s["n"]:
         return "–"
     return f"{s['median_abs_error_pct']:.1f} / {s['p90_abs_error_pct']:.1f} / {s['max_abs_error_pct']:.1f}"
@@ -37,17 +37,40 @@ def main(dataset: str = "published") -> None:
     for s, g in df.groupby("strategy", sort=True):
         line(f"strategy {s}", g)
     line("**all**", df)
-    out += ["", "Fitted on all rows (for reference; not used in the LOSO columns):", "",
+    if "nic_basis" in df:
+        line("all, without rows whose network speed is assumed", df[df.nic_basis.fillna("") != "assumed"])
+    out += ["", f"Fitted on all rows ({res.fit.n_rows} used; rows with an assumed network speed are predicted, not fitted) "
+            "for reference; not used in the LOSO columns:", "",
             "| parameter | default | fitted | ± 1 sd | note |", "|---|---:|---:|---:|---|"]
     for r in res.fit.table():
         sd = "–" if r["sigma"] is None else f"{r['sigma']:.3g}"
         out.append(f"| {r['parameter']} | {r['start']:.4g} | {r['fitted']:.4g} | {sd} | {r['note']} |")
-    worst = df.reindex(df.error_uncalibrated_pct.abs().sort_values(ascending=False).index).head(6)
-    out += ["", "Largest uncalibrated misses:", "", "| source | model | gpu | GPUs x nodes | strategy | measured | predicted | error % |",
-            "|---|---|---|---|---|---:|---:|---:|"]
+    worst = df.reindex(df.error_loso_pct.abs().sort_values(ascending=False).index).head(8)
+    out += ["", "Largest LOSO misses:", "",
+            "| source | model | gpu | GPUs x nodes | strategy | network | measured | uncalibrated | LOSO | error % (uncal / LOSO) |",
+            "|---|---|---|---|---|---|---:|---:|---:|---:|"]
     for _, r in worst.iterrows():
-        out.append(f"| {r.source} | {r.model} | {r.gpu} | {r.gpus_per_node} x {r.nodes} | {r.strategy}/{r.reduce_on} | "
-                   f"{float(r.measured_samples_per_s):g} | {r.predicted_uncalibrated:.0f} | {r.error_uncalibrated_pct:+.1f} |")
+        basis = r.get("nic_basis", "")
+        net = "-" if not r.nic_gbps or str(r.nic_gbps) == "nan" else f"{r.nic_gbps} Gb/s ({basis})"
+        out.append(f"| {r.source} | {r.model} | {r.gpu} | {r.gpus_per_node} x {r.nodes} | {r.strategy}/{r.reduce_on} | {net} | "
+                   f"{float(r.measured_samples_per_s):g} | {r.predicted_uncalibrated:.0f} | {r.predicted_loso:.0f} | "
+                   f"{r.error_uncalibrated_pct:+.1f} / {r.error_loso_pct:+.1f} |")
+    # PS vs ring wherever one source measured both on one cluster (same source, system, GPU count, model, batch)
+    keys = ["source", "system", "gpu", "gpus_per_node", "nodes", "model", "batch_per_gpu"]
+    out += ["", "PS vs ring where a source measured both on one cluster:", "",
+            "| source | system | model | GPUs x nodes | measured ring / PS | uncalibrated ring / PS | LOSO ring / PS | agree (uncal / LOSO) |",
+            "|---|---|---|---|---:|---:|---:|---|"]
+    for k, g in df.groupby(keys, sort=True):
+        ring, ps = g[g.strategy == "ring"], g[g.strategy == "ps"]
+        if len(ring) != 1 or len(ps) != 1:
+            continue
+        rr, pp = ring.iloc[0], ps.iloc[0]
+        meas = float(rr.measured_samples_per_s) > float(pp.measured_samples_per_s)
+        ok = ["yes" if (a > b) == meas else "**no**" for a, b in ((rr.predicted_uncalibrated, pp.predicted_uncalibrated),
+                                                             (rr.predicted_loso, pp.predicted_loso))]
+        out.append(f"| {k[0]} | {k[1]} | {k[5]} | {k[3]} x {k[4]} | {float(rr.measured_samples_per_s):g} / "
+                   f"{float(pp.measured_samples_per_s):g} | {rr.predicted_uncalibrated:.0f} / {pp.predicted_uncalibrated:.0f} | "
+                   f"{rr.predicted_loso:.0f} / {pp.predicted_loso:.0f} | {ok[0]} / {ok[1]} |")
     print("\n".join(out))
 
 
