@@ -23,7 +23,7 @@ from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 
-DEFAULT_PRECISION = "fp32"
+DEFAULT_PRECISION = "auto"  # fp32 when the model has an fp32 profile, else its first AMP profile
 DEFAULT_MAX_NODES = 1024
 
 # Columns of a DESIGN (JSON object / table row), in output order.
@@ -155,8 +155,8 @@ def _resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, t
     workload = load_profile(profile, base) if profile is not None else base
     if workload is None:
         raise InputError("give --model or --profile")
-    if precision not in ("fp32", "amp_bf16", "amp_fp16"):
-        raise InputError(f"unknown precision '{precision}' (choose from fp32, amp_bf16, amp_fp16)")
+    if precision not in ("auto", "fp32", "amp_bf16", "amp_fp16"):
+        raise InputError(f"unknown precision '{precision}' (choose from auto, fp32, amp_bf16, amp_fp16)")
     if overlap not in OVERLAP_MODES:
         raise InputError(f"unknown overlap mode '{overlap}' (choose from {', '.join(OVERLAP_MODES)})")
     batch = int(batch_per_gpu) if batch_per_gpu is not None else workload.default_batch
@@ -164,6 +164,16 @@ def _resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, t
         raise InputError(f"batch per GPU must be >= 1, got {batch}")
     tensors = workload.tensors(tensor_set)
     return cat, params, workload, batch, tensors
+
+
+def resolve_precision(workload: Workload, precision: str) -> str:
+    """`auto` -> fp32 where the model has an fp32 profile (every GPU runs it), else its first AMP one."""
+    if precision != "auto":
+        return precision
+    have = workload.precisions()
+    if not have:
+        raise InputError(f"model '{workload.model}' has no compute profile")
+    return "fp32" if "fp32" in have else have[0]
 
 
 def evaluate_space(
@@ -188,6 +198,7 @@ def predict(
     """Predict one named design; returns a DESIGN dict (see README)."""
     cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
+    precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
@@ -268,6 +279,7 @@ def solve(
 
     cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
+    precision = resolve_precision(workload, precision)
     space = enumerate_designs(
         cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=tuple(strategies or STRATEGIES),
         reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node,

@@ -41,7 +41,7 @@ def _cost(v: float, rate: bool = False) -> str:
     return f"${v:,.2f}" if rate or abs(v) < 100 else _fmt_money(v)
 
 
-_PRECISION = typer.Option("fp32", help="fp32 | amp_bf16 | amp_fp16")
+_PRECISION = typer.Option("auto", help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)")
 _BATCH = typer.Option(None, help="Per-GPU batch (default: the model's reference batch).")
 _OVERLAP = typer.Option("wfbp", help="wfbp | none | full")
 _STRATEGY = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all).")

@@ -132,7 +132,8 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
                               reduce_on=tuple(opts.reduce_on or ("gpu",)), gpu_ids=gpu_ids, chassis_ids=chassis_ids,
                               node_budget_usd=node_budget)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                        precision=opts.precision, batch_per_gpu=batch, overlap=opts.overlap,
+                        precision=api.resolve_precision(workload, opts.precision), batch_per_gpu=batch,
+                        overlap=opts.overlap,
                         tco_years=opts.tco_years, samples_to_train=opts.samples)
     return price_rented(ev, opts.hours)
 

@@ -141,3 +141,9 @@ def test_table_output_names_winner_and_why():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0
     assert "Why:" in p.stdout and "Best:" in p.stdout
+
+
+def test_auto_precision_uses_fp32_where_measured_else_amp():
+    assert costopt.solve(300_000, "resnet50", top=1).best["precision"] == "fp32"
+    # llama_1b was measured in bf16 only (shared/data/h200/train_step.jsonl)
+    assert costopt.solve(1_000_000, "llama_1b", top=1).best["precision"] == "amp_bf16"
