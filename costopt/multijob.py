@@ -46,9 +46,14 @@ Objectives:
   1. `throughput`: max Σ_j w_j τ_j                                    (weights from the mix)
   2. `fair`:       max t  s.t.  τ_j / T_j ≥ t  ∀ j                    (every job needs a target)
   3. `cost`:       min C  s.t.  τ_j ≥ T_j  ∀ j                        (every job needs a target)
-A second solve breaks ties on the first optimum: 1 → least cost; 2 → most Σ_j w_j τ_j / T_j (the
-leftover budget speeds up the other jobs); 3 → most Σ_j w_j τ_j. The reported gap is the first
-solve's (CBC's relative gap between best solution and best bound; 0 = proven optimal).
+Objective 2 is solved by bisection over the candidates' ratios τ_d / T_j (the optimum is one of
+them): each step is the program above without objective, over the designs with ratio ≥ the level,
+pruned again without the throughput column; the level above the answer is proven infeasible.
+Ties on the optimum v1 (within 1e-7 relative) are then broken: 1 → least cost; 2 → most
+Σ_j w_j τ_j / T_j (the leftover budget speeds up the other jobs); 3 → most Σ_j w_j τ_j, over the
+designs that pass necessary conditions for being within the tie band (`_tie_candidates`): by
+enumeration when few combinations remain, else by a second solve. The reported gap is the first
+stage's (CBC's relative gap between best solution and best bound; 0 = proven optimal).
 
 Pruning, per job, before the program is built. A design d is dropped when another design e of the
 same job is no worse in every quantity a constraint or objective reads:
@@ -236,36 +241,65 @@ def _prune_dims(job: JobCandidates, market: Market, lim: MixLimits) -> np.ndarra
     return np.stack(cols, axis=1).astype(np.float64)
 
 
-def _skyline(dims: np.ndarray, cand: np.ndarray, seed: np.ndarray | None = None, block: int = 48) -> np.ndarray:
+def _skyline(dims: np.ndarray, cand: np.ndarray, seed: np.ndarray | None = None, block: int = 256) -> np.ndarray:
     """Rows of `cand` (indices into dims) that no other row of `cand` or `seed` dominates.
 
     e dominates d when e is no larger in every column and smaller in one, or equal everywhere and
-    earlier in the design order (smaller index). Sort-filter-skyline: in lexicographic order every
-    dominator comes before what it dominates, so each block is checked against the front found so
-    far (and the seed), then against itself."""
+    earlier in the design order (smaller index). Rows are sorted lexicographically (then by index) and
+    identical rows collapse onto the first, which dominates the rest; among distinct rows in that order
+    every dominator comes first, and e ≤ d in every column is then enough. Two columns: one sweep with
+    a running minimum. More: sort-filter-skyline, each block checked against the front found so far
+    (the seed rows take part as dominators only), then against itself."""
     if len(cand) == 0:
         return cand
-    cand = cand[np.lexsort((cand,) + tuple(dims[cand].T[::-1]))]
-    front_rows = [] if seed is None or len(seed) == 0 else [seed]
-    kept = []
-    for b0 in range(0, len(cand), block):
-        idx = cand[b0:b0 + block]
-        X = dims[idx]
-        alive = np.ones(len(idx), bool)
-        pool = np.concatenate(front_rows) if front_rows else np.zeros(0, np.int64)
-        pool = pool[np.all(dims[pool] <= X.max(axis=0), axis=1)]  # only these can dominate a row of the block
-        for c0 in range(0, len(pool), 2048):
-            P = dims[pool[c0:c0 + 2048]]
-            le = np.all(P[:, None, :] <= X[None, :, :], axis=2)
-            lt = np.any(P[:, None, :] < X[None, :, :], axis=2) | (pool[c0:c0 + 2048, None] < idx[None, :])
-            alive &= ~(le & lt).any(axis=0)
-        le = np.all(X[:, None, :] <= X[None, :, :], axis=2)
-        lt = np.any(X[:, None, :] < X[None, :, :], axis=2) | (idx[:, None] < idx[None, :])
-        alive &= ~(le & lt).any(axis=0)
-        if alive.any():
-            front_rows.append(idx[alive])
-            kept.append(idx[alive])
-    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
+    seed = np.zeros(0, np.int64) if seed is None else np.asarray(seed, np.int64)
+    rows = np.concatenate([cand, seed])
+    is_seed = np.arange(len(rows)) >= len(cand)
+    D = dims[rows]
+    o = np.lexsort((rows,) + tuple(D.T[::-1]))
+    rows, D, is_seed = rows[o], D[o], is_seed[o]
+    distinct = np.ones(len(rows), bool)
+    distinct[1:] = np.any(D[1:] != D[:-1], axis=1)
+    rows, D, is_seed = rows[distinct], D[distinct], is_seed[distinct]
+    n, k = D.shape
+    if k == 1:
+        alive = np.zeros(n, bool)
+        alive[0] = True
+    elif k == 2:
+        prev = np.concatenate([[np.inf], np.minimum.accumulate(D[:, 1])[:-1]])
+        alive = D[:, 1] < prev
+    else:
+        C = np.ascontiguousarray(D.T)  # one contiguous row per column
+        F = np.empty_like(C)  # the front so far, column-major
+        nf = 0
+        alive = np.ones(n, bool)
+        later = np.triu(np.ones((block, block), bool), 1)  # row i may dominate row j of a block only if i < j
+        for b0 in range(0, n, block):
+            b1 = min(n, b0 + block)
+            X = C[:, b0:b1]
+            ok = alive[b0:b1]
+            if nf:
+                xmax = X.max(axis=1)
+                m = F[0, :nf] <= xmax[0]
+                for c in range(1, k):
+                    m &= F[c, :nf] <= xmax[c]
+                P = F[:, :nf][:, m]
+                for c0 in range(0, P.shape[1], 1024):
+                    Pc = P[:, c0:c0 + 1024]
+                    le = Pc[0][:, None] <= X[0][None, :]
+                    for c in range(1, k):
+                        le &= Pc[c][:, None] <= X[c][None, :]
+                    ok &= ~le.any(axis=0)
+            le = X[0][:, None] <= X[0][None, :]
+            for c in range(1, k):
+                le &= X[c][:, None] <= X[c][None, :]
+            le &= later[:b1 - b0, :b1 - b0]
+            ok &= ~le.any(axis=0)
+            cnt = int(ok.sum())
+            F[:, nf:nf + cnt] = X[:, ok]
+            nf += cnt
+    keep = rows[alive & ~is_seed]
+    return np.sort(keep)
 
 
 def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> np.ndarray:
@@ -279,6 +313,8 @@ def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> n
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     dims = _prune_dims(job, market, lim)
+    if dims.shape[1] == 2 and not lim.one_nic_type:  # own cost and throughput only: one sweep
+        return _skyline(dims, np.arange(n))
     order = np.arange(n)
 
     # pass 1: per (gpu, chassis, nic, nodes) every design has the same resources: keep the fastest
@@ -584,35 +620,212 @@ class ProgramResult:
     stages: list[dict[str, Any]]
 
 
+def _best_alone(cost: np.ndarray, value: np.ndarray):
+    """g(c) = max value over designs with cost ≤ c, as (sorted costs, running max of value)."""
+    o = np.argsort(cost, kind="stable")
+    return cost[o], np.maximum.accumulate(value[o])
+
+
+def _lookup(table, cap: np.ndarray) -> np.ndarray:
+    c, v = table
+    i = np.searchsorted(c, cap, side="right") - 1
+    return np.where(i >= 0, v[np.maximum(i, 0)], -_INF)
+
+
+def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
+                    v1: float, tol: float) -> list[np.ndarray]:
+    """Per job, the designs that can be part of a feasible selection whose objective is within `tol` of
+    the optimum `v1` (necessary conditions only, so every tied optimum survives).
+
+    Own costs a_d sum to at most the budget (shared parts cost ≥ 0), and power, rack units and nodes
+    to at most their limits, so job j's design d leaves the others at most limit − (d's share) of
+    each. Every objective: d's share plus the other jobs' least shares fits each limit. throughput:
+    w_j τ_d plus, for each other job i, the most w_i τ it reaches within what d and the remaining
+    jobs' least shares leave of every limit, must reach v1 − tol; fair: τ_d / T_j ≥ v1 − tol; cost:
+    a_d plus the other jobs' least own costs ≤ v1 + tol."""
+    own = [own_cost(j, market) for j in jobs]
+    keep = [np.ones(len(j), bool) for j in jobs]
+    # summed limits: own cost under the budget, power, rack units, nodes
+    caps = [(own, lim.budget_usd)] + [([getattr(j, col).astype(np.float64) for j in jobs], getattr(lim, lim_attr))
+                                      for lim_attr, col, _, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
+    caps = [(v, limit * (1 + 1e-9) + 1e-6) for v, limit in caps if limit is not None]
+    n = len(jobs)
+    for _ in range(2):
+        if objective == "fair":
+            for j, job in enumerate(jobs):
+                keep[j] &= job.throughput / job.target >= v1 - tol
+        if objective == "cost":
+            amin = np.array([a[k].min(initial=_INF) for a, k in zip(own, keep)])
+            for j in range(n):
+                keep[j] &= own[j] + (amin.sum() - amin[j]) <= v1 + tol
+        mins = []
+        for v, limit in caps:
+            m = np.array([x[k].min(initial=_INF) for x, k in zip(v, keep)])
+            if not np.isfinite(m).all():
+                return [np.flatnonzero(k) for k in keep]
+            mins.append(m)
+            for j in range(n):
+                keep[j] &= v[j] + (m.sum() - m[j]) <= limit
+        if objective == "throughput" and n > 1:
+            # job j's design d leaves job i at most limit − v_d − the remaining jobs' least v, in each
+            # summed limit: job i reaches at most the least of its best values under those caps
+            w = [job.weight * job.throughput.astype(np.float64) for job in jobs]
+            for j in range(n):
+                ub = w[j].copy()
+                for i in range(n):
+                    if i == j:
+                        continue
+                    best = np.full(len(jobs[j]), _INF)
+                    for (v, limit), m in zip(caps, mins):
+                        table = _best_alone(v[i][keep[i]], w[i][keep[i]])
+                        best = np.minimum(best, _lookup(table, limit - v[j] - (m.sum() - m[i] - m[j])))
+                    ub += best
+                keep[j] &= ub >= v1 - tol
+    return [np.flatnonzero(k) for k in keep]
+
+
+def _enumerate_ties(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str, v1: float,
+                    tol: float, chunk: int = 100_000) -> np.ndarray | None:
+    """The tie-break by enumeration: among feasible selections within `tol` of `v1`, the best secondary
+    objective (least cost for `throughput`; most Σ w τ / T for `fair`; most Σ w τ for `cost`); ties
+    go to the first selection in index order. None when no selection is within the band."""
+    sizes = [len(j) for j in jobs]
+    total = int(np.prod(sizes, dtype=np.float64))
+    weights = np.array([j.weight for j in jobs])
+    best_key, best = None, None
+    for start in range(0, total, chunk):
+        flat = np.arange(start, min(start + chunk, total))
+        picks = np.stack(np.unravel_index(flat, sizes), axis=1)
+        tot = evaluate_picks(jobs, market, picks)
+        ok = _feasible(jobs, lim, objective, tot)
+        prim = _objective(objective, jobs, tot)
+        ok &= (prim <= v1 + tol) if objective == "cost" else (prim >= v1 - tol)
+        idx = np.flatnonzero(ok)
+        if len(idx) == 0:
+            continue
+        if objective == "throughput":
+            key = tot["cost_usd"][idx]
+        elif objective == "fair":
+            key = -(tot["throughput"][idx] / np.array([j.target for j in jobs])) @ weights
+        else:
+            key = -(tot["throughput"][idx] @ weights)
+        i = int(np.argmin(key))
+        if best_key is None or key[i] < best_key:
+            best_key, best = float(key[i]), picks[idx[i]]
+    return best
+
+
+def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits,
+                time_limit: float | None) -> tuple[dict[str, Any], np.ndarray | None]:
+    """max min_j τ_j / T_j by bisection over the candidates' ratios, each step a feasibility program.
+
+    The optimum is one of the ratios τ_d / T_j. For a level t, keep the designs with ratio ≥ t; which
+    of them is fastest no longer matters, so they are pruned again without the throughput column
+    (smaller programs that CBC settles at once); then any feasible selection proves t reachable, and
+    its own smallest ratio is the new lower end. The search ends when the level just above the best
+    found is proven infeasible, so the answer is optimal."""
+    t0 = time.perf_counter()
+    ratios = [j.throughput / j.target for j in jobs]
+    levels = np.unique(np.concatenate(ratios))
+    levels = levels[levels <= min(float(r.max()) for r in ratios)]
+    lo, hi, best, checks = -1, len(levels), None, 0
+    status = "Optimal"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        idx = []
+        for job, r in zip(jobs, ratios):
+            k = np.flatnonzero(r >= levels[mid])
+            flat = job.take(k)
+            flat.throughput = np.zeros(len(k))  # the throughput column drops out of the pruning
+            idx.append(k[prune(flat, market, lim)])
+        m = _build([j.take(k) for j, k in zip(jobs, idx)], market, lim, "fair")
+        m.prob.setObjective(pulp.lpSum(0.0 * xs[0] for xs in m.x))  # feasibility only
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            status = "Feasible (time limit)" if best is not None else "No solution (time limit)"
+            break
+        r = _run_cbc(m.prob, left)
+        checks += 1
+        if r["status"] == "Optimal":
+            p = np.array([k[d] for k, d in zip(idx, _picks(m))], dtype=np.int64)
+            value = min(float(rt[d]) for rt, d in zip(ratios, p))
+            lo, best = int(np.searchsorted(levels, value, side="right")) - 1, p
+        elif r["status"] == "Infeasible":
+            hi = mid
+        else:
+            status = "Feasible (time limit)" if best is not None else "No solution (time limit)"
+            break
+    if best is None and status == "Optimal":
+        status = "Infeasible"
+    gap = 0.0 if status == "Optimal" else None
+    if status.startswith("Feasible"):
+        top = float(levels[hi - 1])
+        found = float(levels[lo])
+        gap = (top - found) / max(abs(found), 1e-12)
+    return {"status": status, "gap": gap, "time_s": time.perf_counter() - t0,
+            "method": f"bisection over {len(levels):,} ratio levels, {checks} feasibility programs"}, best
+
+
+_ENUM_MAX = 200_000  # tie-break by enumeration up to this many selections of the remaining candidates
+
+
 def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
                   time_limit: float | None = None, tie_break: bool = True) -> ProgramResult:
-    """Solve the program over the given (already pruned) candidates."""
+    """Solve the program over the given (already pruned) candidates.
+
+    The first solve finds the optimum and proves it. The tie-break then looks only at designs that
+    can still be part of a selection within the tolerance of that optimum (`_tie_candidates`): by
+    enumeration when few selections remain, else by a second solve over those designs."""
     _check_objective(objective, jobs)
     if any(len(j) == 0 for j in jobs):
         return ProgramResult("Infeasible", None, None, None, 0.0, [])
     t0 = time.perf_counter()
-    model = _build(jobs, market, lim, objective)
-    first = _run_cbc(model.prob, time_limit)
+    if objective == "fair":
+        first, picks = _solve_fair(jobs, market, lim, time_limit)
+    else:
+        model = _build(jobs, market, lim, objective)
+        first = _run_cbc(model.prob, time_limit)
+        picks = _picks(model) if first["status"] in ("Optimal", "Feasible (time limit)") else None
     stages = [first]
     if first["status"] not in ("Optimal", "Feasible (time limit)"):
         return ProgramResult(first["status"], None, None, None, time.perf_counter() - t0, stages)
-    picks = _picks(model)
     if tie_break and first["status"] == "Optimal":
-        v1 = float(pulp.value(model.primary))
+        v1 = float(_objective(objective, jobs, evaluate_picks(jobs, market, picks[None, :]))[0])
         tol = _TIE_TOL * max(abs(v1), 1e-9)
-        if objective == "cost":
-            model.prob += model.primary <= v1 + tol, "tie_primary"
-            model.prob.sense = pulp.LpMaximize
-        else:
-            model.prob += model.primary >= v1 - tol, "tie_primary"
-            model.prob.sense = pulp.LpMinimize if objective == "throughput" else pulp.LpMaximize
-        model.prob.setObjective(model.secondary * (1.0 / _scale("cost" if objective == "throughput" else "throughput",
-                                                                 jobs, lim, market)))
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-        second = _run_cbc(model.prob, left)
-        stages.append(second)
-        if second["status"] in ("Optimal", "Feasible (time limit)"):
-            picks = _picks(model)
+        t1 = time.perf_counter()
+        idx = _tie_candidates(jobs, market, lim, objective, v1, tol)
+        if all(i in k for i, k in zip(picks, idx)):  # always, unless rounding: then keep the first answer
+            sub = [j.take(k) for j, k in zip(jobs, idx)]
+            combos = float(np.prod([len(k) for k in idx], dtype=np.float64))
+            if combos <= _ENUM_MAX:
+                best = _enumerate_ties(sub, market, lim, objective, v1, tol)
+                stages.append({"status": "Optimal", "gap": 0.0, "time_s": time.perf_counter() - t1,
+                               "method": f"enumeration of {combos:,.0f} tied candidates"})
+                if best is not None:
+                    picks = np.array([k[b] for k, b in zip(idx, best)], dtype=np.int64)
+            else:
+                m2 = _build(sub, market, lim, objective)
+                if objective == "cost":
+                    m2.prob += m2.primary <= v1 + tol, "tie_primary"
+                    m2.prob.sense = pulp.LpMaximize
+                else:
+                    m2.prob += m2.primary >= v1 - tol, "tie_primary"
+                    m2.prob.sense = pulp.LpMinimize if objective == "throughput" else pulp.LpMaximize
+                # secondary brought to O(1) by its value at the first answer, so close values stay apart
+                tot1 = evaluate_picks(jobs, market, picks[None, :])
+                w = np.array([j.weight for j in jobs])
+                sec1 = float(tot1["cost_usd"][0] if objective == "throughput" else
+                             (tot1["throughput"][0] / np.array([j.target for j in jobs])) @ w if objective == "fair"
+                             else tot1["throughput"][0] @ w)
+                sec_scale = abs(sec1) if abs(sec1) > 0 else _scale("cost" if objective == "throughput" else "throughput",
+                                                                   sub, lim, market)
+                m2.prob.setObjective(m2.secondary * (1.0 / sec_scale))
+                left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+                second = _run_cbc(m2.prob, left)
+                second["method"] = f"second solve over {int(sum(len(k) for k in idx)):,} tied candidates"
+                stages.append(second)
+                if second["status"] in ("Optimal", "Feasible (time limit)"):
+                    picks = np.array([k[b] for k, b in zip(idx, _picks(m2))], dtype=np.int64)
     tot = evaluate_picks(jobs, market, picks[None, :])
     value = float(_objective(objective, jobs, tot)[0])
     return ProgramResult(first["status"], picks, value, first["gap"], time.perf_counter() - t0, stages)
