@@ -19,6 +19,8 @@ distinct pair, so there is no loop per design.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 
@@ -29,17 +31,25 @@ def greedy_shard_loads(
 
     `creation_bytes[k]` is the size of the k-th variable in creation order; `trainable[k]` False
     marks load-only variables (moving statistics) that count for balancing but move no bytes.
+    The least-loaded shard (ties: lowest index, as numpy's argmin in TensorFlow) comes off a heap of
+    (load, index) pairs, so a placement costs O(K log P) rather than O(K·P).
     """
     if num_shards < 1:
         raise ValueError("num_shards must be >= 1")
     sizes = np.asarray(creation_bytes, dtype=np.float64)
     train = np.ones(sizes.shape, dtype=bool) if trainable is None else np.asarray(trainable, dtype=bool)
-    load = np.zeros(num_shards)
     trainable_bytes = np.zeros(num_shards)
     count = np.zeros(num_shards, dtype=np.int64)
-    for size, is_trainable in zip(sizes, train):
-        p = int(np.argmin(load))  # numpy argmin: ties go to the lowest index, as in TensorFlow
-        load[p] += size
+    n_vars = len(sizes)
+    if num_shards >= n_vars and np.all(sizes > 0):
+        # every variable finds an empty shard, and the lowest-index empty one is the next in line
+        trainable_bytes[:n_vars] = np.where(train, sizes, 0.0)
+        count[:n_vars] = train
+        return trainable_bytes, count
+    heap = [(0.0, p) for p in range(num_shards)]  # already a valid heap: all loads equal, indices ascending
+    for size, is_trainable in zip(sizes.tolist(), train.tolist()):
+        load, p = heap[0]
+        heapq.heapreplace(heap, (load + size, p))
         if is_trainable:
             trainable_bytes[p] += size
             count[p] += 1

@@ -56,7 +56,7 @@ import numpy as np
 
 from .catalog import host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
-from .placement import greedy_shard_loads
+from .placement import ps_node_traffic
 from .system import SystemParams
 from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
@@ -154,29 +154,14 @@ _PS_CACHE: dict[tuple[int, int, int], tuple[TensorSet, float, float, float]] = {
 
 
 def _ps_node_bytes(tensors: TensorSet, m: int, p: int) -> tuple[float, float, float]:
-    """(busiest NIC bytes per phase, largest node's shard bytes, most remote tensors) for P shards on M nodes.
-
-    Greedy placement of whole tensors on P shards (placement.py); shard k lives on node k mod M.
-    Node j holding L_j bytes sends L_j to each of the M-1 other workers and receives S - L_j.
-    Cached per (tensor set, M, P): the calibration evaluates the same designs many times.
-    """
+    """`placement.ps_node_traffic` for P shards on M nodes, cached per (tensor set, M, P): the same
+    model is evaluated over many designs, calibration runs and jobs."""
     key = (id(tensors), int(m), int(p))
     hit = _PS_CACHE.get(key)
     if hit is not None and hit[0] is tensors:
         return hit[1], hit[2], hit[3]
     creation_bytes, trainable = tensors.creation_order_bytes()
-    shard, count = greedy_shard_loads(creation_bytes, int(p), trainable)
-    node = np.arange(int(p)) % int(m)
-    load = np.bincount(node, weights=shard, minlength=int(m))
-    cnt = np.bincount(node, weights=count.astype(np.float64), minlength=int(m))
-    total = float(shard.sum())
-    n_train = float(trainable.sum())
-    if m > 1:
-        busiest = float(np.max(np.maximum((m - 1) * load, total - load)))
-        remote = float(n_train - cnt.min())
-    else:
-        busiest, remote = 0.0, 0.0
-    out = (busiest, float(load.max()), remote)
+    out = ps_node_traffic(creation_bytes, trainable, int(m), int(p))
     if len(_PS_CACHE) > 4096:
         _PS_CACHE.clear()
     _PS_CACHE[key] = (tensors, *out)
