@@ -22,13 +22,14 @@ from costopt.workload import load_workload
 
 
 def best_of(fn, repeats):
+    """(first call, best, median, result): the first call also fills the PS placement cache."""
     times = []
     out = None
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
-    return min(times), float(np.median(times)), out
+    return times[0], min(times), float(np.median(times)), out
 
 
 def main() -> None:
@@ -38,19 +39,21 @@ def main() -> None:
     cat = load_catalog()
     params = default_system()
     print(f"reference catalog: {len(cat.gpu)} GPUs, {len(cat.chassis)} chassis, {len(cat.nic)} NICs")
-    for model in ("inception_v3", "resnet50", "vgg16", "bert_base"):
+    for model in ("inception_v3", "resnet50", "vgg16", "bert_base", "resnet152"):
         w = load_workload(model)
         ts = w.tensors("pytorch")
         for max_nodes in (64, 512):
             space = enumerate_designs(cat, max_nodes=max_nodes, reduce_on=("gpu", "cpu"))
             run = lambda: evaluate_space(space, catalog=cat, workload=w, tensors=ts, params=params,  # noqa: E731
                                          precision="fp32", batch_per_gpu=w.default_batch)
-            best, med, _ = best_of(run, args.repeats)
-            print(f"{model:13s} max_nodes={max_nodes:4d}: {len(space):9,d} designs, evaluate best {best * 1e3:7.1f} ms "
-                  f"(median {med * 1e3:7.1f} ms) -> {len(space) / best:12,.0f} designs/s")
+            first, best, med, _ = best_of(run, args.repeats)
+            print(f"{model:13s} max_nodes={max_nodes:4d}: {len(space):9,d} designs, evaluate first {first * 1e3:7.1f} ms "
+                  f"({len(space) / first:10,.0f}/s), best {best * 1e3:7.1f} ms (median {med * 1e3:7.1f} ms) "
+                  f"-> {len(space) / best:10,.0f} designs/s")
     for model in ("inception_v3", "resnet50", "vgg16"):
-        best, med, res = best_of(lambda: costopt.solve(200_000, model), args.repeats)
-        print(f"solve --budget 200000 --model {model:13s}: best {best * 1e3:6.1f} ms, median {med * 1e3:6.1f} ms, "
+        first, best, med, res = best_of(lambda: costopt.solve(200_000, model), args.repeats)
+        print(f"solve --budget 200000 --model {model:13s}: first {first * 1e3:6.1f} ms, best {best * 1e3:6.1f} ms, "
+              f"median {med * 1e3:6.1f} ms, "
               f"{res.candidates_evaluated:,} candidates, Pareto front {res.solver['pareto_front_size']}")
 
 
