@@ -106,7 +106,7 @@ class Evaluation:
         return df
 
 
-def _design_dict(row: pd.Series) -> dict[str, Any]:
+def design_dict(row: pd.Series) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in DESIGN_FIELDS:
         v = row[k]
@@ -148,7 +148,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
     return GpuCompute(f, b, st, mem_ok, supported, source, basis)
 
 
-def _resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
+def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
     params = system if isinstance(system, SystemParams) else load_system(system)
     base = load_workload(model) if profile is None or model else None
@@ -196,13 +196,13 @@ def predict(
     tco_years: float = 0.0, nics_per_node: int = 1,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README)."""
-    cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
+    cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
     precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
-    d = _design_dict(ev.frame().iloc[0])
+    d = design_dict(ev.frame().iloc[0])
     d["model"] = workload.model
     return d
 
@@ -277,7 +277,7 @@ def solve(
     if objective == "cost" and min_throughput is None:
         raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)")
 
-    cat, params, workload, batch, tensors = _resolve_inputs(model, catalog, precision, batch_per_gpu, system,
+    cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
     space = enumerate_designs(
@@ -342,10 +342,10 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
     table = ev.frame(ranked)
     table.insert(0, "rank", np.arange(1, len(ranked) + 1))
-    rows = [_design_dict(r) for _, r in table.iterrows()]
+    rows = [design_dict(r) for _, r in table.iterrows()]
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand))}
-    per_gpu_rows = [_design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
+    per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
     return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows)
 
 
@@ -355,22 +355,22 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
         in_budget = pool[cost[pool] <= budget]
         if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
             near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
-            d = _design_dict(ev.frame([near]).iloc[0])
+            d = design_dict(ev.frame([near]).iloc[0])
             return InfeasibleError(
                 f"no design within ${budget:,.0f} reaches {min_throughput:,.1f} samples/s; the fastest within budget "
                 f"reaches {d['throughput_samples_per_s']:,.1f} samples/s", nearest=d, reason="min-throughput")
     if objective == "cost" and min_throughput is not None and not (thr[pool] >= min_throughput).any():
         near = int(pool[np.lexsort((order_rank[pool], cost[pool], -thr[pool]))[0]])
-        d = _design_dict(ev.frame([near]).iloc[0])
+        d = design_dict(ev.frame([near]).iloc[0])
         return InfeasibleError(
             f"no candidate reaches {min_throughput:,.1f} samples/s (fastest: {d['throughput_samples_per_s']:,.1f})",
             nearest=d, reason="min-throughput")
     if not hw_ok.any():
         near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
-        d = _design_dict(ev.frame([near]).iloc[0])
+        d = design_dict(ev.frame([near]).iloc[0])
         return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
     cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
-    d = _design_dict(ev.frame([cheapest]).iloc[0])
+    d = design_dict(ev.frame([cheapest]).iloc[0])
     return InfeasibleError(
         f"budget ${budget:,.0f} is below the cheapest feasible design (${d['cost_usd']:,.0f})",
         nearest=d, reason="budget")

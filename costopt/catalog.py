@@ -31,7 +31,6 @@ built-in name, or a path relative to the file):
 from __future__ import annotations
 
 import copy
-import tomllib
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
@@ -39,6 +38,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InputError
+from .files import read_toml
 from .units import PCIE_X16_GB_PER_S, pcie_x16_gbps
 
 BUILTIN_CATALOG_DIR = Path(__file__).parent / "catalogs"
@@ -253,7 +253,7 @@ class Catalog(_Strict):
 
 
 
-def _locate(data: dict, loc: tuple) -> str:
+def error_location(data: dict, loc: tuple) -> str:
     """Turn a pydantic error location into 'gpu[3] (id 'h100-sxm'), field 'price_usd''."""
     parts: list[str] = []
     node = data
@@ -325,7 +325,7 @@ def parse_catalog(data: dict, where: str) -> Catalog:
         cat = Catalog.model_validate({**data, "path": where})
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = _locate(data, tuple(err["loc"]))
+        loc = error_location(data, tuple(err["loc"]))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -338,14 +338,7 @@ def parse_catalog(data: dict, where: str) -> Catalog:
 
 
 def _read_toml(p: Path) -> dict:
-    if not p.exists():
-        raise InputError(f"catalog file not found: {p}")
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+    return read_toml(p, "catalog file")
 
 
 def builtin_catalogs() -> dict[str, Path]:

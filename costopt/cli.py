@@ -7,7 +7,6 @@ exits 1 after showing the nearest feasible design. `--format json` prints JSON o
 from __future__ import annotations
 
 import json
-import math
 import sys
 from enum import Enum
 from pathlib import Path
@@ -20,6 +19,7 @@ from rich.table import Table
 from . import api
 from .catalog import load_catalog
 from .errors import CostoptError, InfeasibleError, InputError
+from .files import json_safe
 from .workload import list_models, load_workload
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0] if __doc__ else None,
@@ -45,15 +45,7 @@ def _console() -> Console:
 
 
 def _json_dump(obj: Any) -> str:
-    def clean(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [clean(x) for x in v]
-        return v
-    return json.dumps(clean(obj), indent=2, sort_keys=False)
+    return json.dumps(json_safe(obj), indent=2, sort_keys=False)
 
 
 def _fmt_money(v: float) -> str:

@@ -18,15 +18,15 @@ weighted-throughput objective. Validation names the file, the job or table, and 
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .catalog import Catalog, _locate
+from .catalog import Catalog, error_location
 from .errors import InputError
+from .files import read_toml
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 Units = Annotated[int, Field(ge=0)]
@@ -177,10 +177,10 @@ def parse_mix(data: dict, where: str) -> Mix:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
         if len(loc) >= 2 and loc[0] == "jobs" and isinstance(loc[1], str):
-            rest = _locate(data.get("jobs", {}).get(loc[1], {}), loc[2:]) if len(loc) > 2 else ""
+            rest = error_location(data.get("jobs", {}).get(loc[1], {}), loc[2:]) if len(loc) > 2 else ""
             label = f"job '{loc[1]}'" + (f", {rest}" if rest and rest != "top level" else "")
         else:
-            label = _locate(data, loc)
+            label = error_location(data, loc)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -196,12 +196,4 @@ def parse_mix(data: dict, where: str) -> Mix:
 def load_mix(path: str | Path) -> Mix:
     """Read and validate a mix file (TOML)."""
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"workload mix file not found: {p}")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
-    return parse_mix(data, str(p))
+    return parse_mix(read_toml(p, "workload mix file"), str(p))

@@ -90,7 +90,7 @@ import numpy as np
 import pandas as pd
 import pulp
 
-from .api import DEFAULT_MAX_NODES, Evaluation, _design_dict, _resolve_inputs, evaluate_space
+from .api import DEFAULT_MAX_NODES, Evaluation, design_dict, resolve_inputs, evaluate_space
 from .catalog import Catalog, load_catalog
 from .design_space import STRATEGIES, enumerate_designs
 from .errors import InfeasibleError, InputError
@@ -979,7 +979,7 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
     jobs = []
     for name, spec in mix.jobs.items():
         try:
-            cat, params, workload, batch, tensors = _resolve_inputs(spec.model, catalog, spec.precision,
+            cat, params, workload, batch, tensors = resolve_inputs(spec.model, catalog, spec.precision,
                                                                     spec.batch_per_gpu, system, None, tensor_set, overlap)
             space = enumerate_designs(
                 cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
@@ -1086,7 +1086,7 @@ def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Mark
     tot = evaluate_picks(jobs, market, picks[None, :])
     job_rows = []
     for j, (job, d) in enumerate(zip(jobs, picks)):
-        design = _design_dict(job.evaluation.frame([job.index[d]]).iloc[0])
+        design = design_dict(job.evaluation.frame([job.index[d]]).iloc[0])
         design["model"] = job.evaluation.model
         thr = float(job.throughput[d])
         job_rows.append({

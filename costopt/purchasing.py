@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from . import api
-from .api import Evaluation, SolveResult, _design_dict, _resolve_inputs, choose, evaluate_space
+from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
 from .cost import evaluate_costs
 from .design_space import STRATEGIES, enumerate_designs
@@ -118,7 +118,7 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
                      *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
                      chassis_ids: list[str] | None = None) -> Evaluation:
     """Enumerate and evaluate every design of a catalog, priced for `opts` (owned or rented)."""
-    cat, params, workload, batch, tensors = _resolve_inputs(model, _as_catalog(catalog), opts.precision,
+    cat, params, workload, batch, tensors = resolve_inputs(model, _as_catalog(catalog), opts.precision,
                                                             opts.batch_per_gpu, opts.system, opts.profile,
                                                             "pytorch", opts.overlap)
     if node_budget == "auto":
@@ -284,7 +284,7 @@ def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budg
             f_hi = mid
     ev_at = _rescaled(ev, kind, pid, f_lo, opts)
     _, j = _best_score_within(ev_at, budget, opts.objective)
-    design = _design_dict(ev_at.frame([j]).iloc[0]) if j is not None else None
+    design = design_dict(ev_at.frame([j]).iloc[0]) if j is not None else None
     return PriceCut(loser.label, kind, pid, fld, current, current * f_lo, 1.0 - f_lo, design)
 
 
@@ -404,7 +404,7 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
             raise InfeasibleError(f"no instance in {cloud_cat.path} can run {model}", reason="memory/precision") from None
         idx = np.flatnonzero(ok)
         j = int(idx[np.argmax(cev.timing.throughput_samples_per_s[idx])])
-        rent = _design_dict(cev.frame([j]).iloc[0])
+        rent = design_dict(cev.frame([j]).iloc[0])
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
     ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]

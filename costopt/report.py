@@ -33,6 +33,7 @@ from . import api
 from .catalog import Catalog
 from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
+from .files import json_safe
 from .purchasing import Options, _as_catalog, cost_basis, evaluate_catalog, solve_catalog
 
 TARGET_EFFICIENCY = 0.9
@@ -481,20 +482,10 @@ def to_html(rep: Report) -> str:
             out.append(f'<figure id="fig-{f.name}"><img alt="{e(f.title)}" src="data:image/png;base64,{b64}"></figure>')
         out.extend(f'<p class="note">{e(n)}</p>' for n in s.notes)
         out.append("</section>")
-    data = json.dumps(_clean(rep.solve_json)).replace("</", "<\\/")
+    data = json.dumps(json_safe(rep.solve_json)).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="costopt-solve">{data}</script>')
     out.append("</body></html>")
     return "\n".join(out)
-
-
-def _clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    return v
 
 
 def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
@@ -512,7 +503,7 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
             (figure_dir / f"{f.name}.png").write_bytes(f.png)
             out += [f"![{f.title}]({rel}/{f.name}.png)", ""]
         out += [f"_{n}_" for n in s.notes] + ([""] if s.notes else [])
-    out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(_clean(rep.solve_json), indent=1),
+    out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(json_safe(rep.solve_json), indent=1),
             "```", "</details>", ""]
     return "\n".join(out)
 

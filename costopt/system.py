@@ -7,11 +7,11 @@ errors, as in catalogs.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .errors import InputError
+from .files import read_toml
 
 DEFAULTS_PATH = Path(__file__).parent / "data" / "system_defaults.toml"
 
@@ -65,12 +65,7 @@ FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 
 def _read(path: Path) -> dict:
-    if not path.exists():
-        raise InputError(f"system parameter file not found: {path}")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from None
+    return read_toml(path, "system parameter file")
 
 
 def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ import pandas as pd
 from .catalog import REFERENCE_CATALOG, Catalog, parse_catalog
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from .errors import InputError
+from .files import read_toml
 from .system import SystemParams, load_system
 from .timing import OVERLAP_MODES, GpuCompute, evaluate
 from .workload import PRECISIONS, TensorSet, load_workload
@@ -224,12 +224,7 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
 # catalog
 
 def _read_toml(path: Path) -> dict:
-    if not path.exists():
-        raise InputError(f"catalog file not found: {path}")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from None
+    return read_toml(path, "catalog file")
 
 
 def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Catalog:

@@ -1,7 +1,6 @@
 """Purchasing workflows: overlay and cloud catalogs, hourly pricing, compare, rent vs buy, exports, import."""
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -61,7 +61,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # run from a checkout without installing
 
-from costopt.placement import greedy_shard_loads, ps_busiest_bytes_table  # noqa: E402
+from costopt.placement import ps_busiest_bytes_table  # noqa: E402
 from costopt.system import load_system  # noqa: E402
 from costopt.workload import GRADIENT_BYTES_PER_PARAM, TensorSet, load_workload  # noqa: E402
 
