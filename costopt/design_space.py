@@ -66,16 +66,23 @@ class DesignSpace:
         )
 
     def sort_key(self) -> np.ndarray:
-        """Deterministic order for tie-breaking: gpu id, GPUs/node, nodes, nic id, strategy, reduce_on."""
-        gpu_rank = np.argsort(np.argsort([g.id for g in self.gpus], kind="stable"), kind="stable")
-        nic_ids = [n.id for n in self.nics]
-        nic_rank = np.argsort(np.argsort(nic_ids, kind="stable"), kind="stable") if nic_ids else np.zeros(0, int)
-        nic_rank_full = np.where(self.nic_idx >= 0, nic_rank[np.maximum(self.nic_idx, 0)] + 1, 0) if len(nic_rank) else np.zeros(len(self), int)
-        ch_rank = np.argsort(np.argsort([c.id for c in self.chassis], kind="stable"), kind="stable")
+        """Deterministic order for tie-breaking: gpu id, GPUs/node, chassis id, nodes, nic id (none
+        first), NICs per node, strategy, reduce_on. Ids, not catalog positions, so reordering a
+        catalog file does not change an answer."""
+        gpu_rank = _id_rank([g.id for g in self.gpus])
+        ch_rank = _id_rank([c.id for c in self.chassis])
+        nic_rank = np.concatenate([_id_rank([n.id for n in self.nics]) + 1, [0]])  # last slot: no NIC
         return np.lexsort(
-            (self.reduce_on, self.strategy, self.nics_per_node, nic_rank_full, self.nodes, ch_rank[self.chassis_idx],
-             self.gpus_per_node, gpu_rank[self.gpu_idx])
+            (self.reduce_on, self.strategy, self.nics_per_node, nic_rank[self.nic_idx], self.nodes,
+             ch_rank[self.chassis_idx], self.gpus_per_node, gpu_rank[self.gpu_idx])
         )
+
+
+def _id_rank(ids: list[str]) -> np.ndarray:
+    """Position of each id in sorted order."""
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+    return rank
 
 
 def _pick(names: list[str] | None, known: dict, what: str) -> list[str]:
