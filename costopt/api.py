@@ -29,7 +29,7 @@ DEFAULT_MAX_NODES = 1024
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
     "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
-    "batch_per_gpu", "precision", "overlap", "cost_usd", "capex_usd", "energy_usd_per_year", "power_kw",
+    "batch_per_gpu", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
     "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
     "time_to_train_h", "compute_source", "compute_basis", "feasible",
@@ -53,9 +53,20 @@ class Evaluation:
     timing: Timing
     costs: Costs
     samples_to_train: float | None = None
+    tco_years: float = 0.0
 
     def __len__(self) -> int:
         return len(self.space)
+
+    def cost_basis(self, idx: np.ndarray) -> np.ndarray:
+        """What `cost_usd` means for each design: a one-off price, a TCO, or a rent."""
+        c = self.costs
+        owned = "USD capex" if not self.tco_years else f"USD capex + {self.tco_years:g} years of electricity"
+        if c.rented is None:
+            return np.full(len(idx), owned, dtype=object)
+        per_hour = np.isclose(c.cost_usd[idx], c.usd_per_hour[idx], rtol=1e-12, atol=0.0)
+        rent = np.where(per_hour, "USD per hour (rented)", "USD for the job (rented: per hour x hours)")
+        return np.where(c.rented[idx], rent, owned).astype(object)
 
     def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
         """DESIGN rows for the given design indices (all when None)."""
@@ -83,6 +94,7 @@ class Evaluation:
                 "precision": np.full(len(idx), self.precision, dtype=object),
                 "overlap": np.full(len(idx), self.overlap, dtype=object),
                 "cost_usd": c.cost_usd[idx],
+                "cost_basis": self.cost_basis(idx),
                 "capex_usd": c.capex_usd[idx],
                 "energy_usd_per_year": c.energy_usd_per_year[idx],
                 "power_kw": c.power_kw[idx],
@@ -185,7 +197,7 @@ def evaluate_space(
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
     costs = evaluate_costs(space, catalog.site, tco_years)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
-                      space, compute, timing, costs, samples_to_train)
+                      space, compute, timing, costs, samples_to_train, tco_years)
 
 
 def predict(

@@ -52,6 +52,10 @@ def _fmt_money(v: float) -> str:
     return f"${v:,.0f}"
 
 
+def _fmt_ratio(v: float) -> str:
+    return f"{v:,.2f}" if v >= 1 else f"{v:.3g}"
+
+
 def _design_table(rows: list[dict], title: str) -> Table:
     t = Table(title=title, title_justify="left", show_lines=False)
     cols = [("#", "right"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"), ("strategy", "left"),
@@ -64,7 +68,8 @@ def _design_table(rows: list[dict], title: str) -> Table:
         t.add_row(
             str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}",
             r["nic"] if r.get("nics_per_node", 1) <= 1 else f"{r['nics_per_node']}x {r['nic']}", strat,
-            _fmt_money(r["cost_usd"]), f"{r['throughput_samples_per_s']:,.1f}", f"{r['usd_per_sample_per_s']:,.2f}",
+            _fmt_money(r["cost_usd"]) + ("/h" if r.get("cost_basis", "").startswith("USD per hour") else ""),
+            f"{r['throughput_samples_per_s']:,.1f}", _fmt_ratio(r["usd_per_sample_per_s"]),
             f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
             r["bottleneck"], r["compute_source"],
         )
