@@ -43,7 +43,14 @@ t_serial is the PS pull and apply (0 for all-reduce), plus the synchronisation w
     t_straggle = cv · (T_f + T_b + T_step) · E_N,   E_N = E[max of N iid standard normals]
                  (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, default 0)
 
-The PS barrier/global_step exchange itself (t_sync ≈ 2·α_net) is left out: tens of microseconds. full ≤ wfbp ≤ none always, since
+and a fixed per-step synchronisation cost per participating GPU (collective launch and rendezvous, TF's
+step-end barrier; §6.3 step 7 "t_sync ≈ 2·α", the ring's 2(N−1)·α per tensor of §6.4), independent of
+compute time:
+
+    t_sync = (N − 1) · α_sync          (α_sync = `sync_us_per_gpu`, [sync] step_us_per_gpu, default 0)
+
+With the default α_sync = 0 the PS barrier/global_step exchange (≈ 2·α_net, tens of microseconds) is
+left out; a calibrated α_sync carries it with every other per-step cost that grows with N. full ≤ wfbp ≤ none always, since
 t_stream ≤ E ≤ T_b + t_stream. Throughput = N·b / t_iter; scaling efficiency = throughput /
 (N · b / (T_f + T_b + T_step)).
 """
@@ -306,6 +313,9 @@ def evaluate(
         uniq, inv = np.unique(n_int, return_inverse=True)
         e_max = np.array([expected_max_normal(int(k)) for k in uniq])[np.asarray(inv).reshape(-1)]
         t_serial = t_serial + params.straggler_cv * t_compute * e_max
+
+    if params.sync_us_per_gpu > 0:
+        t_serial = t_serial + us_to_s(params.sync_us_per_gpu) * np.maximum(N - 1.0, 0.0)
 
     t_iter = T_f + t_after + T_step + t_serial
     t_comm = t_stream + t_serial

@@ -147,3 +147,15 @@ def test_straggler_term_is_zero_by_default_and_matches_its_formula(tmp_path):
     slow = validate(p, system=default_system().with_updates(straggler_cv=0.05)).frame["predicted_samples_per_s"].iloc[0]
     t_compute = 64 / 200.0
     assert 4 * 64 / slow == pytest.approx(4 * 64 / base + 0.05 * t_compute * expected_max_normal(4), rel=1e-6)
+
+
+def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
+    from costopt.system import default_system
+    assert default_system().sync_us_per_gpu == 0.0
+    p = _csv(tmp_path, "T,inception_v3,p100-pcie,1,4,64,fp32,ring,10,tcp,,gpu,200,300",
+             "T,inception_v3,p100-pcie,2,1,64,fp32,ring,,,,gpu,200,300")
+    base = validate(p).frame["predicted_samples_per_s"].to_numpy()
+    slow = validate(p, system=default_system().with_updates(sync_us_per_gpu=2000.0)).frame["predicted_samples_per_s"].to_numpy()
+    # t_sync = (N - 1) · α_sync, added to the iteration as a serial term
+    assert 4 * 64 / slow[0] == pytest.approx(4 * 64 / base[0] + 3 * 2e-3, rel=1e-9)
+    assert 2 * 64 / slow[1] == pytest.approx(2 * 64 / base[1] + 1 * 2e-3, rel=1e-9)
