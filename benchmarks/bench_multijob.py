@@ -5,8 +5,8 @@
 For 1, 3 and 10 jobs, each objective and two settings of the shared limits:
   plain:   a budget and one NIC type for the fabric;
   full:    budget, power, rack units, owned inventory, a stock limit and volume tiers (examples/mix.toml's).
-It prints the candidates per job (feasible designs -> after dominance pruning -> after per-design and
-joint limits), the MILP time (first solve, which proves optimality; then with the tie-break solve)
+It prints the candidates per job (feasible designs -> within the per-design and joint limits -> after
+dominance pruning), the MILP time (first solve, which proves optimality; then with the tie-break solve)
 and, where the number of combinations allows, the brute-force answer over the same candidates.
 """
 
@@ -62,11 +62,11 @@ def run(n_jobs: int, full: bool, objectives: list[str], cat) -> None:
         jobs = reduce_jobs(raw, market, lim, objective)
         t_prune = time.perf_counter() - t0
         if objective == objectives[0]:
-            print("  candidates per job (feasible -> pruned -> within limits):")
+            print("  candidates per job (feasible -> within limits -> pruned):")
             for j in jobs:
                 c = j.counts
                 print(f"    {j.name:14s} {c['enumerated']:>7,} enumerated, {c['feasible']:>7,} -> "
-                      f"{c['after_pruning']:>6,} -> {c['after_limits']:>6,}")
+                      f"{c['within_limits']:>6,} -> {c['after_pruning']:>6,}")
         res = solve_program(jobs, market, lim, objective)
         first = res.stages[0]["time_s"] if res.stages else 0.0
         combos = float(np.prod([len(j) for j in jobs], dtype=np.float64))

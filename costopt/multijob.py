@@ -66,10 +66,14 @@ the earlier design in the deterministic design order stays). Swapping d for e in
 every constraint satisfied (each is a sum of these quantities, f_p is monotone, the fabric keeps its
 NIC type) and makes no objective worse, so the optimum survives. Three passes: the fastest strategy
 per (gpu, chassis, nic, nodes) (identical resources); a sweep over node counts per (gpu, chassis,
-nic); a sort-filter skyline per NIC type. Then per-design limits (own cost over the budget, power,
+nic); a sort-filter skyline per NIC type. Before it, per-design limits (own cost over the budget, power,
 rack units, nodes, stock + inventory, a target the design misses) and a joint test (a design plus the
 other jobs' smallest own cost / power / rack units / nodes must fit) drop designs no feasible answer
-can use.
+can use (`reduce_jobs` says why the order changes nothing).
+
+Objectives 1 and 3 are solved in two CBC runs (`_solve_first`): over a pool of designs from a
+heuristic, then, once that answer's value L is known, over the designs that can still reach L
+(`_tie_candidates`' necessary conditions), with a MIP start.
 
 When nothing is feasible, `diagnose` says which limit binds and by how much: for each limit on its
 own it solves the program with only that limit elastic (min slack), and, when no single limit
@@ -469,87 +473,164 @@ class _Model:
     slack: dict[str, tuple[pulp.LpVariable, float, str]]  # name -> (variable, limit, unit)
 
 
+def _lin(pairs, constant: float = 0.0) -> pulp.LpAffineExpression:
+    """An expression from (variable, coefficient) pairs, each variable at most once (no operator overhead)."""
+    return pulp.LpAffineExpression(pairs, constant=constant)
+
+
+def _add(prob: pulp.LpProblem, pairs, sense: int, rhs: float, name: str) -> None:
+    prob.addConstraint(pulp.LpConstraint(_lin(pairs), sense, name, rhs))
+
+
 def _build(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
-           elastic: frozenset[str] = frozenset()) -> _Model:
-    """The program of the module docstring; constraints named in `elastic` get a slack variable ≥ 0."""
+           elastic: frozenset[str] = frozenset(), start: np.ndarray | None = None) -> _Model:
+    """The program of the module docstring; constraints named in `elastic` get a slack variable ≥ 0.
+
+    `start` (one design index per job, a feasible selection) sets every variable's initial value, for
+    CBC's MIP start. Expressions are built from (variable, coefficient) pairs: PuLP's operators cost
+    more than CBC on programs of a few thousand columns."""
+    LE, GE, EQ = pulp.LpConstraintLE, pulp.LpConstraintGE, pulp.LpConstraintEQ
     sense = pulp.LpMinimize if objective == "cost" or elastic else pulp.LpMaximize
     prob = pulp.LpProblem("costopt_mix", sense)
     x = [[pulp.LpVariable(f"x_{j}_{i}", cat="Binary") for i in range(len(job))] for j, job in enumerate(jobs)]
     slack: dict[str, tuple[pulp.LpVariable, float, str]] = {}
 
-    def relax(name: str, limit: float, unit: str):
+    def relax(name: str, limit: float, unit: str) -> list:
         if name not in elastic:
-            return 0
+            return []
         s = pulp.LpVariable(f"s_{re.sub(r'[^A-Za-z0-9]', '_', name)}", lowBound=0)
         slack[name] = (s, limit, unit)
-        return s
+        return [(s, -1.0)]
 
-    def dot(coef_per_job):
-        return pulp.lpSum(float(c[i]) * x[j][i] for j, c in enumerate(coef_per_job) for i in np.flatnonzero(c))
+    def dot(coef_per_job) -> list:
+        return [(x[j][i], float(c[i])) for j, c in enumerate(coef_per_job) for i in np.flatnonzero(c)]
 
     for j in range(len(jobs)):
-        prob += pulp.lpSum(x[j]) == 1, f"one_design_{j}"
-    thr = [pulp.lpSum(float(t) * x[j][i] for i, t in enumerate(job.throughput)) for j, job in enumerate(jobs)]
-    cost = dot([own_cost(job, market) for job in jobs])
+        _add(prob, [(v, 1.0) for v in x[j]], EQ, 1.0, f"one_design_{j}")
+    thr_pairs = [[(x[j][i], float(t)) for i, t in enumerate(job.throughput)] for j, job in enumerate(jobs)]
+    thr = [_lin(tp) for tp in thr_pairs]
+    cost_pairs = dot([own_cost(job, market) for job in jobs])
+    part_vars: dict[tuple[str, str], list[tuple[int, Any, Any]]] = {}  # part -> [(band, z or None, q)]
     for pi, p in enumerate(market.shared):
-        need = dot([job.usage(p) for job in jobs])
-        max_short = max(0.0, sum(float(job.usage(p).max(initial=0)) for job in jobs) - market.owned.get(p, 0))
-        bands = market.bands(p)
-        q_sum = []
+        use = [job.usage(p) for job in jobs]
+        owned = market.owned.get(p, 0)
+        max_short = max(0.0, sum(float(u.max(initial=0)) for u in use) - owned)
+        stock = market.stock.get(p) if f"stock {p[1]}" not in elastic else None
+        if stock is not None:
+            max_short = min(max_short, float(stock))
+        bands = _useful_bands(market, p, max_short, stock)
+        q_pairs = []
+        part_vars[p] = []
         if len(bands) == 1:
+            k, (lo, hi, usd) = bands[0]
             q = pulp.LpVariable(f"q_{pi}", lowBound=0)
-            q_sum.append(q)
-            cost += bands[0][2] * q
-        else:
+            q_pairs.append((q, 1.0))
+            cost_pairs.append((q, usd))
+            part_vars[p].append((k, None, q))
+        elif bands:
             zs = []
-            for k, (lo, hi, usd) in enumerate(bands):
-                hi = max(lo, max_short) if hi == _INF else hi
+            for k, (lo, hi, usd) in bands:
                 z = pulp.LpVariable(f"z_{pi}_{k}", cat="Binary")
                 q = pulp.LpVariable(f"q_{pi}_{k}", lowBound=0)
-                prob += q >= lo * z, f"band_lo_{pi}_{k}"
-                prob += q <= hi * z, f"band_hi_{pi}_{k}"
+                _add(prob, [(q, 1.0), (z, -float(lo))], GE, 0.0, f"band_lo_{pi}_{k}")
+                _add(prob, [(q, 1.0), (z, -float(hi))], LE, 0.0, f"band_hi_{pi}_{k}")
                 zs.append(z)
-                q_sum.append(q)
-                cost += usd * q
-            prob += pulp.lpSum(zs) <= 1, f"one_band_{pi}"
-        prob += pulp.lpSum(q_sum) >= need - market.owned.get(p, 0), f"buy_{pi}"
+                q_pairs.append((q, 1.0))
+                cost_pairs.append((q, usd))
+                part_vars[p].append((k, z, q))
+            _add(prob, [(z, 1.0) for z in zs], LE, 1.0, f"one_band_{pi}")
+        need = dot(use)
+        if q_pairs or need:
+            _add(prob, q_pairs + [(v, -c) for v, c in need], GE, -float(owned), f"buy_{pi}")
         if p in market.stock:
             name = f"stock {p[1]}"
-            prob += pulp.lpSum(q_sum) <= market.stock[p] + relax(name, market.stock[p], "units"), f"stock_{pi}"
+            pairs = q_pairs + relax(name, market.stock[p], "units")
+            if pairs:
+                _add(prob, pairs, LE, float(market.stock[p]), f"stock_{pi}")
+    cost = _lin(cost_pairs)
     if lim.budget_usd is not None:
-        prob += cost <= lim.budget_usd + relax("budget", lim.budget_usd, "USD"), "budget"
+        _add(prob, cost_pairs + relax("budget", lim.budget_usd, "USD"), LE, float(lim.budget_usd), "budget")
     for lim_attr, col, label, unit in _RESOURCES:
         v = getattr(lim, lim_attr)
         if v is not None:
-            prob += dot([getattr(job, col) for job in jobs]) <= v + relax(label, v, unit), lim_attr
+            _add(prob, dot([getattr(job, col) for job in jobs]) + relax(label, v, unit), LE, float(v), lim_attr)
+    y: dict[str, pulp.LpVariable] = {}
     if lim.one_nic_type:
         nic_ids = sorted({n for job in jobs for n in job.nic if n != "none"})
         if len(nic_ids) > 1:
             y = {n: pulp.LpVariable(f"y_{k}", cat="Binary") for k, n in enumerate(nic_ids)}
-            prob += pulp.lpSum(y.values()) <= 1, "one_nic_type"
+            _add(prob, [(v, 1.0) for v in y.values()], LE, 1.0, "one_nic_type")
             for j, job in enumerate(jobs):
                 for k, n in enumerate(nic_ids):
                     on = np.flatnonzero(job.nic == n)
                     if len(on):
-                        prob += pulp.lpSum(x[j][i] for i in on) <= y[n], f"nic_{j}_{k}"
+                        _add(prob, [(x[j][i], 1.0) for i in on] + [(y[n], -1.0)], LE, 0.0, f"nic_{j}_{k}")
     weights = [job.weight for job in jobs]
     if objective == "fair":
         t = pulp.LpVariable("t")
         for j, job in enumerate(jobs):
-            prob += thr[j] * (1.0 / job.target) >= t, f"fair_{j}"
-        primary = t
-        secondary = pulp.lpSum((w / job.target) * thr[j] for j, (w, job) in enumerate(zip(weights, jobs)))
+            _add(prob, [(v, c / job.target) for v, c in thr_pairs[j]] + [(t, -1.0)], GE, 0.0, f"fair_{j}")
+        primary = _lin([(t, 1.0)])
+        secondary = _lin([(v, c * w / job.target) for tp, w, job in zip(thr_pairs, weights, jobs) for v, c in tp])
     else:
         for j, job in enumerate(jobs):
             if job.target is not None:
-                prob += thr[j] >= job.target - relax(f"target {job.name}", job.target, "samples/s"), f"target_{j}"
-        weighted = pulp.lpSum(w * thr[j] for j, w in enumerate(weights))
+                _add(prob, thr_pairs[j] + [(s, -c) for s, c in relax(f"target {job.name}", job.target, "samples/s")],
+                     GE, float(job.target), f"target_{j}")
+        weighted = _lin([(v, c * w) for tp, w in zip(thr_pairs, weights) for v, c in tp])
         primary, secondary = (weighted, cost) if objective == "throughput" else (cost, weighted)
     if elastic:
-        prob += pulp.lpSum(s * (1.0 / max(limit, 1e-9)) for s, limit, _ in slack.values())
+        prob.setObjective(_lin([(s, 1.0 / max(limit, 1e-9)) for s, limit, _ in slack.values()]))
     else:
-        prob += primary * (1.0 / _scale(objective, jobs, lim, market))
+        scale = 1.0 / _scale(objective, jobs, lim, market)
+        prob.setObjective(_lin([(v, c * scale) for v, c in primary.items()]))
+    if start is not None:
+        _set_start(jobs, market, x, y, part_vars, start)
     return _Model(prob, x, primary, secondary, cost, thr, slack)
+
+
+def _useful_bands(market: Market, p: tuple[str, str], max_short: float,
+                  stock: float | None) -> list[tuple[int, tuple[float, float, float]]]:
+    """(band index, (lowest, highest units, unit price)) of the bands of part p that the program needs,
+    when at most `max_short` units are ever short (all jobs' largest use less the owned units, at most
+    the stock). The open last band is closed at max(lowest, max_short): the fewest units to buy in band
+    k are max(short, l_k). (Capping the closed bands the same way is valid too, but made CBC's
+    infeasibility proofs in `fair` twice as slow.) A band that starts above max_short is bought only as spare units,
+    exactly l_k of them, and is kept only when ρ_k l_k is below the cost of max_short units in the
+    lower bands (else those are never dearer, f_p being monotone)."""
+    bands = market.bands(p)
+    low = [b[2] * max(b[0], max_short) for b in bands if b[0] <= max_short]
+    floor = min(low) if low else 0.0
+    out = []
+    for k, (lo, hi, usd) in enumerate(bands):
+        if lo > max_short and (usd * lo >= floor or (stock is not None and lo > stock)):
+            continue
+        out.append((k, (float(lo), float(max(lo, max_short)) if hi == _INF else float(hi), float(usd))))
+    return out
+
+
+def _set_start(jobs: list[JobCandidates], market: Market, x, y, part_vars, start: np.ndarray) -> None:
+    """Initial values of every variable for the selection `start` (x, y, each part's band and units)."""
+    for xs, d in zip(x, start):
+        for i, v in enumerate(xs):
+            v.setInitialValue(1 if i == d else 0)
+    nics = {str(job.nic[d]) for job, d in zip(jobs, start)} - {"none"}
+    for n, v in y.items():
+        v.setInitialValue(1 if n in nics else 0)
+    for p, vars_ in part_vars.items():
+        need = sum(int(job.usage(p)[d]) for job, d in zip(jobs, start))
+        _, bought = market.part_cost(p, np.array([need]))
+        b = float(bought[0])
+        bands = market.bands(p)
+        chosen = None
+        if b > 0:  # the band part_cost chose: the cheapest one holding b
+            fits = [k for k, _, _ in vars_ if bands[k][0] <= b <= bands[k][1]]
+            chosen = min(fits, key=lambda k: bands[k][2]) if fits else None
+        for k, z, q in vars_:
+            on = k == chosen
+            if z is not None:
+                z.setInitialValue(1 if on else 0)
+            q.setInitialValue(b if on else 0.0)
 
 
 def _scale(objective: str, jobs: list[JobCandidates], lim: MixLimits, market: Market) -> float:
@@ -568,11 +649,12 @@ _BOUND_RE = re.compile(r"best possible\s+([-\d.eE+]+)")
 _OBJ_RE = re.compile(r"^Objective value:\s+([-\d.eE+]+)", re.M)
 
 
-def _run_cbc(prob: pulp.LpProblem, time_limit: float | None) -> dict[str, Any]:
+def _run_cbc(prob: pulp.LpProblem, time_limit: float | None, warm_start: bool = False) -> dict[str, Any]:
     """Solve with CBC; status, gap (relative, from CBC's log) and wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "cbc.log"
-        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, logPath=str(log))
+        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, logPath=str(log), warmStart=warm_start,
+                                   keepFiles=False)
         t0 = time.perf_counter()
         prob.solve(solver)
         wall = time.perf_counter() - t0
@@ -632,6 +714,24 @@ def _lookup(table, cap: np.ndarray) -> np.ndarray:
     return np.where(i >= 0, v[np.maximum(i, 0)], -_INF)
 
 
+def _caps(jobs: list[JobCandidates], market: Market, lim: MixLimits, own: list[np.ndarray]):
+    """Summed necessary limits, as (per-job columns, limit): own cost under the budget; own cost plus
+    every shared part at its lowest unit price ρ_p under the budget plus the owned units at ρ_p (since
+    f_p(N) ≥ ρ_p (N − o_p)); power, rack units, nodes; each stocked part's units under stock + owned."""
+    caps = []
+    if lim.budget_usd is not None:
+        caps.append((own, lim.budget_usd))
+        low = {p: min(b[2] for b in market.bands(p)) for p in market.shared}
+        if low:
+            caps.append(([a + sum(low[p] * j.usage(p) for p in low) for a, j in zip(own, jobs)],
+                         lim.budget_usd + sum(low[p] * market.owned.get(p, 0) for p in low)))
+    caps += [([getattr(j, col).astype(np.float64) for j in jobs], getattr(lim, lim_attr))
+             for lim_attr, col, _, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
+    caps += [([j.usage(p).astype(np.float64) for j in jobs], market.stock[p] + market.owned.get(p, 0))
+             for p in market.shared if p in market.stock]
+    return [(v, limit * (1 + 1e-9) + 1e-6) for v, limit in caps]
+
+
 def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
                     v1: float, tol: float) -> list[np.ndarray]:
     """Per job, the designs that can be part of a feasible selection whose objective is within `tol` of
@@ -646,9 +746,7 @@ def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, o
     own = [own_cost(j, market) for j in jobs]
     keep = [np.ones(len(j), bool) for j in jobs]
     # summed limits: own cost under the budget, power, rack units, nodes
-    caps = [(own, lim.budget_usd)] + [([getattr(j, col).astype(np.float64) for j in jobs], getattr(lim, lim_attr))
-                                      for lim_attr, col, _, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
-    caps = [(v, limit * (1 + 1e-9) + 1e-6) for v, limit in caps if limit is not None]
+    caps = _caps(jobs, market, lim, own)
     n = len(jobs)
     for _ in range(2):
         if objective == "fair":
@@ -730,8 +828,11 @@ def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits,
     levels = levels[levels <= min(float(r.max()) for r in ratios)]
     lo, hi, best, checks = -1, len(levels), None, 0
     status = "Optimal"
+    pool_note = ""  # (a heuristic lower end moved the bisection onto levels CBC finds harder: not used)
+    probe_next = False
     while hi - lo > 1:
-        mid = (lo + hi) // 2
+        mid = lo + 1 if probe_next else (lo + hi) // 2  # first: is the level just above the start reachable?
+        probe_next = False
         idx = []
         for job, r in zip(jobs, ratios):
             k = np.flatnonzero(r >= levels[mid])
@@ -763,10 +864,195 @@ def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits,
         found = float(levels[lo])
         gap = (top - found) / max(abs(found), 1e-12)
     return {"status": status, "gap": gap, "time_s": time.perf_counter() - t0,
-            "method": f"bisection over {len(levels):,} ratio levels, {checks} feasibility programs"}, best
+            "method": f"bisection over {len(levels):,} ratio levels, {checks} feasibility programs{pool_note}"}, best
 
 
-_ENUM_MAX = 200_000  # tie-break by enumeration up to this many selections of the remaining candidates
+class _Moves:
+    """Exact totals of the selections that differ from a base selection in one job only (vectorized over
+    that job's designs): the local search of `_incumbent` reads every constraint and objective from here."""
+
+    def __init__(self, jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str):
+        self.jobs, self.market, self.lim, self.objective = jobs, market, lim, objective
+        self.shared = market.shared
+        self.own = [own_cost(j, market) for j in jobs]
+        self.res = [np.stack([getattr(j, col).astype(np.float64) for _, col, _, _ in _RESOURCES], axis=1) for j in jobs]
+        self.cap = np.array([_INF if getattr(lim, a) is None else getattr(lim, a) * (1 + 1e-9) for a, _, _, _ in _RESOURCES])
+        self.use = [np.stack([j.usage(p) for p in self.shared], axis=1).astype(np.float64) if self.shared
+                    else np.zeros((len(j), 0)) for j in jobs]
+        ids = {n: k for k, n in enumerate(sorted({n for j in jobs for n in j.nic if n != "none"}))}
+        self.nic = [np.array([ids.get(n, -1) for n in j.nic], dtype=np.int64) for j in jobs]
+        self.n_nics = len(ids)
+        self.wt = [j.weight * j.throughput.astype(np.float64) for j in jobs]
+        self.ratio = [j.throughput / j.target if j.target else np.zeros(len(j)) for j in jobs]
+        self.ok_target = [np.ones(len(j), bool) if objective == "fair" or j.target is None
+                          else j.throughput >= j.target * (1 - 1e-9) for j in jobs]
+
+    def move(self, base: np.ndarray, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For every design of job j with the other jobs as in `base`: feasible, objective, tie-break key
+        (the secondary objective, as something to maximise)."""
+        others = [i for i in range(len(self.jobs)) if i != j]
+        own = self.own[j] + sum(self.own[i][base[i]] for i in others)
+        res = self.res[j] + sum(self.res[i][base[i]] for i in others)
+        use = self.use[j] + sum(self.use[i][base[i]] for i in others)
+        cost = own.copy()
+        for k, p in enumerate(self.shared):
+            cost += self.market.part_cost(p, use[:, k])[0]
+        ok = np.isfinite(cost) & np.all(res <= self.cap, axis=1) & self.ok_target[j]
+        ok &= all(self.ok_target[i][base[i]] for i in others)
+        if self.lim.budget_usd is not None:
+            ok &= cost <= self.lim.budget_usd * (1 + 1e-9)
+        if self.lim.one_nic_type:
+            fabric = {int(self.nic[i][base[i]]) for i in others} - {-1}
+            if len(fabric) > 1:
+                ok &= False
+            elif fabric:
+                ok &= (self.nic[j] < 0) | (self.nic[j] == fabric.pop())
+        wt = self.wt[j] + sum(self.wt[i][base[i]] for i in others)
+        if self.objective == "throughput":
+            return ok, wt, -cost
+        w_ratio = sum(self.jobs[i].weight * self.ratio[i][base[i]] for i in others) + self.jobs[j].weight * self.ratio[j]
+        if self.objective == "fair":
+            low = min((self.ratio[i][base[i]] for i in others), default=_INF)
+            return ok, np.minimum(self.ratio[j], low), w_ratio
+        return ok, -cost, wt
+
+    def feasible(self, sel: np.ndarray) -> bool:
+        """Whether one selection meets every limit (and every target, but for `fair`)."""
+        n = range(len(self.jobs))
+        if not all(self.ok_target[j][sel[j]] for j in n):
+            return False
+        if np.any(sum(self.res[j][sel[j]] for j in n) > self.cap):
+            return False
+        if self.lim.one_nic_type and len({int(self.nic[j][sel[j]]) for j in n} - {-1}) > 1:
+            return False
+        use = sum(self.use[j][sel[j]] for j in n)
+        cost = sum(float(self.own[j][sel[j]]) for j in n)
+        for k, p in enumerate(self.shared):
+            cost += float(self.market.part_cost(p, use[k:k + 1])[0][0])
+        return math.isfinite(cost) and (self.lim.budget_usd is None or cost <= self.lim.budget_usd * (1 + 1e-9))
+
+    def ascend(self, base: np.ndarray, rounds: int = 20) -> tuple[np.ndarray, tuple[float, float]] | None:
+        """Best-improvement moves, one job at a time, until none improves (objective, then tie-break key)."""
+        base = base.copy()
+        best = None
+        for _ in range(rounds):
+            changed = False
+            for j in range(len(self.jobs)):
+                ok, prim, sec = self.move(base, j)
+                if not ok.any():
+                    continue
+                cand = np.flatnonzero(ok)
+                top = prim[cand].max()
+                near = cand[prim[cand] >= top - 1e-12 * max(abs(top), 1.0)]
+                d = int(near[np.argmax(sec[near])])
+                key = (float(prim[d]), float(sec[d]))
+                if ok[base[j]]:
+                    cur = (float(prim[base[j]]), float(sec[base[j]]))
+                    if not (key[0] > cur[0] + 1e-12 * max(abs(cur[0]), 1.0)
+                            or (key[0] >= cur[0] - 1e-12 * max(abs(cur[0]), 1.0)
+                                 and key[1] > cur[1] + 1e-12 * max(abs(cur[1]), 1.0))):
+                        best = cur
+                        continue
+                base[j], best, changed = d, key, True
+            if not changed:
+                break
+        if best is None:
+            return None
+        ok, prim, sec = self.move(base, 0)
+        return (base, (float(prim[base[0]]), float(sec[base[0]]))) if ok[base[0]] else None
+
+
+def _incumbent(jobs: list[JobCandidates], market: Market, lim: MixLimits,
+               objective: str) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """A good feasible selection, or None: for each NIC type of the fabric, the selection that maximises
+    value − θ · (normalised use of every summed limit), θ the least found feasible by bisection, then
+    improved by local search (`_Moves.ascend`). Also a pool of designs per job: those met on the way
+    plus each job's cheapest by own cost, by own cost with shared parts at their lowest price, and by
+    normalised use of the limits, per NIC type. A heuristic: it only speeds up the exact solve."""
+    mv = _Moves(jobs, market, lim, objective)
+    caps = _caps(jobs, market, lim, mv.own)
+    use = [sum((v[j] / max(limit, 1e-12) for v, limit in caps), np.zeros(len(job))) for j, job in enumerate(jobs)]
+    if objective == "cost":
+        value = [np.zeros(len(job)) for job in jobs]
+    else:
+        value = [(mv.wt[j] if objective == "throughput" else mv.ratio[j]) for j in range(len(jobs))]
+        value = [v / max(float(v.max(initial=0)), 1e-12) for v in value]
+    options = [None] if not lim.one_nic_type or mv.n_nics <= 1 else range(mv.n_nics)
+    best, best_key = None, None
+    pool = [set() for _ in jobs]
+    ranks = [mv.own, caps[1][0] if len(caps) > 1 and lim.budget_usd is not None else mv.own, use]
+    for opt in options:
+        allowed = [np.ones(len(job), bool) if opt is None else (mv.nic[j] < 0) | (mv.nic[j] == opt)
+                   for j, job in enumerate(jobs)]
+        if not all(a.any() for a in allowed):
+            continue
+
+        def pick(theta: float) -> np.ndarray:
+            return np.array([int(np.argmax(np.where(a, v - theta * u, -_INF))) for a, v, u in zip(allowed, value, use)])
+
+        feasible = mv.feasible
+        for j, a in enumerate(allowed):
+            on = np.flatnonzero(a)
+            for r in ranks:
+                pool[j].update(on[np.argsort(r[j][on], kind="stable")[:8]].tolist())
+
+        lo, hi = -6.0, 6.0  # log10 θ
+        if not feasible(pick(10 ** hi)):
+            continue
+        sel = pick(10 ** hi)
+        if objective != "cost":
+            for _ in range(16):
+                mid = (lo + hi) / 2
+                s = pick(10 ** mid)
+                for j, d in enumerate(s):
+                    pool[j].add(int(d))
+                if feasible(s):
+                    hi, sel = mid, s
+                else:
+                    lo = mid
+        found = mv.ascend(sel)
+        if found is not None:
+            for j, d in enumerate(found[0]):
+                pool[j].add(int(d))
+            if best_key is None or found[1] > best_key:
+                best, best_key = found
+    return best, [np.array(sorted(p), dtype=np.int64) for p in pool]
+
+
+def _solve_first(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
+                 time_limit: float | None) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The first solve (objectives `throughput` and `cost`), in two CBC runs. A heuristic
+    (`_incumbent`) gives a selection and a pool of a few hundred designs; CBC solves the program over
+    the pool (MIP start: the heuristic's selection). Its answer, of value L, is feasible for the whole
+    program, so the optimum is at least L: every design that cannot be part of a selection within the
+    tie tolerance of L or better is dropped (`_tie_candidates`, necessary conditions only; the optimum
+    and every selection tied with it stay), and CBC solves the program over the rest, started from
+    the pool's answer, which proves optimality."""
+    t0 = time.perf_counter()
+    inc, pool = _incumbent(jobs, market, lim, objective)
+    idx, start, pre = [np.arange(len(j)) for j in jobs], None, ""
+    if inc is not None:
+        starts = [int(np.searchsorted(k, d)) for k, d in zip(pool, inc)]
+        m0 = _build([j.take(k) for j, k in zip(jobs, pool)], market, lim, objective, start=np.array(starts))
+        r0 = _run_cbc(m0.prob, None if time_limit is None else time_limit / 4, warm_start=True)
+        if r0["status"] in ("Optimal", "Feasible (time limit)"):
+            inc = np.array([k[d] for k, d in zip(pool, _picks(m0))], dtype=np.int64)
+        value = float(_objective(objective, jobs, evaluate_picks(jobs, market, inc[None, :]))[0])
+        red = _tie_candidates(jobs, market, lim, objective, value, _TIE_TOL * max(abs(value), 1e-9))
+        if all(d in k for d, k in zip(inc, red)):  # always, unless rounding
+            idx, start = red, np.array([int(np.searchsorted(k, d)) for k, d in zip(red, inc)])
+        pre = f" (started from a CBC solve over a pool of {sum(len(k) for k in pool):,}, {time.perf_counter() - t0:.2f} s)"
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    model = _build([j.take(k) for j, k in zip(jobs, idx)], market, lim, objective, start=start)
+    first = _run_cbc(model.prob, left, warm_start=start is not None)
+    first["time_s"] = time.perf_counter() - t0
+    first["method"] = f"CBC over {sum(len(k) for k in idx):,} of {sum(len(j) for j in jobs):,} candidates" + pre
+    if first["status"] not in ("Optimal", "Feasible (time limit)"):
+        return first, None
+    return first, np.array([k[d] for k, d in zip(idx, _picks(model))], dtype=np.int64)
+
+
+_ENUM_MAX = 20_000  # tie-break by enumeration up to this many selections of the remaining candidates
 
 
 def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
@@ -783,9 +1069,7 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
     if objective == "fair":
         first, picks = _solve_fair(jobs, market, lim, time_limit)
     else:
-        model = _build(jobs, market, lim, objective)
-        first = _run_cbc(model.prob, time_limit)
-        picks = _picks(model) if first["status"] in ("Optimal", "Feasible (time limit)") else None
+        first, picks = _solve_first(jobs, market, lim, objective, time_limit)
     stages = [first]
     if first["status"] not in ("Optimal", "Feasible (time limit)"):
         return ProgramResult(first["status"], None, None, None, time.perf_counter() - t0, stages)
@@ -804,7 +1088,9 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
                 if best is not None:
                     picks = np.array([k[b] for k, b in zip(idx, best)], dtype=np.int64)
             else:
-                m2 = _build(sub, market, lim, objective)
+                warm = objective != "fair"  # the first answer is in the band: CBC starts from it
+                m2 = _build(sub, market, lim, objective,
+                            start=np.array([int(np.searchsorted(k, d)) for k, d in zip(idx, picks)]) if warm else None)
                 if objective == "cost":
                     m2.prob += m2.primary <= v1 + tol, "tie_primary"
                     m2.prob.sense = pulp.LpMaximize
@@ -821,7 +1107,7 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
                                                                    sub, lim, market)
                 m2.prob.setObjective(m2.secondary * (1.0 / sec_scale))
                 left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-                second = _run_cbc(m2.prob, left)
+                second = _run_cbc(m2.prob, left, warm_start=warm)
                 second["method"] = f"second solve over {int(sum(len(k) for k in idx)):,} tied candidates"
                 stages.append(second)
                 if second["status"] in ("Optimal", "Feasible (time limit)"):
@@ -1016,19 +1302,25 @@ def _joint_filter(jobs: list[JobCandidates], market: Market, lim: MixLimits) -> 
 
 def reduce_jobs(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
                 filter_limits: bool = True) -> list[JobCandidates]:
-    """Prune (dominance), then drop designs that break a per-design or joint limit; counts go into `counts`."""
-    pruned = []
-    for job in jobs:
-        kept = job.take(prune(job, market, lim))
-        kept.counts["after_pruning"] = len(kept)
-        if filter_limits:
-            kept = kept.take(np.flatnonzero(_within_limits(kept, market, lim, objective)))
-        pruned.append(kept)
-    if filter_limits and len(jobs) > 1:
-        pruned = [j.take(np.flatnonzero(k)) for j, k in zip(pruned, _joint_filter(pruned, market, lim))]
-    for j in pruned:
-        j.counts["after_limits"] = len(j)
-    return pruned
+    """Drop designs that break a per-design or joint limit, then prune (dominance); counts go into `counts`.
+
+    The limits go first since they are cheap and halve the designs the pruning compares. The order
+    does not change what survives: each limit test is closed upwards under dominance (a design
+    dominated by one that breaks a limit breaks it too, every tested quantity being a dominance
+    column), and the smallest value of a column over a job, which the joint test reads, is reached on
+    that job's skyline."""
+    kept = list(jobs)
+    if filter_limits:
+        kept = [j.take(np.flatnonzero(_within_limits(j, market, lim, objective))) for j in kept]
+        if len(jobs) > 1:
+            kept = [j.take(np.flatnonzero(k)) for j, k in zip(kept, _joint_filter(kept, market, lim))]
+    out = []
+    for j in kept:
+        j.counts["within_limits"] = len(j)
+        p = j.take(prune(j, market, lim))
+        p.counts["after_pruning"] = p.counts["after_limits"] = len(p)
+        out.append(p)
+    return out
 
 
 def solve_mix(
@@ -1146,7 +1438,7 @@ def render(res: MixResult, console) -> None:
                   "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.1f}",
                   "-" if j["target_ratio"] is None else f"{j['target_ratio']:.2f}", f"{d['power_kw']:,.1f}",
                   f"{d['rack_units']:g}",
-                  f"{c.get('feasible', 0):,} -> {c.get('after_pruning', 0):,} -> {c.get('after_limits', 0):,}")
+                  f"{c.get('feasible', 0):,} -> {c.get('within_limits', 0):,} -> {c.get('after_pruning', 0):,}")
     console.print(t)
     if res.parts:
         t = Table(title="Shared parts (inventory, stock, volume tiers)", title_justify="left")

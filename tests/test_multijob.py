@@ -236,3 +236,46 @@ def test_cli_workload_json_and_exit_codes(tmp_path):
 def test_example_mix_is_valid():
     mix = load_mix(EXAMPLE)
     assert len(mix.jobs) == 3 and {j.model for j in mix.jobs.values()} == {"resnet50", "bert_base", "gpt2"}
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_tie_break_pick_equals_brute_force(seed):
+    # the secondary objective of the answer equals the best secondary among every selection tied with
+    # the optimum, found by enumerating all combinations of the unpruned candidates
+    from costopt.multijob import _TIE_TOL, _enumerate_ties, _objective
+
+    jobs, market, lim = random_instance(seed)
+    w = np.array([j.weight for j in jobs])
+    T = np.array([j.target for j in jobs])
+
+    def secondary(objective, picks):
+        tot = evaluate_picks(jobs, market, np.asarray(picks)[None, :])
+        if objective == "throughput":
+            return -tot["cost_usd"][0]
+        if objective == "fair":
+            return (tot["throughput"][0] / T) @ w
+        return tot["throughput"][0] @ w
+
+    for objective in ("throughput", "fair", "cost"):
+        best, _ = brute_force(jobs, market, lim, objective)
+        if best is None:
+            continue
+        res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
+        picks = np.array([int(j.index[d]) for j, d in zip(reduce_jobs(jobs, market, lim, objective), res.picks)])
+        ref = _enumerate_ties(jobs, market, lim, objective, best, _TIE_TOL * max(abs(best), 1e-9))
+        assert _objective(objective, jobs, evaluate_picks(jobs, market, picks[None, :]))[0] == pytest.approx(best, rel=1e-6)
+        assert secondary(objective, picks) == pytest.approx(secondary(objective, ref), rel=1e-6, abs=1e-9), objective
+
+
+def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
+    # the only useful band starts above any quantity the jobs need: buying spare units to reach it is
+    # cheaper, and the program (which drops only bands that can never pay off) must see that
+    rng = np.random.default_rng(3)
+    jobs = [random_job(rng, f"j{k}", 5, PRICE, target=1.0) for k in range(2)]
+    for tiers in ([(40, 5.0)], [(40, 95.0)], [(8, 99.0), (40, 1.0)]):
+        market = Market(PRICE, stock={("gpus", "g0"): 60}, tiers={("gpus", "g0"): tiers})
+        lim = MixLimits(budget_usd=1e6)
+        for objective in ("cost", "throughput"):
+            best, _ = brute_force(jobs, market, lim, objective)
+            res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
+            assert res.objective_value == pytest.approx(best), (tiers, objective)
