@@ -279,3 +279,74 @@ def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
             best, _ = brute_force(jobs, market, lim, objective)
             res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
             assert res.objective_value == pytest.approx(best), (tiers, objective)
+
+
+def larger_instance(seed, n_jobs=3, n_designs=14):
+    """Like random_instance, with more designs per job (so the fair search's partial rows get thinned)."""
+    jobs, market, lim = random_instance(seed)
+    rng = np.random.default_rng(1000 + seed)
+    jobs = [random_job(rng, f"j{k}", n_designs, PRICE) for k in range(n_jobs)]
+    for job in jobs:
+        job.target = float(np.quantile(job.throughput, rng.uniform(0.1, 0.6)))
+    full_cost = sum(float(j.cost_usd.max()) for j in jobs)
+    lim.budget_usd = float(rng.uniform(0.3, 0.9) * full_cost)
+    if lim.max_power_kw is not None:
+        lim.max_power_kw = float(rng.uniform(0.4, 1.0) * sum(j.power_kw.max() for j in jobs))
+    if lim.max_rack_units is not None:
+        lim.max_rack_units = float(rng.integers(3, 8 * n_jobs))
+    return jobs, market, lim
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
+    # a level t is reachable exactly when t <= the fair optimum (brute force); the enumeration must
+    # say so at every level, and the lower bounds must never rule out a reachable level
+    from costopt.multijob import _FairLevels
+
+    jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
+    best, _ = brute_force(jobs, market, lim, "fair")
+    fl = _FairLevels(jobs, market, lim)
+    levels = np.unique(np.concatenate(fl.ratio))
+    ok = fl.bound(levels)
+    assert fl.highest(levels) == (np.flatnonzero(~ok.any(axis=1)).tolist() + [len(levels)])[0]
+    for t, open_ in zip(levels, ok):
+        reachable = bool(best is not None and t <= best)
+        if reachable:
+            assert open_.any(), t
+        verdict, picks, _ = fl.check(float(t), open_ if open_.any() else np.ones(len(fl.options), bool))
+        assert verdict is reachable, (t, best)
+        if verdict:
+            assert min(r[d] for r, d in zip(fl.ratio, picks)) >= t
+            _assert_within(jobs, market, lim, "fair", picks)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(seed, monkeypatch):
+    # the enumeration path (and its tie-break by enumeration with bounds), then the CBC fallback when the
+    # partial rows would be too many, against brute force over every combination
+    import costopt.multijob as mj
+    from costopt.multijob import _TIE_TOL, _enumerate_ties
+
+    jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
+    best, _ = brute_force(jobs, market, lim, "fair")
+    w = np.array([j.weight for j in jobs])
+    T = np.array([j.target for j in jobs])
+    ref = None if best is None else _enumerate_ties(jobs, market, lim, "fair", best, _TIE_TOL * max(abs(best), 1e-9))
+    monkeypatch.setattr(mj, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
+    for rows in (mj._FAIR_ROWS, 1):
+        monkeypatch.setattr(mj, "_FAIR_ROWS", rows)
+        reduced = reduce_jobs(jobs, market, lim, "fair")
+        res = solve_program(reduced, market, lim, "fair")
+        if best is None:
+            assert res.picks is None
+            continue
+        assert res.status == "Optimal" and res.gap == 0.0
+        assert res.objective_value == pytest.approx(best, rel=1e-9)
+        method = res.stages[0]["method"]
+        if rows > 1:
+            assert "0 by CBC" in method, method  # small enough: every level decided without a solver
+        _assert_within(reduced, market, lim, "fair", res.picks)
+        picks = np.array([int(j.index[d]) for j, d in zip(reduced, res.picks)])
+        thr = evaluate_picks(jobs, market, picks[None, :])["throughput"][0]
+        thr_ref = evaluate_picks(jobs, market, ref[None, :])["throughput"][0]
+        assert (thr / T) @ w == pytest.approx((thr_ref / T) @ w, rel=1e-9)
