@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, load_catalog
+from .checks import count, non_negative, positive
 from .cost import Costs, evaluate_costs
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
@@ -161,9 +162,13 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
 
 
 def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
+    if model is None and profile is None:
+        raise InputError("give --model (a zoo model, see `costopt models`) or --profile FILE")
+    batch = int(batch_per_gpu) if isinstance(batch_per_gpu, float) and batch_per_gpu.is_integer() else batch_per_gpu
+    count("batch per GPU", batch)
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
     params = system if isinstance(system, SystemParams) else load_system(system)
-    base = load_workload(model) if profile is None or model else None
+    base = load_workload(model) if model else None
     workload = load_profile(profile, base) if profile is not None else base
     if workload is None:
         raise InputError("give --model or --profile")
@@ -171,9 +176,8 @@ def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, te
         raise InputError(f"unknown precision '{precision}' (choose from auto, fp32, amp_bf16, amp_fp16)")
     if overlap not in OVERLAP_MODES:
         raise InputError(f"unknown overlap mode '{overlap}' (choose from {', '.join(OVERLAP_MODES)})")
-    batch = int(batch_per_gpu) if batch_per_gpu is not None else workload.default_batch
-    if batch < 1:
-        raise InputError(f"batch per GPU must be >= 1, got {batch}")
+    if batch is None:
+        batch = workload.default_batch
     tensors = workload.tensors(tensor_set)
     return cat, params, workload, batch, tensors
 
@@ -208,6 +212,10 @@ def predict(
     tco_years: float = 0.0, nics_per_node: int = 1,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README)."""
+    count("nodes", nodes)
+    count("GPUs per node", gpus_per_node)
+    count("NICs per node", nics_per_node)
+    non_negative("TCO years", tco_years)
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
     precision = resolve_precision(workload, precision)
@@ -274,12 +282,12 @@ def solve(
         raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
                     ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size)):
-        if v is not None and not v > 0:
-            raise InputError(f"{name} must be > 0, got {v}")
-    if tco_years < 0:
-        raise InputError(f"TCO years must be >= 0, got {tco_years}")
-    if max_nodes is not None and max_nodes < 1:
-        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+        positive(name, v)
+    non_negative("TCO years", tco_years)
+    count("max nodes", max_nodes)
+    count("top", top)
+    for k in gpus_per_node or []:
+        count("GPUs per node", k)
     samples = epochs * dataset_size if epochs and dataset_size else None
     if deadline_hours is not None:
         if samples is None:

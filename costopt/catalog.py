@@ -51,7 +51,7 @@ PcieGen = Literal[3, 4, 5, 6]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class Sourced(_Strict):

@@ -77,18 +77,40 @@ def _design_table(rows: list[dict], title: str) -> Table:
 
 
 def _fail(exc: CostoptError, fmt: str = "table") -> None:
+    """One line on stderr (`error: ...` or `infeasible: ...`) and the exit code; with `--format json`
+    stdout carries the same as JSON, so it always parses."""
     if isinstance(exc, InfeasibleError):
         if fmt == "json":
             typer.echo(_json_dump({"error": str(exc), "reason": exc.reason, "nearest": exc.nearest}))
         else:
-            err = Console(stderr=True, width=200, highlight=False)
-            err.print(f"infeasible: {exc}")
+            typer.echo(f"infeasible: {exc}", err=True)  # one line, however long (no console wrapping)
             if exc.nearest:
                 c = _console()
                 c.print(_design_table([exc.nearest], "Nearest feasible design"))
         raise typer.Exit(exc.exit_code)
     typer.echo(f"error: {exc}", err=True)
+    if fmt == "json":
+        typer.echo(_json_dump({"error": str(exc), "reason": "input", "exit_code": exc.exit_code}))
     raise typer.Exit(exc.exit_code)
+
+
+def _one_line_usage_error(exc: Exception) -> None:
+    """Command-line parsing errors (a bad option value, an unknown option or choice) as one line on
+    stderr, like every other bad input, instead of typer's boxed usage panel."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `costopt` alone prints the help
+        return _typer_format_error(exc)
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    typer.echo(f"error: {exc.format_message()}{where}", err=True)
+
+
+try:  # typer prints click's usage errors with this function when rich is installed
+    from typer import rich_utils as _typer_rich_utils
+
+    _typer_format_error = _typer_rich_utils.rich_format_error
+    _typer_rich_utils.rich_format_error = _one_line_usage_error
+except (ImportError, AttributeError):  # pragma: no cover - typer without rich: click's own short message
+    pass
 
 
 @app.command()
@@ -121,6 +143,8 @@ def solve(
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
     time_limit: Optional[float] = typer.Option(None, help="With --workload: stop CBC after this many seconds and "
                                                "report the best answer found and its gap."),
+    timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
+                                 "run, so they are off by default)."),
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
 ) -> None:
@@ -153,9 +177,9 @@ def solve(
             _fail(exc, fmt.value)
             return
         if fmt is Fmt.json:
-            typer.echo(_json_dump(mres.to_json_dict()))
+            typer.echo(_json_dump(mres.to_json_dict(timings=timings)))
         else:
-            multijob.render(mres, _console())
+            multijob.render(mres, _console(), timings=timings)
         return
     try:
         res = api.solve(

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from .calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
+from .checks import non_negative, output_path, write_text
 from .cli import _console, _fail, _json_dump, app
 from .errors import CostoptError, InputError
 from .validate import validate as run_validate
@@ -43,6 +44,7 @@ def validate(
 ) -> None:
     """Predicted vs measured throughput per row, with error summaries per source and strategy."""
     try:
+        non_negative("--max-median-error", max_median_error)
         res = run_validate(file, system=system, catalog=catalog)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -87,15 +89,14 @@ def calibrate(
         bad = [n for n in names if n not in BOUNDS]
         if bad:
             raise InputError(f"cannot fit {', '.join(bad)} (fittable: {', '.join(BOUNDS)})")
+        if output is not None:
+            output_path(output, "--output")  # before the fit, which takes a while
         res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
         if output is not None:
-            output.write_text(res.toml(), encoding="utf-8")
+            write_text(output, res.toml(), "--output")
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
-    except OSError as exc:
-        typer.echo(f"error: cannot write {output}: {exc}", err=True)
-        raise typer.Exit(2)
     if fmt is ValFmt.json:
         typer.echo(_json_dump({"file": str(res.path), "parameters": res.fit.table(), "rms_log_error": res.fit.rms_log_error,
                                **{k: {"summary": v["summary"], "multi_node": v["multi_node"], "by_source": v["by_source"]}

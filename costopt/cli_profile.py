@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from .checks import output_path
 from .cli import _fail, app
 from .errors import CostoptError, InputError
 
@@ -39,6 +40,7 @@ def profile(
     try:
         if (model is None) == (model_module is None):
             raise InputError("give exactly one of --model and --model-module")
+        output_path(output, "--output")  # before minutes of measuring
         spec = (prof.build_zoo_model(model, input_size) if model
                 else prof.load_user_model(model_module, name))
         if name:
@@ -48,7 +50,11 @@ def profile(
     except CostoptError as exc:
         _fail(exc)
         return
-    path = prof.write_profile(data, output)
+    try:
+        path = prof.write_profile(data, output)
+    except CostoptError as exc:
+        _fail(exc)
+        return
     gpu = data["profiles"][0]["gpu"]
     typer.echo(f"wrote {path}: {data['model']}, {len(data['tensor_sets']['pytorch']['tensors'])} parameter tensors, "
                f"batches {', '.join(str(p['batch']) for p in data['profiles'])}, gpu id '{gpu}'")

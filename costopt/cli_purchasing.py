@@ -15,6 +15,8 @@ import typer
 from rich.table import Table
 
 from . import purchasing as P
+from .api import choose
+from .checks import output_path, write_text
 from .cli import _console, _fail, _fmt_money, _json_dump, app, catalog_app
 from .errors import CostoptError, InputError
 
@@ -181,11 +183,16 @@ def report(
     try:
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
+        output_path(out, "--out")
+        if all_designs is not None:
+            fmt = all_designs.suffix.lower().lstrip(".")
+            if fmt not in ("csv", "xlsx", "json"):
+                raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
+            output_path(all_designs, "--all")
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
         rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
         files = R.write_report(rep, out)
         if all_designs is not None:
-            fmt = all_designs.suffix.lower().lstrip(".")
             ev = P.evaluate_catalog(catalog, model, budget, opts)
             P.export_table(P.ranked_table(ev, budget), fmt, all_designs)
             files.append(all_designs)
@@ -212,13 +219,15 @@ def export(
     try:
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
                      objective, system)
-        opts.check()
-        if not budget > 0:
-            raise InputError(f"budget must be a positive number of USD, got {budget}")
+        if out is not None:
+            output_path(out, "--out")
         ev = P.evaluate_catalog(catalog, model, budget, opts)
-        text = P.export_table(P.ranked_table(ev, budget, objective), fmt.value, out)
+        table = P.ranked_table(ev, budget, objective)
+        if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
+            choose(ev, budget=budget, objective=objective, top=1)
+        text = P.export_table(table, fmt.value, out)
     except CostoptError as exc:
-        _fail(exc)
+        _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
     if text is not None:
         typer.echo(text, nl=not text.endswith("\n"))
@@ -246,13 +255,20 @@ def catalog_import(
                 raise InputError(f"--map '{m}': use ACCELERATOR=gpu-id")
             k, v = m.split("=", 1)
             mapping[k.strip()] = v.strip()
+        output_path(out, "--out")
         base_ref = base
         if Path(base).exists():  # a file: refer to it from where the new catalog lives
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
                                           default_network_gbps=default_network_gbps, name=name, base_ref=base_ref)
-        out.write_text(text, encoding="utf-8")
-        cat = load_catalog(out)
+        existed = out.exists()
+        write_text(out, text, "--out")
+        try:
+            cat = load_catalog(out)
+        except CostoptError:
+            if not existed:  # leave no invalid catalog behind
+                out.unlink(missing_ok=True)
+            raise
     except CostoptError as exc:
         _fail(exc)
         return

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalog import Site
+from .checks import non_negative, positive
 from .design_space import NO_NIC, DesignSpace
 from .units import HOURS_PER_YEAR
 
@@ -44,6 +45,8 @@ class Costs:
 
 
 def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, hours: float | None = None) -> Costs:
+    non_negative("TCO years", tco_years)
+    positive("hours", hours)
     gpu_price = np.array([g.price_usd for g in space.gpus])
     gpu_tdp = np.array([g.tdp_w for g in space.gpus])
     ch_price = np.array([c.price_usd for c in space.chassis])

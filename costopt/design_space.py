@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalog import Catalog, Chassis, Gpu, Nic
+from .checks import count
 from .errors import InputError
 
 STRATEGIES = ("ring", "hierarchical", "ps")
@@ -117,8 +118,9 @@ def enumerate_designs(
     for r in reduce_on:
         if r not in REDUCE_ON:
             raise InputError(f"unknown reduce_on '{r}' (choose from {', '.join(REDUCE_ON)})")
-    if max_nodes < 1:
-        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    count("max nodes", max_nodes)
+    for k in gpus_per_node or []:
+        count("GPUs per node", k)
     gpu_keep = set(_pick(gpu_ids, catalog.gpus, "gpu"))
     nic_keep = set(_pick(nic_ids, catalog.nics, "nic"))
     ch_keep = set(_pick(chassis_ids, catalog.chassis_by_id, "chassis"))
@@ -158,7 +160,10 @@ def enumerate_designs(
                     if top >= 2:
                         blocks.append((gi, ci, nic_pos[n.id], 2, top, k))
     if not blocks:
-        raise InputError("no design in the catalog matches the requested GPUs, NICs and GPUs per node")
+        asked = [f"{what} {', '.join(map(str, v))}" for what, v in
+                 (("GPU", gpu_ids), ("NIC", nic_ids), ("GPUs per node", gpus_per_node), ("chassis", chassis_ids)) if v]
+        raise InputError(f"no design in {catalog.path or 'the catalog'} matches the requested "
+                         + ("; ".join(asked) if asked else "GPUs, NICs and GPUs per node"))
 
     b = np.array(blocks, dtype=np.int64)
     counts = b[:, 4] - b[:, 3] + 1
@@ -201,14 +206,21 @@ def single_design(
         raise InputError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
     if reduce_on not in REDUCE_ON:
         raise InputError(f"unknown reduce_on '{reduce_on}' (choose from {', '.join(REDUCE_ON)})")
-    if nodes < 1 or gpus_per_node < 1:
-        raise InputError("nodes and GPUs per node must be >= 1")
+    count("nodes", nodes)
+    count("GPUs per node", gpus_per_node)
+    count("NICs per node", nics_per_node)
+    if chassis is not None and chassis not in catalog.chassis_by_id:
+        raise InputError(f"unknown chassis '{chassis}' (known: {', '.join(catalog.chassis_by_id)})")
     g = catalog.gpus[gpu]
     options = [
         (ci, c) for ci, c in enumerate(catalog.chassis)
         if c.gpu_slots == gpus_per_node and catalog.gpu_fits(g, c) and (chassis is None or c.id == chassis)
     ]
     if not options:
+        if chassis is not None:
+            ch = catalog.chassis_by_id[chassis]
+            raise InputError(f"chassis '{chassis}' does not take {gpus_per_node} x '{gpu}' "
+                             f"({ch.gpu_slots} {ch.form_factor} slots)")
         slots = sorted({c.gpu_slots for c in catalog.chassis if catalog.gpu_fits(g, c)})
         raise InputError(
             f"no chassis in {catalog.path or 'the catalog'} takes {gpus_per_node} x '{gpu}'"

@@ -36,12 +36,12 @@ _DISCOUNT_KIND = {"gpu": "gpus", "chassis": "chassis", "nic": "nics"}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class _Float(_Strict):
     # TOML integers are fine where a float is expected (budget_usd = 500000)
-    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
 
 
 class MixInfo(_Strict):

@@ -1295,7 +1295,7 @@ def _solve_first(jobs: list[JobCandidates], market: Market, lim: MixLimits, obje
         red = _tie_candidates(jobs, market, lim, objective, value, _TIE_TOL * max(abs(value), 1e-9))
         if all(d in k for d, k in zip(inc, red)):  # always, unless rounding
             idx, start = red, np.array([int(np.searchsorted(k, d)) for k, d in zip(red, inc)])
-        pre = f" (started from a CBC solve over a pool of {sum(len(k) for k in pool):,}, {time.perf_counter() - t0:.2f} s)"
+        pre = f" (started from a CBC solve over a pool of {sum(len(k) for k in pool):,})"
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     model = _build([j.take(k) for j, k in zip(jobs, idx)], market, lim, objective, start=start)
     first = _run_cbc(model.prob, left, warm_start=start is not None)
@@ -1511,11 +1511,23 @@ class MixResult:
     parts: list[dict[str, Any]]
     solver: dict[str, Any]
 
-    def to_json_dict(self) -> dict[str, Any]:
-        return {"mix": self.name, "objective": self.objective, "status": self.status,
-                "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
-                "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
-                "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+    def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
+        """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
+        for (`--timings`): the same inputs then print the same bytes."""
+        out = {"mix": self.name, "objective": self.objective, "status": self.status,
+               "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
+               "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
+               "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+        return out if timings else _drop_timings(out)
+
+
+def _drop_timings(value: Any) -> Any:
+    """A copy without the wall-clock keys (`*time_s`)."""
+    if isinstance(value, dict):
+        return {k: _drop_timings(v) for k, v in value.items() if not k.endswith("time_s")}
+    if isinstance(value, list):
+        return [_drop_timings(v) for v in value]
+    return value
 
 
 def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
@@ -1678,16 +1690,17 @@ __all__ = ["solve_mix", "solve_program", "brute_force", "prune", "diagnose", "Jo
 # Text report (the CLI prints these)
 # --------------------------------------------------------------------------------------------------
 
-def render(res: MixResult, console) -> None:
-    """Print a mix result as rich tables on `console`."""
+def render(res: MixResult, console, timings: bool = False) -> None:
+    """Print a mix result as rich tables on `console` (solve times only with `timings`, so the same
+    inputs print the same bytes)."""
     from rich.table import Table
 
     lim = res.limits
     shown = ", ".join(f"{k} {v:,.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in lim.items() if v is not None)
     gap = "n/a" if res.gap is None else f"{res.gap:.2%}"
     console.print(f"costopt solve --workload: mix '{res.name}', objective {res.objective}, {shown}")
-    console.print(f"solver CBC: {res.status}, gap {gap}, solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s), "
-                  f"objective value {res.objective_value:,.6g}")
+    took = f", solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s)" if timings else ""
+    console.print(f"solver CBC: {res.status}, gap {gap}{took}, objective value {res.objective_value:,.6g}")
     t = Table(title="One design per job", title_justify="left")
     for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"),
                       ("strategy", "left"), ("list cost", "right"), ("samples/s", "right"), ("target", "right"),

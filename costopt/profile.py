@@ -40,6 +40,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Callable
 
+from .checks import count, write_text
 from .errors import InputError
 from .workload import ZOO_DIR
 
@@ -125,6 +126,7 @@ def _text_spec(name: str, model, seq: int, vocab: int, definition: str) -> Model
 
 def build_zoo_model(name: str, input_size: int | None = None) -> ModelSpec:
     """A zoo model with random weights, built locally (no downloads)."""
+    count("--input-size", input_size)
     torch = require_torch()
     if name in BUILTIN_CNNS:
         from . import torch_models
@@ -425,14 +427,20 @@ def profile_model(
     profiles = []
     ready_record = None
     for b in sorted(set(batches)):
-        batch = _to_device(spec.make_batch(b), dev)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats(dev)
-        with _RssPeak() as rss:
-            for _ in range(warmup):
-                _step_times(spec, opt, batch, dev, precision, clock)
-            times = [_step_times(spec, opt, batch, dev, precision, clock) for _ in range(repeat)]
+        try:
+            batch = _to_device(spec.make_batch(b), dev)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats(dev)
+            with _RssPeak() as rss:
+                for _ in range(warmup):
+                    _step_times(spec, opt, batch, dev, precision, clock)
+                times = [_step_times(spec, opt, batch, dev, precision, clock) for _ in range(repeat)]
+        except InputError:
+            raise
+        except Exception as exc:  # the model code (user's or zoo's) cannot run this input: one line, not a crash
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise InputError(f"{spec.name} at batch {b} ({precision}, {device}): {type(exc).__name__}: {first}") from None
         if dev.type == "cuda":
             peak = int(torch.cuda.max_memory_allocated(dev))
             mem_note = "torch.cuda.max_memory_allocated"
@@ -501,7 +509,4 @@ def _slug(text: str) -> str:
 
 
 def write_profile(data: dict, path: str | Path) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return p
+    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", "--output")

@@ -40,6 +40,7 @@ import pandas as pd
 from . import api
 from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
+from .checks import count, non_negative, output_path, positive, write_text
 from .cost import evaluate_costs
 from .design_space import STRATEGIES, enumerate_designs
 from .errors import InfeasibleError, InputError
@@ -85,12 +86,20 @@ class Options:
 
     def check(self) -> None:
         for name, v in (("hours", self.hours), ("epochs", self.epochs), ("dataset size", self.dataset_size)):
-            if v is not None and not (v > 0 and math.isfinite(v)):
-                raise InputError(f"{name} must be > 0, got {v}")
+            positive(name, v)
+        non_negative("TCO years", self.tco_years)
+        count("max nodes", self.max_nodes)
+        count("batch per GPU", self.batch_per_gpu)
         if (self.epochs is None) != (self.dataset_size is None):
             raise InputError("--epochs and --dataset-size go together")
         if self.objective not in ("throughput", "cost-per-throughput"):
             raise InputError(f"objective must be throughput or cost-per-throughput here, got '{self.objective}'")
+
+
+def check_budget(budget: float | None) -> None:
+    """A budget is a finite number of USD > 0 (None: no budget)."""
+    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
+        raise InputError(f"budget must be a positive number of USD, got {budget}")
 
 
 def _as_catalog(c: str | Path | Catalog | None) -> Catalog:
@@ -118,6 +127,8 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
                      *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
                      chassis_ids: list[str] | None = None) -> Evaluation:
     """Enumerate and evaluate every design of a catalog, priced for `opts` (owned or rented)."""
+    opts.check()
+    check_budget(budget)
     cat, params, workload, batch, tensors = resolve_inputs(model, _as_catalog(catalog), opts.precision,
                                                             opts.batch_per_gpu, opts.system, opts.profile,
                                                             "pytorch", opts.overlap)
@@ -293,8 +304,7 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
     """Best design under each catalog for the same budget, the winner, and the losers' break-even prices."""
     opts = opts or Options()
     opts.check()
-    if not (budget > 0 and math.isfinite(budget)):
-        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    check_budget(budget)
     if len(catalogs) < 2:
         raise InputError("compare needs at least two catalogs")
     answers: list[CatalogAnswer] = []
@@ -380,10 +390,15 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     """Buy the best owned design for the budget, or rent the same work by the hour?"""
     opts = opts or Options()
     opts.check()
+    check_budget(budget)
     if not (years > 0 and math.isfinite(years)):
         raise InputError(f"--years must be > 0, got {years}")
     if utilization is not None and not (0 < utilization <= 1):
         raise InputError(f"--utilization must be in (0, 1], got {utilization}")
+    if utilization is not None and opts.hours is not None:
+        raise InputError("give --utilization or --hours (which sets the utilisation), not both")
+    if opts.hours is not None and opts.hours > years * HOURS_PER_YEAR:
+        raise InputError(f"--hours {opts.hours:g} is more than the {years * HOURS_PER_YEAR:,.0f} hours in {years:g} years")
     own_cat, cloud_cat = _as_catalog(owned_catalog), _as_catalog(cloud_catalog)
     if own_cat.is_cloud:
         raise InputError(f"{own_cat.path}: the owned catalog is a cloud catalog; give an owned one with --catalog")
@@ -471,6 +486,27 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
 # ------------------------------------------------------------------------------------------------
 
 
+_XLSX_TIME = "2000-01-01T00:00:00Z"
+
+
+def _normalise_xlsx(path: Path) -> None:
+    """Same table, same bytes: openpyxl stamps the save time into docProps/core.xml and every zip
+    entry; replace both with fixed values."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        items = [(info, z.read(info.filename)) for info in z.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in items:
+            if info.filename == "docProps/core.xml":
+                data = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
+                              lambda m: m.group(1) + _XLSX_TIME.encode() + m.group(3), data)
+            fixed = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            fixed.external_attr = info.external_attr
+            z.writestr(fixed, data)
+
+
 def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None) -> str | None:
     """Write the table as csv, xlsx or json; returns the text when `out` is None (csv/json only)."""
     if fmt == "csv":
@@ -480,23 +516,30 @@ def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None) -> str | No
     elif fmt == "xlsx":
         if out is None:
             raise InputError("--format xlsx needs --out FILE.xlsx")
+        if Path(out).suffix.lower() != ".xlsx":
+            raise InputError(f"--format xlsx writes an Excel workbook: --out must end in .xlsx, got '{Path(out).name}'")
+        output_path(out, "--out")
         try:
             import openpyxl  # noqa: F401
         except ImportError:  # pragma: no cover - a dependency
             raise InputError("xlsx export needs openpyxl (pip install openpyxl)") from None
-        with pd.ExcelWriter(out, engine="openpyxl") as xw:
-            df.to_excel(xw, index=False, sheet_name="designs")
-            sheet = xw.sheets["designs"]
-            sheet.freeze_panes = "B2"
-            for col in sheet.columns:
-                width = max(len(str(col[0].value or "")), 8)
-                sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
+        try:
+            with pd.ExcelWriter(out, engine="openpyxl") as xw:
+                df.to_excel(xw, index=False, sheet_name="designs")
+                sheet = xw.sheets["designs"]
+                sheet.freeze_panes = "B2"
+                for col in sheet.columns:
+                    width = max(len(str(col[0].value or "")), 8)
+                    sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
+            _normalise_xlsx(Path(out))
+        except OSError as exc:
+            raise InputError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
         return None
     else:
         raise InputError(f"unknown format '{fmt}' (choose from csv, xlsx, json)")
     if out is None:
         return text
-    Path(out).write_text(text, encoding="utf-8")
+    write_text(out, text, "--out")
     return None
 
 
@@ -536,6 +579,7 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     p = Path(csv_path)
     if not p.exists():
         raise InputError(f"price list not found: {p}")
+    positive("default network Gb/s (--default-network-gbps)", default_network_gbps)
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
     except Exception as exc:  # pandas raises many kinds on malformed CSV
@@ -605,6 +649,9 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     for acc, n in sorted(skipped_acc.items()):
         warnings.append(f"accelerator '{acc}' ({n} row(s)) has no GPU in '{base}'; skipped (add --map '{acc}=GPU_ID')")
     if not blocks:
+        if warnings:  # rows with a known GPU, all unusable: say why, not that the GPUs are unknown
+            more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+            raise InputError(f"{p}: no row in region '{region}' could be imported: {warnings[0]}{more}")
         raise InputError(f"{p}: no row in region '{region}' has a GPU the base catalog '{base}' knows")
     cname = name or re.sub(r"[^a-z0-9._-]+", "-", p.stem.lower()).strip("-") or "imported"
     head = [f"# Cloud catalog imported by `costopt catalog import` from {p.name} (region {region}).",

@@ -31,10 +31,11 @@ import numpy as np
 
 from . import api
 from .catalog import Catalog
+from .checks import count, output_path, write_text
 from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
-from .purchasing import Options, _as_catalog, cost_basis, evaluate_catalog, solve_catalog
+from .purchasing import Options, _as_catalog, check_budget, cost_basis, evaluate_catalog, solve_catalog
 
 TARGET_EFFICIENCY = 0.9
 RATE_GRID_GBPS = np.geomspace(1.0, 3200.0, 49)  # line rates tried for the bandwidth requirement
@@ -106,8 +107,11 @@ def _progress(enabled: bool):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
+    # no bar (and no stray blank line) when stderr is a file or pipe: errors stay one line there
     return Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True, disable=not enabled)
+                    TimeElapsedColumn(), console=console, transient=True,
+                    disable=not enabled or not console.is_terminal)
 
 
 def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
@@ -419,8 +423,8 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
                  *, top: int = 8, progress: bool = True) -> Report:
     opts = opts or Options()
     opts.check()
-    if not (budget > 0 and math.isfinite(budget)):
-        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    check_budget(budget)
+    count("top", top)
     cat = _as_catalog(catalog)
     basis = cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)
     with _progress(progress) as prog:
@@ -513,11 +517,16 @@ def write_report(rep: Report, out: str | Path) -> list[Path]:
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix in (".html", ".htm"):
-        out.write_text(to_html(rep), encoding="utf-8")
+        write_text(out, to_html(rep), "--out")
         return [out]
     if suffix == ".md":
+        output_path(out, "--out")
         d = out.parent / f"{out.stem}_files"
-        out.write_text(to_markdown(rep, d, d.name), encoding="utf-8")
+        try:
+            text = to_markdown(rep, d, d.name)
+        except OSError as exc:
+            raise InputError(f"--out {out}: cannot write the figures into {d}: {exc.strerror or exc}") from None
+        write_text(out, text, "--out")
         return [out] + sorted(d.glob("*.png"))
     raise InputError(f"--out must end in .html or .md, got '{out.name}'")
 

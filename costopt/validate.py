@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import REFERENCE_CATALOG, Catalog, parse_catalog
+from .checks import MAX_COUNT
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from .errors import InputError
 from .files import read_toml
@@ -166,6 +167,8 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
         if integer:
             if not x.is_integer():
                 raise _err(path, line, col, f"must be a whole number, got {v!r}")
+            if x > MAX_COUNT:
+                raise _err(path, line, col, f"must be at most {MAX_COUNT:,}, got {v!r}")
             return int(x)
         return x
 

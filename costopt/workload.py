@@ -27,6 +27,7 @@ every precision (AMP keeps fp32 master weights), so gradient bytes = 4 x paramet
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -248,7 +249,7 @@ def _parse_workload(data: dict, where: str) -> Workload:
             if not tensors:
                 raise InputError(f"{where}: tensor set '{set_name}' is empty")
             ready = np.array([float(t["ready_fraction"]) for t in tensors])
-            if np.any(ready < 0) or np.any(ready > 1) or np.any(np.diff(ready) < -1e-12):
+            if not np.all((ready >= 0) & (ready <= 1)) or np.any(np.diff(ready) < -1e-12):
                 raise InputError(f"{where}: tensor set '{set_name}': ready_fraction must be in [0,1] and non-decreasing")
             sets[set_name] = TensorSet(
                 name=set_name,
@@ -258,6 +259,8 @@ def _parse_workload(data: dict, where: str) -> Workload:
                 ready_fraction=ready,
                 trainable=np.array([bool(t.get("trainable", True)) for t in tensors]),
             )
+            if np.any(sets[set_name].numel < 0):
+                raise InputError(f"{where}: tensor set '{set_name}': numel must be >= 0")
         profiles = tuple(
             ProfilePoint(
                 gpu=str(p["gpu"]), precision=str(p["precision"]), batch=int(p["batch"]),
@@ -270,8 +273,11 @@ def _parse_workload(data: dict, where: str) -> Workload:
         for p in profiles:
             if p.precision not in ("fp32", "amp_bf16", "amp_fp16"):
                 raise InputError(f"{where}: profile precision '{p.precision}' unknown")
-            if min(p.forward_ms, p.backward_ms, p.peak_mem_bytes) <= 0 or p.step_ms < 0 or p.batch < 1:
+            if (not all(math.isfinite(x) for x in (p.forward_ms, p.backward_ms, p.step_ms, p.peak_mem_bytes))
+                    or not min(p.forward_ms, p.backward_ms, p.peak_mem_bytes) > 0 or not p.step_ms >= 0 or p.batch < 1):
                 raise InputError(f"{where}: profile {p.gpu} {p.precision} batch {p.batch}: times and memory must be positive")
+        if int(data["default_batch"]) < 1:
+            raise InputError(f"{where}: default_batch must be >= 1, got {data['default_batch']}")
         return Workload(
             model=str(data["model"]), description=str(data.get("description", "")),
             sample_unit=str(data.get("sample_unit", "sample")), optimizer=str(data.get("optimizer", "")),
@@ -279,7 +285,7 @@ def _parse_workload(data: dict, where: str) -> Workload:
         )
     except KeyError as exc:
         raise InputError(f"{where}: missing field {exc}") from None
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{where}: malformed workload: {exc}") from None
 
 
@@ -294,6 +300,8 @@ def _load_path(path: str) -> Workload:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}: not valid JSON: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{p}: expected a JSON object")
     return _parse_workload(data, str(p))

@@ -1,5 +1,6 @@
 """Every bad input: one clear message naming what and where, exit code 2, no traceback."""
 
+import json
 import re
 import subprocess
 import sys
@@ -161,3 +162,107 @@ def test_model_too_big_for_every_gpu():
 def test_mini_catalog_is_valid_toml_and_loads():
     tomllib.loads(MINI.read_text())
     assert len(load_catalog(MINI).gpu) == 2
+
+
+# --- QA sweep: every numeric option, file kind and output path of the core commands -------------------
+
+PREDICT = ["predict", "--model", "resnet50", "--gpu", "h100-sxm", "--gpus-per-node", "8", "--nic", "ib-ndr",
+           "--strategy", "ring"]
+SOLVE = ["solve", "--budget", "200000", "--model", "resnet50"]
+
+
+@pytest.mark.parametrize(
+    "args,pattern",
+    [
+        (SOLVE + ["--tco-years", "nan"], r"TCO years must be a finite number >= 0, got nan"),
+        (SOLVE + ["--tco-years", "inf"], r"TCO years must be a finite number >= 0, got inf"),
+        (SOLVE + ["--max-power-kw", "inf"], r"max power must be a finite number > 0, got inf"),
+        (SOLVE + ["--min-throughput", "inf", "--objective", "cost"], r"min throughput must be a finite number > 0"),
+        (SOLVE + ["--epochs", "inf", "--dataset-size", "1000"], r"epochs must be a finite number > 0"),
+        (SOLVE + ["--top", "-5"], r"top must be >= 1, got -5"),
+        (SOLVE + ["--gpus-per-node", "0"], r"GPUs per node must be >= 1, got 0"),
+        (SOLVE + ["--gpus-per-node", "3", "--gpu", "h100-sxm"], r"no design in .* matches the requested GPU h100-sxm; GPUs per node 3"),
+        (SOLVE + ["--max-nodes", str(10**20)], r"max nodes must be at most 1,000,000,000"),
+        (SOLVE + ["--batch-per-gpu", str(10**20)], r"batch per GPU must be at most 1,000,000,000"),
+        (["solve", "--budget", "200000"], r"give --model .* or --profile"),
+        (PREDICT + ["--nodes", str(10**20)], r"nodes must be at most 1,000,000,000"),
+        (PREDICT + ["--nodes", "0"], r"nodes must be >= 1, got 0"),
+        (PREDICT + ["--nodes", "2", "--tco-years", "-1"], r"TCO years must be >= 0, got -1"),
+        (PREDICT + ["--nodes", "2", "--chassis", "nope"], r"unknown chassis 'nope' \(known: "),
+        (PREDICT + ["--nodes", "2", "--chassis", "pcie5-4gpu"], r"chassis 'pcie5-4gpu' does not take 8 x 'h100-sxm'"),
+        # command-line parsing errors: one line too, not typer's boxed usage panel
+        (["solve", "--budget", "abc", "--model", "resnet50"], r"^error: Invalid value for '--budget'.*costopt(\.cli)? solve --help"),
+        (SOLVE + ["--format", "xml"], r"^error: Invalid value for '--format'"),
+        (PREDICT + ["--nodes", "2", "--format", "csv"], r"^error: Invalid value for '--format'"),
+        (SOLVE + ["--bogus"], r"^error: No such option: --bogus"),
+        (["bogus"], r"^error: No such command 'bogus'"),
+    ],
+)
+def test_cli_bad_numbers_and_usage_exit_2_one_line(args, pattern):
+    rc, out, err = run_cli(*args)
+    assert rc == 2, (out, err)
+    assert re.search(pattern, err), err
+    assert "Traceback" not in out + err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("kind", ["directory", "binary", "empty"])
+@pytest.mark.parametrize("option,what", [("--catalog", "catalog"), ("--system", "system"), ("--profile", "profile")])
+def test_unreadable_input_files_exit_2(tmp_path, kind, option, what):
+    p = tmp_path / "in.dat"
+    if kind == "directory":
+        p.mkdir()
+    elif kind == "binary":
+        p.write_bytes(bytes(range(256)) * 4)
+    else:
+        p.write_text("")
+    rc, out, err = run_cli(*SOLVE, option, str(p))
+    if kind == "empty" and option == "--system":  # an empty system file is all defaults
+        assert rc == 0, err
+        return
+    assert rc == 2, (out, err)
+    assert str(p.name) in err and "Traceback" not in out + err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_bad_profile_values(tmp_path):
+    from costopt.workload import load_profile, load_workload
+
+    data = json.loads((Path(__file__).parents[1] / "costopt" / "data" / "zoo" / "resnet50.json").read_text())
+    data["profiles"][0]["forward_ms"] = float("nan")
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="times and memory must be positive"):
+        load_profile(p, load_workload("resnet50"))
+
+
+def test_catalog_rejects_inf_and_nan(tmp_path):
+    for bad in ("inf", "nan"):
+        path = write_variant(tmp_path, lambda t: t.replace("price_usd = 1000", f"price_usd = {bad}", 1))
+        with pytest.raises(InputError, match=r"nic\[1\] \(id 'ib100'\), field 'price_usd'"):
+            load_catalog(path)
+
+
+def test_json_format_errors_print_json_on_stdout():
+    rc, out, err = run_cli(*SOLVE[:3], "--model", "resnet5", "--format", "json")
+    assert rc == 2
+    assert json.loads(out) == {"error": err.strip().removeprefix("error: "), "reason": "input", "exit_code": 2}
+    rc, out, err = run_cli(*PREDICT, "--nodes", "0", "--format", "json")
+    assert rc == 2 and json.loads(out)["reason"] == "input"
+
+
+def test_infeasible_message_is_one_line_however_long():
+    rc, out, err = run_cli(*SOLVE, "--batch-per-gpu", "1000000000")
+    assert rc == 1 and "no design can run resnet50" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_api_checks_numbers_like_the_cli():
+    import costopt
+
+    with pytest.raises(InputError, match="TCO years must be a finite number >= 0"):
+        costopt.solve(200000, "resnet50", tco_years=float("nan"))
+    with pytest.raises(InputError, match="NICs per node must be >= 1"):
+        costopt.predict("resnet50", "h100-sxm", 8, 2, "ib-ndr", "ring", nics_per_node=0)
+    with pytest.raises(InputError, match="batch per GPU must be >= 1"):
+        costopt.predict("resnet50", "h100-sxm", 8, 2, "ib-ndr", "ring", batch_per_gpu=0)

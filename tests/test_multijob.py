@@ -350,3 +350,21 @@ def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(see
         thr = evaluate_picks(jobs, market, picks[None, :])["throughput"][0]
         thr_ref = evaluate_picks(jobs, market, ref[None, :])["throughput"][0]
         assert (thr / T) @ w == pytest.approx((thr_ref / T) @ w, rel=1e-9)
+
+
+def test_workload_json_is_byte_identical_and_timings_are_opt_in():
+    runner = CliRunner()
+    args = ["solve", "--workload", str(Path(__file__).parents[1] / "examples" / "mix.toml"), "--format", "json"]
+    a = runner.invoke(app, args)
+    b = runner.invoke(app, args)
+    assert a.exit_code == 0 and a.stdout == b.stdout
+    assert "time_s" not in a.stdout
+    c = runner.invoke(app, args + ["--timings"])
+    assert "solve_time_s" in json.loads(c.stdout)
+
+
+def test_mix_rejects_infinite_numbers(tmp_path):
+    p = tmp_path / "mix.toml"
+    p.write_text('[jobs.a]\nmodel = "resnet50"\nmin_throughput = inf\n')
+    with pytest.raises(InputError, match="min_throughput"):
+        load_mix(p)

@@ -136,6 +136,24 @@ def test_errors_are_one_line():
     assert r.exit_code == 2
 
 
+def test_bad_input_size_and_output_fail_before_measuring(tmp_path):
+    pytest.importorskip("torch")
+    r = CliRunner().invoke(app, ["profile", "--model", "resnet50", "--device", "cpu", "--input-size", "0",
+                                 "-o", str(tmp_path / "p.json")])
+    assert r.exit_code == 2 and "--input-size must be >= 1, got 0" in r.output
+    for out, words in ((tmp_path, "is a directory"), (tmp_path / "nodir" / "p.json", "does not exist")):
+        r = CliRunner().invoke(app, ["profile", "--model", "resnet50", "--device", "cpu", "-o", str(out)])
+        assert r.exit_code == 2 and words in r.output, r.output
+
+
+def test_model_that_cannot_run_the_input_is_one_line(tmp_path):
+    pytest.importorskip("torch")
+    r = CliRunner().invoke(app, ["profile", "--model", "resnet50", "--device", "cpu", "--input-size", "8",
+                                 "--batch", "1", "--repeat", "1", "--warmup", "0", "-o", str(tmp_path / "p.json")])
+    assert r.exit_code == 2 and "resnet50 at batch 1 (fp32, cpu): ValueError" in r.output
+    assert "Traceback" not in r.output
+
+
 def test_torchvision_only_models_say_what_they_need():
     try:
         import torchvision  # noqa: F401

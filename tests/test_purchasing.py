@@ -302,3 +302,85 @@ def test_import_wrong_columns(tmp_path):
     rc, out, err = run_cli("catalog", "import", bad, "-o", tmp_path / "x.toml")
     assert rc == 2 and "missing column(s) InstanceType" in err and "Traceback" not in err
     assert not (tmp_path / "x.toml").exists()
+
+
+# --- QA sweep: bad numbers, output paths, impossible budgets ---------------------------------------------
+
+@pytest.mark.parametrize("args,pattern", [
+    (["compare", VENDOR_A, VENDOR_B, "--model", "vgg16", "--budget", "300000", "--tco-years", "nan"],
+     r"TCO years must be a finite number >= 0, got nan"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "vgg16", "--budget", "300000", "--max-nodes", "0"],
+     r"max nodes must be >= 1, got 0"),
+    (["rent-vs-buy", "--model", "resnet50", "--budget", "nan", "--cloud", AWS],
+     r"budget must be a positive number of USD, got nan"),
+    (["rent-vs-buy", "--model", "resnet50", "--budget", "-1", "--cloud", AWS],
+     r"budget must be a positive number of USD, got -1"),
+    (["rent-vs-buy", "--model", "resnet50", "--budget", "200000", "--cloud", AWS, "--hours", "10", "--utilization", "0.5"],
+     r"give --utilization or --hours .*not both"),
+    (["rent-vs-buy", "--model", "resnet50", "--budget", "200000", "--cloud", AWS, "--hours", "1e12"],
+     r"--hours 1e\+12 is more than the 26,298 hours in 3 years"),
+    (["export", "--model", "resnet50", "--budget", "inf"], r"budget must be a positive number of USD, got inf"),
+    (["export", "--model", "resnet50", "--budget", "200000", "--tco-years", "-2"], r"TCO years must be >= 0"),
+    (["export", "--model", "resnet50", "--budget", "200000", "--format", "xlsx", "-o", "x.csv"],
+     r"--out must end in .xlsx, got 'x.csv'"),
+    (["report", "--model", "resnet50", "--budget", "200000", "--out", "r.html", "--all", "x.pdf"],
+     r"--all must end in .csv, .xlsx or .json, got 'x.pdf'"),
+    (["report", "--model", "resnet50", "--budget", "200000", "--out", "r.html", "--top", "0"], r"top must be >= 1, got 0"),
+    (["catalog", "import", SAMPLE_CSV, "-o", "c.toml", "--default-network-gbps", "nan"],
+     r"--default-network-gbps\) must be a finite number > 0, got nan"),
+])
+def test_purchasing_bad_numbers_exit_2_one_line(tmp_path, monkeypatch, args, pattern):
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(*args)
+    assert rc == 2, (out, err)
+    assert re.search(pattern, err), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "c.toml").exists() and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("cmd", [
+    ["report", "--model", "resnet50", "--budget", "200000", "--out"],
+    ["export", "--model", "resnet50", "--budget", "200000", "-o"],
+    ["catalog", "import", SAMPLE_CSV, "-o"],
+])
+def test_output_paths_checked_before_work(tmp_path, cmd):
+    suffix = {"report": "r.html", "export": "x.csv", "catalog": "c.toml"}[cmd[0]]
+    for out, words in ((tmp_path / "nodir" / suffix, "does not exist"), (tmp_path, "is a directory")):
+        if cmd[0] == "report" and out == tmp_path:
+            out, words = tmp_path / "sub.html", "is a directory"
+            out.mkdir()
+        rc, _, err = run_cli(*cmd, out)
+        assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_export_impossible_budget_exits_1_with_nearest():
+    rc, out, err = run_cli("export", "--model", "resnet50", "--budget", "1", "--format", "json")
+    assert rc == 1
+    data = json.loads(out)
+    assert data["reason"] == "budget" and data["nearest"]["cost_usd"] > 1
+
+
+def test_xlsx_export_is_byte_reproducible(tmp_path):
+    a, b = tmp_path / "a.xlsx", tmp_path / "b.xlsx"
+    for p in (a, b):
+        rc, _, err = run_cli("export", "--model", "alexnet", "--budget", "20000", "--format", "xlsx", "-o", p)
+        assert rc == 0, err
+    assert a.read_bytes() == b.read_bytes()
+    assert len(pd.read_excel(a)) > 0
+
+
+def test_import_rows_all_unusable_says_why(tmp_path):
+    lines = SAMPLE_CSV.read_text().splitlines()
+    head = lines[0].split(",")
+    i = head.index("Price")
+    rows = []
+    for ln in lines[1:]:
+        cells = ln.split(",")
+        cells[i] = "abc"
+        rows.append(",".join(cells))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join([lines[0], *rows]) + "\n")
+    with pytest.raises(InputError, match=r"could be imported: row 2 .*not numbers"):
+        P.import_vms_csv(bad)

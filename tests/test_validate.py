@@ -30,6 +30,8 @@ def _csv(tmp_path: Path, *lines: str, header: str = HEADER) -> Path:
     ("T,resnet50,k80,8,2,64,fp32,ring,,,,gpu,51.5,384", "nic_gbps", "empty"),
     ("T,resnet50,k80,8,2,64,fp32,ring,10,udp,,gpu,51.5,384", "transport", "unknown value"),
     ("T,resnet50,k80,8,1,64,fp32,ring,,,,gpu,51.5,-3", "measured_samples_per_s", "positive"),
+    ("T,resnet50,k80,8,1,64,fp32,ps,,,1e30,gpu,51.5,384", "num_ps", "at most 1,000,000,000"),
+    ("T,resnet50,k80,8,1,1e30,fp32,ring,,,,gpu,51.5,384", "batch_per_gpu", "at most 1,000,000,000"),
 ])
 def test_format_errors_name_line_and_column(tmp_path, line, column, words):
     p = _csv(tmp_path, GOOD, line)
@@ -159,3 +161,16 @@ def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
     # t_sync = (N - 1) · α_sync, added to the iteration as a serial term
     assert 4 * 64 / slow[0] == pytest.approx(4 * 64 / base[0] + 3 * 2e-3, rel=1e-9)
     assert 2 * 64 / slow[1] == pytest.approx(2 * 64 / base[1] + 1 * 2e-3, rel=1e-9)
+
+
+def test_max_median_error_must_be_a_finite_number():
+    r = runner.invoke(app, ["validate", "published", "--max-median-error", "nan"])
+    assert r.exit_code == 2 and "--max-median-error must be a finite number >= 0, got nan" in r.stderr
+
+
+def test_calibrate_output_checked_before_the_fit(tmp_path):
+    r = runner.invoke(app, ["calibrate", "published", "-o", str(tmp_path / "nodir" / "s.toml"), "--format", "json"])
+    assert r.exit_code == 2 and "does not exist" in r.stderr
+    assert json.loads(r.stdout)["reason"] == "input"
+    r = runner.invoke(app, ["calibrate", "published", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.stderr
