@@ -19,7 +19,7 @@ from .checks import count, non_negative, positive
 from .cost import Costs, evaluate_costs
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
-from .solver import OBJECTIVES, solve_ilp
+from .solver import OBJECTIVES, objective_values, solve_ilp
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -254,15 +254,6 @@ class SolveResult:
         }
 
 
-def _objective_score(objective: str, cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Higher is better."""
-    if objective == "throughput":
-        return thr
-    if objective == "cost-per-throughput":
-        return -cost / thr
-    return -cost
-
-
 def solve(
     budget: float | None, model: str | None, *, objective: str = "throughput", catalog: str | Path | Catalog | None = None,
     precision: str = DEFAULT_PRECISION, batch_per_gpu: int | None = None, strategies: list[str] | None = None,
@@ -346,14 +337,14 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     if objective == "cost" and min_throughput is not None:
         within &= thr >= min_throughput
     idx = np.flatnonzero(within)
-    score = _objective_score(objective, cost[idx], thr[idx])
+    score = -objective_values(objective, cost[idx], thr[idx])
     fam = ((((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10
            + s.reduce_on[idx]) * 32 + s.nics_per_node[idx]
     order = np.lexsort((order_rank[idx], cost[idx], -score, fam))
     first = np.ones(len(order), dtype=bool)
     first[1:] = fam[order][1:] != fam[order][:-1]
     fam_best = idx[order[first]]
-    fam_score = _objective_score(objective, cost[fam_best], thr[fam_best])
+    fam_score = -objective_values(objective, cost[fam_best], thr[fam_best])
     ranked = fam_best[np.lexsort((order_rank[fam_best], cost[fam_best], -fam_score))]
     # best design of each GPU type, for the buyer who wants to see every option's best shot
     _, first_pos = np.unique(s.gpu_idx[ranked], return_index=True)

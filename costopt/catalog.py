@@ -337,10 +337,6 @@ def parse_catalog(data: dict, where: str) -> Catalog:
     return cat
 
 
-def _read_toml(p: Path) -> dict:
-    return read_toml(p, "catalog file")
-
-
 def builtin_catalogs() -> dict[str, Path]:
     """Built-in catalogs by name (the file stem)."""
     return {p.stem: p for p in sorted(BUILTIN_CATALOG_DIR.glob("*.toml"))}
@@ -536,7 +532,7 @@ def _load_data(p: Path, depth: int = 0) -> tuple[dict, str]:
     """Read a catalog file and resolve its base chain; returns (data, name used in messages)."""
     if depth > 8:
         raise InputError(f"{p}: [catalog], field 'base': chain of base catalogs too deep (a loop?)")
-    data = _read_toml(p)
+    data = read_toml(p, "catalog file")
     info = data.get("catalog")
     base = info.get("base") if isinstance(info, dict) else None
     if base:

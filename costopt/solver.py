@@ -43,7 +43,7 @@ def pareto_front(cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarra
     return order[thr_sorted > best_before]
 
 
-def _objective_values(objective: str, cost: np.ndarray, throughput: np.ndarray) -> np.ndarray:
+def objective_values(objective: str, cost: np.ndarray, throughput: np.ndarray) -> np.ndarray:
     """Value to minimise."""
     if objective == "throughput":
         return -throughput
@@ -79,7 +79,7 @@ def brute_force(objective, cost, throughput, order_rank, budget=None, min_throug
     ok = np.flatnonzero(_feasible(cost, throughput, budget, min_throughput if objective == "cost" else None))
     if len(ok) == 0:
         return None
-    values = _objective_values(objective, cost, throughput)
+    values = objective_values(objective, cost, throughput)
     return _break_ties(objective, ok, cost, throughput, order_rank, values)
 
 
@@ -95,7 +95,7 @@ def solve_ilp(objective, cost, throughput, order_rank, budget=None, min_throughp
     if len(feas) == 0:
         info["status"] = "Infeasible"
         return None, info
-    values = _objective_values(objective, cost, throughput)
+    values = objective_values(objective, cost, throughput)
     # Scale the objective to O(1) so CBC's absolute tolerances do not blur close designs.
     scale = float(np.max(np.abs(values[front]))) or 1.0
     prob = pulp.LpProblem("costopt_design", pulp.LpMinimize)

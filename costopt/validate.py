@@ -226,18 +226,14 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
 # ---------------------------------------------------------------------------------------------------
 # catalog
 
-def _read_toml(path: Path) -> dict:
-    return read_toml(path, "catalog file")
-
-
 def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Catalog:
     """The base catalog (reference, or `catalog`) + the validation additions + one NIC per (rate, transport).
 
     Validation additions (GPUs, node shapes) are added only where the base lacks their id.
     """
     base_path = Path(catalog) if catalog is not None else REFERENCE_CATALOG
-    data = _read_toml(base_path)
-    extra = _read_toml(VALIDATION_CATALOG)
+    data = read_toml(base_path, "catalog file")
+    extra = read_toml(VALIDATION_CATALOG, "catalog file")
     merged = {k: (list(v) if isinstance(v, list) else v) for k, v in data.items()}
     for kind in ("gpu", "chassis"):
         have = {e.get("id") for e in merged.get(kind, [])}
