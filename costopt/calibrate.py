@@ -74,6 +74,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "nvlink_efficiency": (0.2, 1.0, "lin"),
     "straggler_cv": (0.0, 0.3, "lin"),
     "sync_us_per_gpu": (0.0, 20000.0, "lin"),
+    "sync_us_per_worker": (0.0, 20000.0, "lin"),
 }
 
 ROW_SIGMA = 0.10  # per-row log-error spread the model claims (thesis: ±10%); fixed, see the module docstring
@@ -112,6 +113,9 @@ PRIOR: dict[str, tuple[str, float]] = {
     # the DGX-1 table shows for 2017 replicated/NCCL (about 58 ms above compute at 8 GPUs for AlexNet and
     # VGG16 alike); judgement, not fitted to any row
     "sync_us_per_gpu": ("lin", 1000.0),
+    # same judgement for the per-worker (PS) step cost: a barrier token is one RPC of tens to hundreds of us,
+    # and 1 ms per worker would already be a slow 2017 gRPC stack
+    "sync_us_per_worker": ("lin", 1000.0),
 }
 # fitted by default: the knobs 2017-2021 TCP/NVLink/PCIe measurements can inform (RDMA and host-reduce
 # parameters need rows that exercise them; name them with --fit when such rows exist). Of the two
@@ -120,8 +124,9 @@ PRIOR: dict[str, tuple[str, float]] = {
 # for AlexNet and VGG16, whose compute differs 2.4x; NVIDIA's tables: larger relative excess in AMP,
 # where compute is shorter), which is what the fixed term models and the compute-proportional
 # `straggler_cv` does not. Both grow with N, so fitting both leaves them confounded; `--fit` can add it.
+# The per-worker PS term (`sync_us_per_worker`) is fitted with it: only multi-node PS rows inform it.
 DEFAULT_FIT = ("tcp_efficiency", "ps_tensor_overhead_us", "ps_pull_overlap", "overlap_efficiency", "pcie_efficiency",
-               "nvlink_efficiency", "host_reduce_gb_per_s", "sync_us_per_gpu")
+               "nvlink_efficiency", "host_reduce_gb_per_s", "sync_us_per_gpu", "sync_us_per_worker")
 
 
 def _prior_u(name: str, v: float) -> float:

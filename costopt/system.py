@@ -35,6 +35,7 @@ class SystemParams:
     memory_reserved_gb: float
     straggler_cv: float = 0.0
     sync_us_per_gpu: float = 0.0
+    sync_us_per_worker: float = 0.0
 
     def with_updates(self, **kw: float) -> "SystemParams":
         return replace(self, **kw)
@@ -59,6 +60,7 @@ _KEYS = {
     ("memory", "reserved_gb"): "memory_reserved_gb",
     ("sync", "straggler_cv"): "straggler_cv",
     ("sync", "step_us_per_gpu"): "sync_us_per_gpu",
+    ("sync", "step_us_per_worker"): "sync_us_per_worker",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency"}

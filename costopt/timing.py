@@ -21,8 +21,11 @@ Communication, per iteration:
     greedy whole-tensor placement:
         per phase NIC bytes  X = max_j max((M−1)·L_j, S − L_j), L_j = shard bytes on node j  (placement.py)
         pull (before forward)                   = max(X/B_nic + α_ps·R(M), host copy); exposed: max(pull − w·T_f, 0)
-        push (overlaps backward, per bucket)    = max(X/B_nic, host copy, local reduce)
-        apply = M · max_j S_j · 3 / B_apply     (read var, read grad, write var; W applies per shard)
+        push (overlaps backward, per bucket)    = max(X/B_nic, host copy, local reduce, M·S_max·3/B_apply)
+        apply (exposed) = S_max · 3 / B_apply   (read var, read grad, write var; S_max = largest shard)
+      Each of the W = M workers applies its own averaged gradient to a shard when it arrives (TF PS,
+      no accumulation; thesis_method.md §4.1), so the W applies are one more pipelined stage of the
+      push (thesis §6.3's W·S_p·3/B_mem, here a rate limit), and only the last one follows the push.
       host copy: reduce_on=cpu (variables on the host, TF local_parameter_device=cpu): every GPU copies
       S each way, B_pcie shared; local reduce (G−1)·S/B_red on the CPU. reduce_on=gpu: variables on
       GPUs, local reduce/broadcast over B_intra: (G−1)/G·S / B_intra, staging S over PCIe when M > 1.
@@ -43,14 +46,19 @@ t_serial is the PS pull and apply (0 for all-reduce), plus the synchronisation w
     t_straggle = cv · (T_f + T_b + T_step) · E_N,   E_N = E[max of N iid standard normals]
                  (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, default 0)
 
-and a fixed per-step synchronisation cost per participating GPU (collective launch and rendezvous, TF's
-step-end barrier; §6.3 step 7 "t_sync ≈ 2·α", the ring's 2(N−1)·α per tensor of §6.4), independent of
-compute time:
+and a fixed per-step synchronisation cost per peer (collective launch and rendezvous, TF's step-end
+barrier; §6.3 step 7 "t_sync ≈ 2·α", the ring's 2(N−1)·α per tensor of §6.4), independent of compute
+time. Who the peers are depends on the processes: an all-reduce has one rank per GPU; TF's PS modes
+run one worker process per node with its G GPUs as towers inside it, and the step-end barrier is
+between the M workers (thesis_method.md §4.1: W token queues, one per worker):
 
-    t_sync = (N − 1) · α_sync          (α_sync = `sync_us_per_gpu`, [sync] step_us_per_gpu, default 0)
+    all-reduce:  t_sync = (N − 1) · α_gpu
+    PS:          t_sync = (G − 1) · α_gpu + (M − 1) · α_worker
+                 (α_gpu = `sync_us_per_gpu`, [sync] step_us_per_gpu; α_worker = `sync_us_per_worker`,
+                  [sync] step_us_per_worker; both default 0)
 
-With the default α_sync = 0 the PS barrier/global_step exchange (≈ 2·α_net, tens of microseconds) is
-left out; a calibrated α_sync carries it with every other per-step cost that grows with N. full ≤ wfbp ≤ none always, since
+With the defaults the PS barrier/global_step exchange (≈ 2·α_net, tens of microseconds) is left out;
+calibrated values carry it with every other per-step cost that grows with the peers. full ≤ wfbp ≤ none always, since
 t_stream ≤ E ≤ T_b + t_stream. Throughput = N·b / t_iter; scaling efficiency = throughput /
 (N · b / (T_f + T_b + T_step)).
 """
@@ -268,7 +276,12 @@ def evaluate(
             # variables on the host apply at host-memory speed, on a GPU at that GPU's memory bandwidth
             apply_rate = np.where(cp, B_hmem, L["B_gpu_mem"][p])
             pull = np.maximum(np.maximum(nic_phase + a_ps * remote, host_copy), local)
-            t_apply = Mi * largest * 3.0 / apply_rate
+            # W = M workers each apply their averaged gradient to the shard as it arrives (TF PS, no
+            # accumulation): the applies are a pipelined stage of the push (stream), and only the last
+            # worker's apply of the largest shard is left after the push ends
+            apply_all = Mi * largest * 3.0 / apply_rate
+            t_red[p] = np.maximum(t_red[p], apply_all)
+            t_apply = largest * 3.0 / apply_rate
             # per-variable pulls overlap the forward of earlier layers (TF dataflow, thesis_method.md §6.5):
             # forward phase = max(T_f, pull + (1 - w)·T_f), w = pull_overlap; w = 0: pull fully serial
             t_serial[p] = np.maximum(pull - params.ps_pull_overlap * T_f[p], 0.0) + t_apply
@@ -314,8 +327,13 @@ def evaluate(
         e_max = np.array([expected_max_normal(int(k)) for k in uniq])[np.asarray(inv).reshape(-1)]
         t_serial = t_serial + params.straggler_cv * t_compute * e_max
 
-    if params.sync_us_per_gpu > 0:
-        t_serial = t_serial + us_to_s(params.sync_us_per_gpu) * np.maximum(N - 1.0, 0.0)
+    if params.sync_us_per_gpu > 0 or params.sync_us_per_worker > 0:
+        # all-reduce: every GPU is a rank of the collective; PS: one worker process per node whose G
+        # GPUs are towers of that process, so the barrier runs over M workers and (G - 1) per node
+        gpu_peers = np.where(strat == PS, G - 1.0, N - 1.0)
+        worker_peers = np.where(strat == PS, M - 1.0, 0.0)
+        t_serial = t_serial + np.where(one, 0.0, us_to_s(params.sync_us_per_gpu) * gpu_peers
+                                       + us_to_s(params.sync_us_per_worker) * worker_peers)
 
     t_iter = T_f + t_after + T_step + t_serial
     t_comm = t_stream + t_serial
@@ -336,6 +354,7 @@ def evaluate(
     intra_over_pcie = (which == 2) & (B_intra <= L["B_pcie_one"] * 1.0001)
     bottleneck[intra_over_pcie] = BOTTLENECKS.index("pcie")
     bottleneck[p & (t_serial > 0) & (which == 0) & ps_shard_pinned] = BOTTLENECKS.index("ps-shard")
+    bottleneck[p & (which == 3) & ~cpu] = BOTTLENECKS.index("ps-shard")  # W applies on a GPU-held shard
     bottleneck[exposed <= _COMPUTE_BOUND_FRACTION * t_iter] = BOTTLENECKS.index("compute")
     mem_ok = compute.memory_ok[space.gpu_idx]
     supported = compute.supported[space.gpu_idx]
