@@ -327,8 +327,13 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         try:
             sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis)
         except InputError as exc:
-            col = "chassis" if r.chassis and "chassis" in str(exc) else "gpus_per_node"
-            raise InputError(f"{where}: line {r.line}, column '{col}': {exc}") from None
+            msg = str(exc)
+            # the chassis exists for this GPU count but takes no adapter of this speed: the link is at fault
+            col = ("nic_gbps" if "can take nic" in msg else
+                   "chassis" if r.chassis and "chassis" in msg else "gpus_per_node")
+            if col == "nic_gbps":
+                msg += f" (no adapter slot in the catalog takes {r.nic_gbps:g} Gb/s {r.transport})"
+            raise InputError(f"{where}: line {r.line}, column '{col}': {msg}") from None
         design[i] = (int(sp.chassis_idx[0]), int(sp.nic_idx[0]))
 
     single_idx = np.array([i for i, r in enumerate(rows) if r.strategy == "single"], dtype=np.int64)

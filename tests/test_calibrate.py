@@ -49,6 +49,19 @@ def test_recovers_known_parameters(tmp_path):
     assert res.sigma["tcp_efficiency"] < 1e-3
 
 
+def test_recovers_per_gpu_and_per_worker_sync_costs(tmp_path):
+    """Ring rows pay (N-1)·α_gpu; PS rows (G-1)·α_gpu + (M-1)·α_worker: with both kinds of rows (and PS
+    rows with 1 and with 8 GPUs per node) the two costs are told apart."""
+    truth = default_system().with_updates(sync_us_per_gpu=1500.0, sync_us_per_worker=400.0)
+    path = _synthetic(tmp_path, truth)
+    _, rows, _ = read_measurements(path)
+    res = fit(prepare(rows), start=default_system(), names=("sync_us_per_gpu", "sync_us_per_worker"), max_iter=30,
+              row_sigma=None)
+    assert res.params.sync_us_per_gpu == pytest.approx(1500.0, rel=1e-2)
+    assert res.params.sync_us_per_worker == pytest.approx(400.0, rel=2e-2)
+    assert res.rms_log_error < 1e-4
+
+
 def test_cli_calibrate_writes_a_system_file_validate_honours(tmp_path):
     truth = default_system().with_updates(tcp_efficiency=0.5)
     path = _synthetic(tmp_path, truth)

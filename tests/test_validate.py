@@ -177,6 +177,14 @@ def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
     assert 2 * 64 / slow[1] == pytest.approx(2 * 64 / base[1] + 1 * 2e-3, rel=1e-9)
 
 
+def test_a_link_no_chassis_can_take_is_blamed_on_nic_gbps(tmp_path):
+    p = _csv(tmp_path, "T,resnet50,k80,8,2,64,fp32,ring,5000,tcp,,gpu,51.5,700")
+    r = runner.invoke(app, ["validate", str(p)])
+    assert r.exit_code == 2
+    assert "line 2, column 'nic_gbps'" in r.stderr and "5000 Gb/s tcp" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_ps_sync_counts_gpus_of_a_node_and_workers(tmp_path):
     """PS: one worker process per node (GPUs are its towers): t_sync = (G-1)·α_gpu + (M-1)·α_worker.
     An all-reduce on the same GPUs pays (N-1)·α_gpu and no worker term."""
