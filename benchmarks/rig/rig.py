@@ -16,7 +16,10 @@ bytes, bandwidth and latency, and the error. Predictions use costopt's formulas 
   ring  t = Σ_buckets 2(W-1)/W · s_k / B  +  n_buckets · t_small
   ps    t = 2 · X(W) / B  +  α_msg · (R(W) + n·(W-1)/W)  +  W · S_max · 3 / B_hmem
         X(W), R(W), S_max from costopt.placement.ps_busiest_bytes_table (busiest NIC bytes per phase,
-        remote tensors per worker, largest shard); push and pull are one phase each.
+        remote tensors per worker, largest shard); push and pull are one phase each. The rig's PS
+        runs its phases one after another (all pushes, then the W applies, then the pulls), so the
+        apply term is the serial W·S_max·3/B_hmem; costopt's timing model pipelines those W applies
+        with the push, as TensorFlow applies each worker's gradient when it arrives.
 
   B       = shaped rate × (MTU - 52) / (MTU + 14): TCP/IPv4 payload per Ethernet frame as tbf counts
             it (20 B IP + 32 B TCP with timestamps; 14 B Ethernet header). Computed, not fitted.

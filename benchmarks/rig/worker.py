@@ -124,8 +124,9 @@ class PSState:
         for q in reqs:
             q.wait()
         t1 = time.perf_counter()
-        # reduce and apply on the owner, in place: W-1 additions and one update, i.e. W passes of
-        # (read, read, write) over each owned tensor, costopt's apply term W·S_max·3/B_hmem
+        # reduce and apply on the owner, in place, after the whole push: W-1 additions and one update,
+        # i.e. W passes of (read, read, write) over each owned tensor, the serial W·S_max·3/B_hmem
+        # (costopt's timing model pipelines these W applies with the push, as TF does per arrival)
         for k in self.own:
             acc = self.inbox[k][0] if self.inbox[k] else self.grads[k]
             for buf in self.inbox[k][1:]:
