@@ -244,6 +244,8 @@ def catalog_import(
     gpu_map: Optional[list[str]] = typer.Option(None, "--map", help="ACCELERATOR=gpu-id (repeatable)."),
     default_network_gbps: float = typer.Option(25.0, help="Network for instances the fact base has no figure for."),
     name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
+    price_date: Optional[str] = typer.Option(None, "--price-date",
+                                             help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
 ) -> None:
     """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
     from .catalog import load_catalog
@@ -255,12 +257,16 @@ def catalog_import(
                 raise InputError(f"--map '{m}': use ACCELERATOR=gpu-id")
             k, v = m.split("=", 1)
             mapping[k.strip()] = v.strip()
+        if price_date is None:  # a price without its date is not a catalog entry; today's date would be a guess
+            raise InputError("catalog import: --price-date YYYY-MM-DD is required (the date the prices in "
+                             f"{csv} were taken; it is stamped on every entry)")
         output_path(out, "--out")
         base_ref = base
         if Path(base).exists():  # a file: refer to it from where the new catalog lives
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
-                                          default_network_gbps=default_network_gbps, name=name, base_ref=base_ref)
+                                          default_network_gbps=default_network_gbps, name=name, date=price_date,
+                                          base_ref=base_ref)
         existed = out.exists()
         write_text(out, text, "--out")
         try:

@@ -575,10 +575,16 @@ def _toml_str(s: str) -> str:
 def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region: str | None = None,
                    gpu_map: dict[str, str] | None = None, default_network_gbps: float = 25.0,
                    name: str | None = None, date: str | None = None, base_ref: str | None = None) -> tuple[str, list[str]]:
-    """Turn a SkyPilot `vms.csv` price list into a cloud catalog (TOML text); returns (text, warnings)."""
+    """Turn a SkyPilot `vms.csv` price list into a cloud catalog (TOML text); returns (text, warnings).
+
+    `date` (YYYY-MM-DD) is when the prices were taken; it is stamped on every entry. Without it the
+    file gets today's date, so the same price list imported on two days gives two files.
+    """
     p = Path(csv_path)
     if not p.exists():
         raise InputError(f"price list not found: {p}")
+    if date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise InputError(f"--price-date '{date}': use YYYY-MM-DD (the date the prices were taken)")
     positive("default network Gb/s (--default-network-gbps)", default_network_gbps)
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False)

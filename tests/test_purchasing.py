@@ -285,8 +285,13 @@ def test_export_full_ranked_table(tmp_path):
 
 def test_import_vms_csv(tmp_path):
     out = tmp_path / "aws.toml"
-    rc, stdout, err = run_cli("catalog", "import", SAMPLE_CSV, "-o", out)
+    rc, stdout, err = run_cli("catalog", "import", SAMPLE_CSV, "-o", out, "--price-date", "2025-03-17")
     assert rc == 0, err
+    assert 'price_date = "2025-03-17"' in out.read_text()
+    again = tmp_path / "again" / "aws.toml"
+    again.parent.mkdir()
+    assert run_cli("catalog", "import", SAMPLE_CSV, "-o", again, "--price-date", "2025-03-17")[0] == 0
+    assert again.read_bytes() == out.read_bytes()
     assert "Inferentia2" in err  # skipped with a warning
     cat = load_catalog(out)
     assert cat.is_cloud and cat.chassis_by_id["p4d.24xlarge"].usd_per_hour == pytest.approx(32.7726)
@@ -299,7 +304,7 @@ def test_import_vms_csv(tmp_path):
 def test_import_wrong_columns(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("Instance,GPU,Price\np5,H100,98\n")
-    rc, out, err = run_cli("catalog", "import", bad, "-o", tmp_path / "x.toml")
+    rc, out, err = run_cli("catalog", "import", bad, "-o", tmp_path / "x.toml", "--price-date", "2025-03-17")
     assert rc == 2 and "missing column(s) InstanceType" in err and "Traceback" not in err
     assert not (tmp_path / "x.toml").exists()
 
@@ -326,8 +331,10 @@ def test_import_wrong_columns(tmp_path):
     (["report", "--model", "resnet50", "--budget", "200000", "--out", "r.html", "--all", "x.pdf"],
      r"--all must end in .csv, .xlsx or .json, got 'x.pdf'"),
     (["report", "--model", "resnet50", "--budget", "200000", "--out", "r.html", "--top", "0"], r"top must be >= 1, got 0"),
-    (["catalog", "import", SAMPLE_CSV, "-o", "c.toml", "--default-network-gbps", "nan"],
+    (["catalog", "import", SAMPLE_CSV, "-o", "c.toml", "--price-date", "2025-03-17", "--default-network-gbps", "nan"],
      r"--default-network-gbps\) must be a finite number > 0, got nan"),
+    (["catalog", "import", SAMPLE_CSV, "-o", "c.toml"], r"--price-date YYYY-MM-DD is required"),
+    (["catalog", "import", SAMPLE_CSV, "-o", "c.toml", "--price-date", "17/03/2025"], r"--price-date '17/03/2025': use YYYY-MM-DD"),
 ])
 def test_purchasing_bad_numbers_exit_2_one_line(tmp_path, monkeypatch, args, pattern):
     import re
@@ -343,7 +350,7 @@ def test_purchasing_bad_numbers_exit_2_one_line(tmp_path, monkeypatch, args, pat
 @pytest.mark.parametrize("cmd", [
     ["report", "--model", "resnet50", "--budget", "200000", "--out"],
     ["export", "--model", "resnet50", "--budget", "200000", "-o"],
-    ["catalog", "import", SAMPLE_CSV, "-o"],
+    ["catalog", "import", SAMPLE_CSV, "--price-date", "2025-03-17", "-o"],
 ])
 def test_output_paths_checked_before_work(tmp_path, cmd):
     suffix = {"report": "r.html", "export": "x.csv", "catalog": "c.toml"}[cmd[0]]
