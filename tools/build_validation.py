@@ -34,7 +34,7 @@ because TF 1.1 gRPC runs over TCP/IP. p2.xlarge 'High' has no number: 2 Gb/s is 
 source), `provider_doc` (the cloud provider's documentation quoted in sources.md) or `assumed` (no
 number anywhere in the sources: p2.xlarge, Piz Daint). The accuracy table reports the multi-node
 rows without `assumed` separately. The p2.xlarge number is not tuned: its rows move from -16..-62%
-(1.25 Gb/s, p2.8xlarge's 10 Gb/s pro rata by vCPU) to -2..+111% (10 Gb/s, today's AWS "up to 10
+(1.25 Gb/s, p2.8xlarge's 10 Gb/s pro rata by vCPU) to -2..+116% (10 Gb/s, today's AWS "up to 10
 Gbps" burst ceiling for instances with 16 or fewer vCPUs, not stated for p2.xlarge) across the range
 of defensible values, so they test the network assumption more than the model.
 
