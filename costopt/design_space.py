@@ -220,11 +220,11 @@ def single_design(
         if chassis is not None:
             ch = catalog.chassis_by_id[chassis]
             raise InputError(f"chassis '{chassis}' does not take {gpus_per_node} x '{gpu}' "
-                             f"({ch.gpu_slots} {ch.form_factor} slots)")
+                             f"({ch.gpu_slots} {ch.form_factor} slots)", field="chassis")
         slots = sorted({c.gpu_slots for c in catalog.chassis if catalog.gpu_fits(g, c)})
         raise InputError(
             f"no chassis in {catalog.path or 'the catalog'} takes {gpus_per_node} x '{gpu}'"
-            + (f" (GPUs per node available for it: {slots})" if slots else "")
+            + (f" (GPUs per node available for it: {slots})" if slots else ""), field="gpus_per_node",
         )
     nic_i = NO_NIC
     if nodes > 1:
@@ -234,7 +234,7 @@ def single_design(
             raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
         fitting = [(ci, c) for ci, c in options if any(n.id == nic for n in catalog.nics_for(c))]
         if not fitting:
-            raise InputError(f"no {gpus_per_node}-GPU chassis for '{gpu}' can take nic '{nic}'")
+            raise InputError(f"no {gpus_per_node}-GPU chassis for '{gpu}' can take nic '{nic}'", field="nic")
         options = fitting
         nic_i = [n.id for n in catalog.nic].index(nic)
     elif nic is not None and nic not in catalog.nics:

@@ -20,9 +20,14 @@ class CostoptError(Exception):
 
 
 class InputError(CostoptError):
-    """Bad user input: file, catalog, model, GPU, option value."""
+    """Bad user input: file, catalog, model, GPU, option value. `field`, when set, names the input at
+    fault (e.g. "chassis", "gpus_per_node", "nic"), so a caller can point at its own column or flag."""
 
     exit_code = 2
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class InfeasibleError(CostoptError):

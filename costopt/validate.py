@@ -328,9 +328,8 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
             sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis)
         except InputError as exc:
             msg = str(exc)
-            # the chassis exists for this GPU count but takes no adapter of this speed: the link is at fault
-            col = ("nic_gbps" if "can take nic" in msg else
-                   "chassis" if r.chassis and "chassis" in msg else "gpus_per_node")
+            # the column at fault, from what single_design says failed; the link when no chassis takes it
+            col = {"nic": "nic_gbps", "chassis": "chassis"}.get(exc.field or "", "gpus_per_node")
             if col == "nic_gbps":
                 msg += f" (no adapter slot in the catalog takes {r.nic_gbps:g} Gb/s {r.transport})"
             raise InputError(f"{where}: line {r.line}, column '{col}': {msg}") from None
