@@ -9,11 +9,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
-from .checks import non_negative, output_path, write_text
-from .cli import _console, _fail, _json_dump, app
-from .errors import CostoptError, InputError
-from .validate import validate as run_validate
+from ..calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
+from ..checks import non_negative, output_path, write_text
+from .common import _console, _fail, _json_dump
+
+from ..errors import CostoptError, InputError
+from ..validate import validate as run_validate
+
+app = typer.Typer()
 
 
 class ValFmt(str, Enum):

@@ -1,12 +1,11 @@
-"""Purchasing commands: `compare`, `rent-vs-buy`, `report`, `export`, `catalog import`.
+"""Purchasing commands: `compare`, `rent-vs-buy`, `report`, `export`.
 
-Registered on the main typer app by importing this module (one line at the end of cli.py). Every
+Mounted by `costopt/cli/main.py`. Every
 cost printed says what it is (one-off capex, USD per hour, per job, per year, per unit throughput).
 """
 
 from __future__ import annotations
 
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -14,11 +13,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from . import purchasing as P
-from .api import choose
-from .checks import output_path, write_text
-from .cli import _console, _fail, _fmt_money, _json_dump, app, catalog_app
-from .errors import CostoptError, InputError
+from .. import purchasing as P
+from ..api import choose
+from ..checks import output_path
+from .common import _console, _fail, _fmt_money, _json_dump
+
+from ..errors import CostoptError, InputError
+
+app = typer.Typer()
 
 
 class CmpFmt(str, Enum):
@@ -178,7 +180,7 @@ def report(
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown)."""
-    from . import report as R
+    from .. import report as R
 
     try:
         if out.suffix.lower() not in (".html", ".htm", ".md"):
@@ -233,51 +235,3 @@ def export(
         typer.echo(text, nl=not text.endswith("\n"))
     else:
         typer.echo(f"wrote {out}", err=True)
-
-
-@catalog_app.command("import")
-def catalog_import(
-    csv: Path = typer.Argument(..., help="Price list with SkyPilot vms.csv columns."),
-    out: Path = typer.Option(..., "--out", "-o", help="Cloud catalog TOML to write."),
-    base: str = typer.Option("reference-2026", help="Catalog whose GPU specs the instances use."),
-    region: Optional[str] = typer.Option(None, help="Region to import (default us-east-1, else the first)."),
-    gpu_map: Optional[list[str]] = typer.Option(None, "--map", help="ACCELERATOR=gpu-id (repeatable)."),
-    default_network_gbps: float = typer.Option(25.0, help="Network for instances the fact base has no figure for."),
-    name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
-    price_date: Optional[str] = typer.Option(None, "--price-date",
-                                             help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
-) -> None:
-    """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
-    from .catalog import load_catalog
-
-    try:
-        mapping = {}
-        for m in gpu_map or []:
-            if "=" not in m:
-                raise InputError(f"--map '{m}': use ACCELERATOR=gpu-id")
-            k, v = m.split("=", 1)
-            mapping[k.strip()] = v.strip()
-        if price_date is None:  # a price without its date is not a catalog entry; today's date would be a guess
-            raise InputError("catalog import: --price-date YYYY-MM-DD is required (the date the prices in "
-                             f"{csv} were taken; it is stamped on every entry)")
-        output_path(out, "--out")
-        base_ref = base
-        if Path(base).exists():  # a file: refer to it from where the new catalog lives
-            base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
-        text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
-                                          default_network_gbps=default_network_gbps, name=name, date=price_date,
-                                          base_ref=base_ref)
-        existed = out.exists()
-        write_text(out, text, "--out")
-        try:
-            cat = load_catalog(out)
-        except CostoptError:
-            if not existed:  # leave no invalid catalog behind
-                out.unlink(missing_ok=True)
-            raise
-    except CostoptError as exc:
-        _fail(exc)
-        return
-    for w in warnings:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(f"wrote {out}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")

@@ -1,116 +1,19 @@
-"""Command line: a thin typer + rich layer over `costopt.api`.
-
-Every user error (`CostoptError`) becomes one line on stderr and exit code 2; an infeasible request
-exits 1 after showing the nearest feasible design. `--format json` prints JSON only.
-"""
+"""`costopt solve`, `costopt predict` and `costopt models`: the design commands."""
 
 from __future__ import annotations
 
-import json
-import sys
-from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from . import api
-from .catalog import load_catalog
-from .errors import CostoptError, InfeasibleError, InputError
-from .files import json_safe
-from .workload import list_models, load_workload
+from .. import api
+from ..errors import CostoptError, InfeasibleError, InputError
+from ..workload import list_models, load_workload
+from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money, _json_dump
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0] if __doc__ else None,
-                  pretty_exceptions_enable=False)
-catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Inspect hardware catalogs.")
-app.add_typer(catalog_app, name="catalog")
-
-
-class Fmt(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-class PredictFmt(str, Enum):
-    table = "table"
-    json = "json"
-
-
-def _console() -> Console:
-    # Wide enough for the ranked table when piped; a terminal keeps its own width.
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
-
-
-def _json_dump(obj: Any) -> str:
-    return json.dumps(json_safe(obj), indent=2, sort_keys=False)
-
-
-def _fmt_money(v: float) -> str:
-    return f"${v:,.0f}"
-
-
-def _fmt_ratio(v: float) -> str:
-    return f"{v:,.2f}" if v >= 1 else f"{v:.3g}"
-
-
-def _design_table(rows: list[dict], title: str) -> Table:
-    t = Table(title=title, title_justify="left", show_lines=False)
-    cols = [("#", "right"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"), ("strategy", "left"),
-            ("cost", "right"), ("samples/s", "right"), ("$/(sample/s)", "right"), ("scal.eff", "right"),
-            ("t_iter ms", "right"), ("exposed comm ms", "right"), ("bottleneck", "left"), ("compute", "left")]
-    for name, just in cols:
-        t.add_column(name, justify=just)
-    for i, r in enumerate(rows, 1):
-        strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu")
-        t.add_row(
-            str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}",
-            r["nic"] if r.get("nics_per_node", 1) <= 1 else f"{r['nics_per_node']}x {r['nic']}", strat,
-            _fmt_money(r["cost_usd"]) + ("/h" if r.get("cost_basis", "").startswith("USD per hour") else ""),
-            f"{r['throughput_samples_per_s']:,.1f}", _fmt_ratio(r["usd_per_sample_per_s"]),
-            f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
-            r["bottleneck"], r["compute_source"],
-        )
-    return t
-
-
-def _fail(exc: CostoptError, fmt: str = "table") -> None:
-    """One line on stderr (`error: ...` or `infeasible: ...`) and the exit code; with `--format json`
-    stdout carries the same as JSON, so it always parses."""
-    if isinstance(exc, InfeasibleError):
-        if fmt == "json":
-            typer.echo(_json_dump({"error": str(exc), "reason": exc.reason, "nearest": exc.nearest}))
-        else:
-            typer.echo(f"infeasible: {exc}", err=True)  # one line, however long (no console wrapping)
-            if exc.nearest:
-                c = _console()
-                c.print(_design_table([exc.nearest], "Nearest feasible design"))
-        raise typer.Exit(exc.exit_code)
-    typer.echo(f"error: {exc}", err=True)
-    if fmt == "json":
-        typer.echo(_json_dump({"error": str(exc), "reason": "input", "exit_code": exc.exit_code}))
-    raise typer.Exit(exc.exit_code)
-
-
-def _one_line_usage_error(exc: Exception) -> None:
-    """Command-line parsing errors (a bad option value, an unknown option or choice) as one line on
-    stderr, like every other bad input, instead of typer's boxed usage panel."""
-    if type(exc).__name__ == "NoArgsIsHelpError":  # `costopt` alone prints the help
-        return _typer_format_error(exc)
-    ctx = getattr(exc, "ctx", None)
-    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    typer.echo(f"error: {exc.format_message()}{where}", err=True)
-
-
-try:  # typer prints click's usage errors with this function when rich is installed
-    from typer import rich_utils as _typer_rich_utils
-
-    _typer_format_error = _typer_rich_utils.rich_format_error
-    _typer_rich_utils.rich_format_error = _one_line_usage_error
-except (ImportError, AttributeError):  # pragma: no cover - typer without rich: click's own short message
-    pass
+app = typer.Typer()
 
 
 @app.command()
@@ -150,7 +53,7 @@ def solve(
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
     if workload is not None:
-        from . import multijob
+        from .. import multijob
 
         try:
             per_job = {"--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
@@ -277,57 +180,3 @@ def models() -> None:
     except CostoptError as exc:
         _fail(exc)
     c.print(t)
-
-
-@catalog_app.command("show")
-def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in).")) -> None:
-    """Validate a catalog and list its GPUs, chassis and NICs with sources."""
-    try:
-        cat = load_catalog(path)
-    except CostoptError as exc:
-        _fail(exc)
-        return
-    c = _console()
-    c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
-    t = Table(title="GPUs", title_justify="left")
-    for col in ("id", "name", "mem GB", "fp32 TF", "bf16 TF", "link GB/s", "TDP W", "price", "price date", "estimates"):
-        t.add_column(col)
-    for g in cat.gpu:
-        t.add_row(g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}",
-                  f"{g.gpu_link_gbs:g}", f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
-    c.print(t)
-    t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
-    for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):
-        t.add_column(col)
-    for ch in cat.chassis:
-        t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
-                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
-    c.print(t)
-    t = Table(title="NICs", title_justify="left")
-    for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
-        t.add_column(col)
-    for n in cat.nic:
-        t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
-                  _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
-    c.print(t)
-    s = cat.site
-    c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
-
-
-# --- sub-command modules register themselves on `app` when imported (one line each) ---
-# (keep this block at the end of the module: the imported modules use `app` defined above)
-from . import cli_purchasing  # noqa: E402,F401
-from . import cli_accuracy  # noqa: E402,F401
-from . import cli_profile  # noqa: E402,F401
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    # `python -m costopt.cli` runs this file as __main__; the sub-command modules register on the
-    # imported `costopt.cli` module's app, so run that one.
-    from costopt.cli import main as _main
-
-    _main()

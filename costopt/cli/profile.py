@@ -1,6 +1,6 @@
 """`costopt profile`: measure a model's training step on this machine (needs the `profile` extra).
 
-Registered on the main app by one import line in `costopt/cli.py`. torch is imported only when
+Mounted by `costopt/cli/main.py`. torch is imported only when
 the command runs.
 """
 
@@ -11,9 +11,12 @@ from typing import Optional
 
 import typer
 
-from .checks import output_path
-from .cli import _fail, app
-from .errors import CostoptError, InputError
+from ..checks import output_path
+from .common import _fail
+
+from ..errors import CostoptError, InputError
+
+app = typer.Typer()
 
 
 @app.command()
@@ -35,7 +38,7 @@ def profile(
     output: Path = typer.Option(..., "--output", "-o", help="Profile JSON to write (zoo format)."),
 ) -> None:
     """Measure one device's training step and write a zoo-format profile for --profile."""
-    from . import profile as prof  # imports torch lazily inside its functions
+    from .. import profile as prof  # imports torch lazily inside its functions
 
     try:
         if (model is None) == (model_module is None):
@@ -59,7 +62,7 @@ def profile(
     typer.echo(f"wrote {path}: {data['model']}, {len(data['tensor_sets']['pytorch']['tensors'])} parameter tensors, "
                f"batches {', '.join(str(p['batch']) for p in data['profiles'])}, gpu id '{gpu}'")
     try:
-        from .catalog import load_catalog
+        from ..catalog import load_catalog
 
         ids = sorted(g.id for g in load_catalog(None).gpu)
         if gpu not in ids:

@@ -1,0 +1,5 @@
+"""`python -m costopt.cli` runs the command line."""
+
+from costopt.cli.main import main
+
+main()

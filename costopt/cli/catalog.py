@@ -1,0 +1,99 @@
+"""`costopt catalog show` and `costopt catalog import`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from .. import purchasing as P
+from ..catalog import load_catalog
+from ..checks import output_path, write_text
+from ..errors import CostoptError, InputError
+from .common import _console, _fail, _fmt_money
+
+app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
+
+
+@app.command("show")
+def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in).")) -> None:
+    """Validate a catalog and list its GPUs, chassis and NICs with sources."""
+    try:
+        cat = load_catalog(path)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    c = _console()
+    c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
+    t = Table(title="GPUs", title_justify="left")
+    for col in ("id", "name", "mem GB", "fp32 TF", "bf16 TF", "link GB/s", "TDP W", "price", "price date", "estimates"):
+        t.add_column(col)
+    for g in cat.gpu:
+        t.add_row(g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}",
+                  f"{g.gpu_link_gbs:g}", f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
+    c.print(t)
+    t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
+    for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):
+        t.add_column(col)
+    for ch in cat.chassis:
+        t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
+                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
+    c.print(t)
+    t = Table(title="NICs", title_justify="left")
+    for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
+        t.add_column(col)
+    for n in cat.nic:
+        t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
+                  _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
+    c.print(t)
+    s = cat.site
+    c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
+
+
+@app.command("import")
+def catalog_import(
+    csv: Path = typer.Argument(..., help="Price list with SkyPilot vms.csv columns."),
+    out: Path = typer.Option(..., "--out", "-o", help="Cloud catalog TOML to write."),
+    base: str = typer.Option("reference-2026", help="Catalog whose GPU specs the instances use."),
+    region: Optional[str] = typer.Option(None, help="Region to import (default us-east-1, else the first)."),
+    gpu_map: Optional[list[str]] = typer.Option(None, "--map", help="ACCELERATOR=gpu-id (repeatable)."),
+    default_network_gbps: float = typer.Option(25.0, help="Network for instances the fact base has no figure for."),
+    name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
+    price_date: Optional[str] = typer.Option(None, "--price-date",
+                                             help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
+) -> None:
+    """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
+    try:
+        mapping = {}
+        for m in gpu_map or []:
+            if "=" not in m:
+                raise InputError(f"--map '{m}': use ACCELERATOR=gpu-id")
+            k, v = m.split("=", 1)
+            mapping[k.strip()] = v.strip()
+        if price_date is None:  # a price without its date is not a catalog entry; today's date would be a guess
+            raise InputError("catalog import: --price-date YYYY-MM-DD is required (the date the prices in "
+                             f"{csv} were taken; it is stamped on every entry)")
+        output_path(out, "--out")
+        base_ref = base
+        if Path(base).exists():  # a file: refer to it from where the new catalog lives
+            base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
+        text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
+                                          default_network_gbps=default_network_gbps, name=name, date=price_date,
+                                          base_ref=base_ref)
+        existed = out.exists()
+        write_text(out, text, "--out")
+        try:
+            cat = load_catalog(out)
+        except CostoptError:
+            if not existed:  # leave no invalid catalog behind
+                out.unlink(missing_ok=True)
+            raise
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    for w in warnings:
+        typer.echo(f"warning: {w}", err=True)
+    typer.echo(f"wrote {out}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")
