@@ -393,7 +393,7 @@ def larger_instance(seed, n_jobs=3, n_designs=14):
 def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
     # a level t is reachable exactly when t <= the fair optimum (brute force); the enumeration must
     # say so at every level, and the lower bounds must never rule out a reachable level
-    from costopt.multijob import _FairLevels
+    from costopt.multijob.fair import _FairLevels
 
     jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
     best, _, _ = reference_mix(jobs, market, lim, "fair")
@@ -416,13 +416,14 @@ def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
 def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(seed, monkeypatch):
     # the enumeration path (and its tie-break by enumeration with bounds), then the CBC fallback when the
     # partial rows would be too many, against brute force over every combination
-    import costopt.multijob as mj
+    import costopt.multijob.fair as mj_fair
+    import costopt.multijob.program as mj_program
 
     jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
     best, _, best_second = reference_mix(jobs, market, lim, "fair")
-    monkeypatch.setattr(mj, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
-    for rows in (mj._FAIR_ROWS, 1):
-        monkeypatch.setattr(mj, "_FAIR_ROWS", rows)
+    monkeypatch.setattr(mj_program, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
+    for rows in (mj_fair._FAIR_ROWS, 1):
+        monkeypatch.setattr(mj_fair, "_FAIR_ROWS", rows)
         reduced = reduce_jobs(jobs, market, lim, "fair")
         res = solve_program(reduced, market, lim, "fair")
         if best is None:
