@@ -455,3 +455,39 @@ def test_mix_rejects_infinite_numbers(tmp_path):
     p.write_text('[jobs.a]\nmodel = "resnet50"\nmin_throughput = inf\n')
     with pytest.raises(InputError, match="min_throughput"):
         load_mix(p)
+
+
+def test_throughput_tie_goes_to_the_cheaper_selection_hand_computed():
+    # job a: ($100, 10/s) or ($200, 20/s); job b: ($100, 12/s) or ($250, 22/s); budget $350; weights 1.
+    # a2+b1 = 32/s for $300 and a1+b2 = 32/s for $350 tie on throughput; a2+b2 (42/s) costs $450 > budget.
+    # Neither design of a job dominates the other, so pruning keeps all four; the tie goes to the cheaper: a2+b1.
+    def job(name, cost, thr):
+        n = len(cost)
+        return JobCandidates(name, np.array(cost, float), np.array(thr, float), np.ones(n), np.ones(n),
+                             np.ones(n, dtype=np.int64), np.full(n, 2), np.array(["g0"] * n, object),
+                             np.array(["c0"] * n, object), np.array(["none"] * n, object))
+
+    jobs = [job("a", [100, 200], [10, 20]), job("b", [100, 250], [12, 22])]
+    lim = MixLimits(budget_usd=350.0)
+    market = Market(PRICE)
+    for seed_order in (jobs, jobs[::-1]):
+        reduced = reduce_jobs(seed_order, market, lim, "throughput")
+        res = solve_program(reduced, market, lim, "throughput")
+        picks = {j.name: int(j.index[d]) for j, d in zip(reduced, res.picks)}
+        assert picks == {"a": 1, "b": 0}
+        assert res.objective_value == pytest.approx(32.0)
+
+
+def test_nic_units_count_every_adapter_of_every_node():
+    # design 0: 2 nodes x 4 n0 adapters = 8 NIC units, 20/s; design 1: one node, no NIC, 10/s.
+    # Only 6 n0 adapters in stock: design 0 cannot be built (8 > 6), so the answer is design 1.
+    job = JobCandidates("j", np.array([1000.0, 500.0]), np.array([20.0, 10.0]), np.ones(2), np.ones(2),
+                        np.array([2, 1]), np.array([4, 2]), np.array(["g0", "g0"], object),
+                        np.array(["c0", "c0"], object), np.array(["n0", "none"], object),
+                        nics_per_node=np.array([4, 0]))
+    lim = MixLimits(budget_usd=10_000.0)
+    for stock, want in ((6, 1), (8, 0)):
+        market = Market(PRICE, stock={("nics", "n0"): stock})
+        reduced = reduce_jobs([job], market, lim, "throughput")
+        res = solve_program(reduced, market, lim, "throughput")
+        assert int(reduced[0].index[res.picks[0]]) == want, stock

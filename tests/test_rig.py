@@ -1,12 +1,13 @@
 """The distributed rig (benchmarks/rig): its sizes, placement and predictions, and one real run.
 
 The model-side tests need neither root nor torch. The real run (namespaces, veth, tc, gloo) runs
-only when COSTOPT_RIG=1 (set by .ci/run's rig step) and prints why it cannot run where it cannot.
+only when COSTOPT_RIG=1 (.ci/run sets it) and is gated on the rig's measured error.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -89,18 +90,26 @@ def test_stale_names_only_dead_owners(rig):
     assert links == ["cr" + rig._b36(222) + "br"]
 
 
-@pytest.mark.skipif(os.environ.get("COSTOPT_RIG") != "1", reason="real rig run: set COSTOPT_RIG=1 (CI's rig step)")
+@pytest.mark.skipif(os.environ.get("COSTOPT_RIG") != "1", reason="real rig run: set COSTOPT_RIG=1 (.ci/run sets it)")
 def test_rig_small_run(tmp_path):
-    """One small real run; where namespaces/tc/torch are unavailable the rig says why and exits 0."""
-    proc = subprocess.Popen([sys.executable, str(RIG), "--models", "resnet50", "--workers", "2", "--gbit", "1",
-                             "--scale", "0.05", "--repeat", "2", "--timeout", "300", "--out", str(tmp_path)],
+    """One small real run (vgg16 and resnet50 gradients x0.05, W = 2, 1 Gbit/s), gated on the accuracy the
+    README claims for these rows: ring within ±8.4% over all 24 published rig rows and vgg16 PS within
+    ±7.4%; the gate is ±15% to leave room for a shared 2-core runner. resnet50 PS (hundreds of small
+    messages, per-message cost not modelled at this load; README "What the rig taught") is printed, not
+    gated. Where namespaces/tc/torch are unavailable the rig says why and exits 0; the test skips then,
+    and under CI=true (tests/conftest.py) that skip is a failure."""
+    proc = subprocess.Popen([sys.executable, str(RIG), "--models", "vgg16,resnet50", "--workers", "2", "--gbit", "1",
+                             "--scale", "0.05", "--repeat", "3", "--timeout", "400", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate(timeout=420)
+    out, err = proc.communicate(timeout=500)
     print(out[-4000:], err[-2000:])
     assert proc.returncode == 0
     if "SKIPPED" in out:
         pytest.skip(out.strip().splitlines()[-1])
     assert "median |error|" in out
-    assert (tmp_path / "results.json").exists()
     leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"costopt-rig-{proc.pid}-" not in leftover  # its namespaces are gone
+    rows = {(r["model"], r["strategy"]): r for r in json.loads((tmp_path / "results.json").read_text())["rows"]}
+    assert set(rows) == {("vgg16", "ring"), ("vgg16", "ps"), ("resnet50", "ring"), ("resnet50", "ps")}  # none cut short
+    for key in (("vgg16", "ring"), ("resnet50", "ring"), ("vgg16", "ps")):
+        assert abs(rows[key]["error_pct"]) <= 15.0, (key, rows[key]["predicted_ms"], rows[key]["measured_ms"])

@@ -99,6 +99,16 @@ def test_best_on_front_hand_computed_ties():
     assert best_on_front("cost-per-throughput", c2, t2, np.array([1, 0]))[0] == 1
     # throughput tie at 10/s, $60 vs $70: the cheaper wins whatever the design order says
     assert best_on_front("throughput", np.array([70.0, 60.0]), np.array([10.0, 10.0]), np.array([0, 1]))[0] == 1
+    # near-tie within 1e-9 relative: $70 at 10·(1 + 5e-10)/s is on the front (faster), but tied with $60 at
+    # 10/s, and the cheaper wins, even when the dearer comes first in the design order
+    near = np.array([10.0 * (1 + 5e-10), 10.0])
+    assert best_on_front("throughput", np.array([70.0, 60.0]), near, np.array([0, 1]))[0] == 1
+    # ...but 2e-9 apart is not a tie: the faster wins
+    apart = np.array([10.0 * (1 + 2e-9), 10.0])
+    assert best_on_front("throughput", np.array([70.0, 60.0]), apart, np.array([0, 1]))[0] == 0
+    # cost objective, near-tie on cost ($100 vs $100·(1 + 5e-10)): the faster wins, whatever the order
+    c3, t3 = np.array([100.0, 100.0 * (1 + 5e-10)]), np.array([5.0, 6.0])
+    assert best_on_front("cost", c3, t3, np.array([0, 1]), min_throughput=4.0)[0] == 1
     # nothing within budget
     pick, info = best_on_front("throughput", cost, thr, rank, budget=10)
     assert pick is None and info["status"] == "Infeasible"
@@ -133,6 +143,9 @@ def test_front_search_equals_plain_loop_with_many_ties(seed):
     n = int(rng.integers(5, 120))
     cost = rng.integers(1, 12, n).astype(float) * 10.0
     thr = rng.integers(1, 8, n).astype(float)
+    if seed % 2:  # near-ties: values a few 1e-10 apart are tied (within 1e-9), but not equal
+        cost *= 1 + rng.uniform(-3e-10, 3e-10, n)
+        thr *= 1 + rng.uniform(-3e-10, 3e-10, n)
     rank = rng.permutation(n)
     for objective in OBJECTIVES:
         for budget in (None, *rng.uniform(5, 130, size=3)):
