@@ -137,12 +137,12 @@ def worker(repo: Path, jobs: "queue.Queue[Mutant]", options: list[str], timeout:
             m.status = "survived"
         elif rc in (1, 2, -1):  # tests failed, collection/import broke, or timed out
             m.status = "killed"
-            m.detail = "timeout" if rc == -1 else ""
+            m.detail = {-1: "timeout", 2: "collection error"}.get(rc, "")
         else:
             m.status = "error"
             m.detail = f"pytest exit {rc}: {out[-300:]}"
         with lock:
-            print(f"  {m.status:8s} {m.seconds:6.1f} s  {m.id}", flush=True)
+            print(f"  {m.status:8s} {m.seconds:6.1f} s  {m.id}" + (f"  ({m.detail})" if m.detail else ""), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
