@@ -19,7 +19,7 @@ from .checks import count, non_negative, positive
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
-from .solver import OBJECTIVES, objective_values, solve_ilp
+from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -353,13 +353,13 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
 
     in_budget = within_budget(c, budget)
     cand = np.flatnonzero(hw_ok)
-    ilp_budget = budget
-    if c.spend_usd is not None:  # the budget limits the purchase, not the cost compared: filter before the solver
+    front_budget = budget
+    if c.spend_usd is not None:  # the budget limits the purchase, not the cost compared: filter before the search
         cand = np.flatnonzero(hw_ok & in_budget)
-        ilp_budget = None
-    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": "CBC (PuLP)"})
+        front_budget = None
+    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": SOLVER_NAME})
     if len(cand):
-        best_local, info = solve_ilp(objective, cost[cand], thr[cand], order_rank[cand], ilp_budget, min_throughput)
+        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
     if best_local is None:
         raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
     best = int(cand[best_local])
