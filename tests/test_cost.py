@@ -66,16 +66,20 @@ def test_fabric_beyond_two_tiers_is_not_buildable():
 def test_rented_nodes_cost_price_per_hour_times_hours():
     # catalogs/aws-on-demand-2025.toml: p2.8xlarge (8 x K80) at $7.20 per hour on demand (its price_source).
     # Two rented nodes: $14.40 per hour; for a 10-hour job $144; nothing bought: capex 0, rack units 0.
+    import numpy as np
+
     from costopt.catalog import load_catalog
-    from costopt.cost import evaluate_costs
+    from costopt.cost import CostBasis, evaluate_costs, price_on_basis
     from costopt.design_space import single_design
 
     cat = load_catalog(Path(__file__).parents[1] / "catalogs" / "aws-on-demand-2025.toml")
     node = cat.chassis_by_id["p2.8xlarge"]
     space = single_design(cat, "k80", 8, 2, node.nics[0], "ring", chassis="p2.8xlarge")
-    job = evaluate_costs(space, cat.site, hours=10.0)
+    costs = evaluate_costs(space, cat.site)
+    assert costs.cost_usd[0] == pytest.approx(14.4)  # no horizon: USD per hour
+    assert costs.capex_usd[0] == 0.0 and costs.rack_units[0] == 0.0
+    job = price_on_basis(costs, np.array([400.0]), CostBasis(hours=10.0))
     assert job.cost_usd[0] == pytest.approx(144.0)
-    assert job.usd_per_hour[0] == pytest.approx(14.4)
-    assert job.capex_usd[0] == 0.0 and job.rack_units[0] == 0.0
-    per_hour = evaluate_costs(space, cat.site)  # no hours: the cost is USD per hour
-    assert per_hour.cost_usd[0] == pytest.approx(14.4)
+    # per training job: 1.44e6 samples at 400 samples/s = 1 h -> $14.40
+    per_job = price_on_basis(costs, np.array([400.0]), CostBasis(samples=1.44e6))
+    assert per_job.cost_usd[0] == pytest.approx(14.4)
