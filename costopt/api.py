@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, load_catalog
+from . import checks
 from .checks import count, non_negative, positive
-from .cost import Costs, evaluate_costs
+from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
@@ -53,21 +54,24 @@ class Evaluation:
     compute: GpuCompute
     timing: Timing
     costs: Costs
-    samples_to_train: float | None = None
-    tco_years: float = 0.0
+    basis: CostBasis = field(default_factory=CostBasis)
 
     def __len__(self) -> int:
         return len(self.space)
 
+    @property
+    def samples_to_train(self) -> float | None:
+        return self.basis.samples
+
+    @property
+    def tco_years(self) -> float:
+        return self.basis.tco_years
+
     def cost_basis(self, idx: np.ndarray) -> np.ndarray:
-        """What `cost_usd` means for each design: a one-off price, a TCO, or a rent."""
-        c = self.costs
-        owned = "USD capex" if not self.tco_years else f"USD capex + {self.tco_years:g} years of electricity"
-        if c.rented is None:
-            return np.full(len(idx), owned, dtype=object)
-        per_hour = np.isclose(c.cost_usd[idx], c.usd_per_hour[idx], rtol=1e-12, atol=0.0)
-        rent = np.where(per_hour, "USD per hour (rented)", "USD for the job (rented: per hour x hours)")
-        return np.where(c.rented[idx], rent, owned).astype(object)
+        """What `cost_usd` means for each design (`CostBasis.label`): a purchase, a TCO, a rent, or an
+        owned cluster's use over the stated horizon."""
+        rented = self.costs.rented[idx] if self.costs.rented is not None else np.zeros(len(idx), dtype=bool)
+        return np.where(rented, self.basis.label(True), self.basis.label(False)).astype(object)
 
     def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
         """DESIGN rows for the given design indices (all when None)."""
@@ -162,20 +166,26 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
 
 
 def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
+    """Check and load what every command shares: catalog, system parameters, workload (zoo model and/or
+    profile file), batch, tensor set. Raises InputError naming the argument at fault."""
     if model is None and profile is None:
-        raise InputError("give --model (a zoo model, see `costopt models`) or --profile FILE")
-    batch = int(batch_per_gpu) if isinstance(batch_per_gpu, float) and batch_per_gpu.is_integer() else batch_per_gpu
-    count("batch per GPU", batch)
+        raise InputError("give --model (a zoo model, see `costopt models`) or --profile FILE", field="model")
+    checks.ident("model", model, optional=True)
+    checks.choice("precision", precision, ("auto", "fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("overlap mode", overlap, OVERLAP_MODES)
+    checks.ident("tensor set", tensor_set)
+    batch = checks.as_count("batch per GPU", batch_per_gpu)
+    if not isinstance(catalog, Catalog):
+        checks.path_like("catalog", catalog)
+    if not isinstance(system, SystemParams):
+        checks.path_like("system", system)
+    checks.path_like("profile", profile)
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
     params = system if isinstance(system, SystemParams) else load_system(system)
     base = load_workload(model) if model else None
     workload = load_profile(profile, base) if profile is not None else base
     if workload is None:
-        raise InputError("give --model or --profile")
-    if precision not in ("auto", "fp32", "amp_bf16", "amp_fp16"):
-        raise InputError(f"unknown precision '{precision}' (choose from auto, fp32, amp_bf16, amp_fp16)")
-    if overlap not in OVERLAP_MODES:
-        raise InputError(f"unknown overlap mode '{overlap}' (choose from {', '.join(OVERLAP_MODES)})")
+        raise InputError("give --model or --profile", field="model")
     if batch is None:
         batch = workload.default_batch
     tensors = workload.tensors(tensor_set)
@@ -195,13 +205,57 @@ def resolve_precision(workload: Workload, precision: str) -> str:
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-    samples_to_train: float | None = None,
+    samples_to_train: float | None = None, basis: CostBasis | None = None,
 ) -> Evaluation:
+    """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
+
+    Per GPU type of the catalog, the workload's compute estimate at `batch_per_gpu` and `precision`
+    (measured, interpolated or scaled: see workload.py) and whether it fits in memory; then the timing
+    model (timing.py: iteration time, throughput, bottleneck) and the costs (cost.py: capex, power,
+    rack units) of all designs as numpy arrays, one element per design. Costs are on `basis` (default:
+    a purchase with `tco_years` of electricity, rented designs per job when `samples_to_train` is given,
+    else per hour). Raises InputError when an argument has the wrong type or value.
+    """
+    for name, value, kind in (("space", space, DesignSpace), ("catalog", catalog, Catalog), ("workload", workload, Workload),
+                              ("tensors", tensors, TensorSet), ("params", params, SystemParams)):
+        if not isinstance(value, kind):
+            raise InputError(f"evaluate_space: {name} must be a {kind.__name__}, got {type(value).__name__}", field=name)
+    checks.choice("precision", precision, ("fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("overlap mode", overlap, OVERLAP_MODES)
+    count("batch per GPU", batch_per_gpu)
+    non_negative("TCO years", tco_years)
+    positive("samples to train", samples_to_train, maximum=1e18)
+    batch_per_gpu = int(batch_per_gpu)
+    if basis is None:
+        basis = CostBasis(tco_years=tco_years, samples=samples_to_train)
+    elif not isinstance(basis, CostBasis):
+        raise InputError(f"evaluate_space: basis must be a CostBasis, got {type(basis).__name__}", field="basis")
+    elif tco_years or samples_to_train is not None:
+        raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
-    costs = evaluate_costs(space, catalog.site, tco_years)
+    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
-                      space, compute, timing, costs, samples_to_train, tco_years)
+                      space, compute, timing, costs, basis)
+
+
+def enumerate_for_budget(cat: Catalog, budget: float | None, basis: CostBasis, *, max_nodes: int | None = None,
+                         strategies: list[str] | None = None, reduce_on: list[str] | None = None,
+                         gpu_ids: list[str] | None = None, nic_ids: list[str] | None = None,
+                         gpus_per_node: list[int] | None = None, chassis_ids: list[str] | None = None,
+                         node_budget: float | None | str = "auto") -> DesignSpace:
+    """The design space `solve`, `compare`, `export` and `report` search: node counts bounded by what
+    the budget buys on `basis` (owned: node price; rented per hour: hourly price; for `hours` hours:
+    budget / hours; per job the time to train varies, so no bound and at most 256 nodes by default)."""
+    if node_budget == "auto":
+        node_budget = budget
+        if cat.is_cloud and budget is not None:
+            node_budget = {"hours": budget / basis.hours if basis.hours else None, "job": None}.get(basis.horizon or "",
+                                                                                                     budget)
+    top = max_nodes or (256 if cat.is_cloud and node_budget is None else DEFAULT_MAX_NODES)
+    return enumerate_designs(cat, max_nodes=top, strategies=tuple(strategies or STRATEGIES),
+                             reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpu_ids, nic_ids=nic_ids,
+                             gpus_per_node=gpus_per_node, chassis_ids=chassis_ids, node_budget_usd=node_budget)
 
 
 def predict(
@@ -211,7 +265,17 @@ def predict(
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
     tco_years: float = 0.0, nics_per_node: int = 1,
 ) -> dict[str, Any]:
-    """Predict one named design; returns a DESIGN dict (see README)."""
+    """Predict one named design; returns a DESIGN dict (see README).
+
+    A design that cannot run (the batch does not fit in the GPU's memory, the GPU lacks the precision, the
+    fabric cannot be built) comes back with `feasible` False; `infeasible_reason` says why. The CLI
+    exits 1 on it with that reason and prints no throughput.
+    """
+    checks.ident("gpu", gpu)
+    checks.ident("nic", nic, optional=True)
+    checks.ident("chassis", chassis, optional=True)
+    checks.choice("strategy", strategy, STRATEGIES)
+    checks.choice("reduce_on", reduce_on, REDUCE_ON)
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
@@ -225,6 +289,24 @@ def predict(
     d = design_dict(ev.frame().iloc[0])
     d["model"] = workload.model
     return d
+
+
+def infeasible_reason(design: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason code, one-line explanation) for a DESIGN dict that cannot run, else None.
+
+    Codes: `memory` (the batch does not fit in the GPU's memory), `precision` (the GPU has no path for
+    the precision), `fabric` (more node ports than a two-tier fabric of that switch family offers).
+    """
+    if design.get("feasible", True):
+        return None
+    what = (f"{design['total_gpus']} x {design['gpu']} ({design['gpus_per_node']} per node x {design['nodes']}) "
+            f"at batch {design['batch_per_gpu']} ({design['precision']})")
+    if design.get("bottleneck") == "precision":
+        return "precision", f"{what}: {design['compute_basis']}"
+    if design.get("bottleneck") == "memory":
+        return "memory", f"{what} does not fit in GPU memory: {design['compute_basis']}"
+    return "fabric", (f"{what}: {design['nodes']} nodes x {design['nics_per_node']} NIC(s) exceed a two-tier fabric "
+                      f"of {design['nic']} switches")
 
 
 @dataclass
@@ -262,24 +344,30 @@ def solve(
     deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
-    nics: list[str] | None = None, gpus_per_node: list[int] | None = None,
+    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
-    if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
-    if budget is not None and not (budget > 0 and math.isfinite(budget)):
-        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    checks.choice("objective", objective, OBJECTIVES)
+    checks.budget(budget)
+    strategies = checks.ident_list("strategy", strategies)
+    reduce_on = checks.ident_list("reduce_on", reduce_on)
+    gpus = checks.ident_list("gpu", gpus)
+    nics = checks.ident_list("nic", nics)
+    if gpus_per_node is not None and (isinstance(gpus_per_node, (str, bytes)) or not isinstance(gpus_per_node, (list, tuple))):
+        raise InputError(f"GPUs per node must be a list of whole numbers, got {checks.shown(gpus_per_node)}",
+                         field="gpus_per_node")
     if budget is None and objective != "cost":
         raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
-                    ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size)):
+                    ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size),
+                    ("hours", hours)):
         positive(name, v)
     non_negative("TCO years", tco_years)
     count("max nodes", max_nodes)
     count("top", top)
     for k in gpus_per_node or []:
         count("GPUs per node", k)
-    samples = epochs * dataset_size if epochs and dataset_size else None
+    samples = checks.samples_to_train(epochs, dataset_size)
     if deadline_hours is not None:
         if samples is None:
             raise InputError("--deadline-hours needs --epochs and --dataset-size")
@@ -291,13 +379,11 @@ def solve(
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
-    space = enumerate_designs(
-        cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=tuple(strategies or STRATEGIES),
-        reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node,
-        node_budget_usd=budget,
-    )
+    basis = CostBasis(tco_years=tco_years, hours=hours, samples=samples)
+    space = enumerate_for_budget(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
+                                 gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples)
+                        batch_per_gpu=batch, overlap=overlap, basis=basis)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
                   max_rack_units=max_rack_units, min_throughput=min_throughput)
 
@@ -305,6 +391,14 @@ def solve(
 def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
            max_rack_units: float | None = None, min_throughput: float | None = None) -> SolveResult:
     """Apply constraints to an evaluated space, pick the best design, rank the alternatives."""
+    if not isinstance(ev, Evaluation):
+        raise InputError(f"choose: ev must be an Evaluation (from evaluate_space), got {type(ev).__name__}", field="ev")
+    checks.choice("objective", objective, OBJECTIVES)
+    checks.budget(budget)
+    count("top", top)
+    positive("max power", max_power_kw)
+    positive("max rack units", max_rack_units)
+    positive("min throughput", min_throughput)
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
     ok = t.feasible & c.buildable
@@ -324,16 +418,21 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     order_rank = np.empty(len(s), dtype=np.int64)
     order_rank[s.sort_key()] = np.arange(len(s))
 
+    in_budget = within_budget(c, budget)
     cand = np.flatnonzero(hw_ok)
+    front_budget = budget
+    if c.spend_usd is not None:  # the budget limits the purchase, not the cost compared: filter before the search
+        cand = np.flatnonzero(hw_ok & in_budget)
+        front_budget = None
     best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": SOLVER_NAME})
     if len(cand):
-        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], budget, min_throughput)
+        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
     if best_local is None:
         raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
     best = int(cand[best_local])
 
     # alternatives: the best design of each (gpu, chassis, nic, strategy, reduce_on) family
-    within = hw_ok & (cost <= budget if budget is not None else True)
+    within = hw_ok & in_budget
     if objective == "cost" and min_throughput is not None:
         within &= thr >= min_throughput
     idx = np.flatnonzero(within)
@@ -362,8 +461,9 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
     pool = np.flatnonzero(hw_ok) if hw_ok.any() else np.flatnonzero(ok)
+    spend = ev.costs.spend_usd if ev.costs.spend_usd is not None else cost
     if budget is not None and objective == "cost" and min_throughput is not None:
-        in_budget = pool[cost[pool] <= budget]
+        in_budget = pool[spend[pool] <= budget]
         if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
             near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
             d = design_dict(ev.frame([near]).iloc[0])
@@ -380,10 +480,10 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
         near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
         d = design_dict(ev.frame([near]).iloc[0])
         return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
-    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
+    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], spend[pool]))[0]])
     d = design_dict(ev.frame([cheapest]).iloc[0])
     return InfeasibleError(
-        f"budget ${budget:,.0f} is below the cheapest feasible design (${d['cost_usd']:,.0f})",
+        f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
         nearest=d, reason="budget")
 
 
@@ -424,4 +524,4 @@ def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None
     return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
 
 
-__all__ = ["predict", "solve", "choose", "evaluate_space", "Evaluation", "SolveResult", "DESIGN_FIELDS"]
+__all__ = ["predict", "solve", "choose", "evaluate_space", "infeasible_reason", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

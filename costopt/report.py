@@ -31,11 +31,13 @@ import numpy as np
 
 from . import api
 from .catalog import Catalog
-from .checks import count, output_path, write_text
+from .checks import count, output_path, write_bytes_atomic, write_text
 from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
-from .purchasing import Options, _as_catalog, check_budget, cost_basis, evaluate_catalog, solve_catalog
+from .cost import within_budget
+from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog, solve_catalog
+from .solver import pareto_front
 
 TARGET_EFFICIENCY = 0.9
 RATE_GRID_GBPS = np.geomspace(1.0, 3200.0, 49)  # line rates tried for the bandwidth requirement
@@ -115,14 +117,8 @@ def _progress(enabled: bool):
 
 
 def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Indices of the cost-throughput Pareto front (cheapest first)."""
-    if len(cost) == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((-thr, cost))
-    best = np.maximum.accumulate(thr[order])
-    keep = np.ones(len(order), dtype=bool)
-    keep[1:] = thr[order][1:] > best[:-1]
-    return order[keep]
+    """Indices of the cost-throughput Pareto front (cheapest first): `solver.pareto_front` in design order."""
+    return pareto_front(cost, thr, np.arange(len(cost)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,7 +323,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
     per = {name: np.full(len(budgets), np.nan) for name in STRATEGIES}
     labels = []
     for i, b in enumerate(budgets):
-        m = ok & (c.cost_usd <= b)
+        m = ok & within_budget(c, float(b))
         if m.any():
             j = int(np.flatnonzero(m)[np.argmax(t.throughput_samples_per_s[m])])
             best[i] = t.throughput_samples_per_s[j]
@@ -346,7 +342,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
         ax.plot(budgets, v, color=STRATEGY_COLORS[name], lw=1, label=name)
     ax.axvline(budget, color="grey", ls="--", lw=1, label="your budget")
     ax.set_xscale("log")
-    ax.set_xlabel(f"budget ({cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)})")
+    ax.set_xlabel(f"budget ({opts.basis().label(cat.is_cloud)})")
     ax.set_ylabel("best throughput (samples/s)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -421,22 +417,14 @@ def _breakdown(ev: api.Evaluation, best: dict) -> Section:
 
 def build_report(model: str, budget: float, catalog: str | Path | Catalog | None = None, opts: Options | None = None,
                  *, top: int = 8, progress: bool = True) -> Report:
-    opts = opts or Options()
-    opts.check()
+    opts = _options(opts)
     check_budget(budget)
     count("top", top)
     cat = _as_catalog(catalog)
-    basis = cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)
+    basis = opts.basis().label(cat.is_cloud)
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(SECTIONS))
-        if cat.is_cloud:
-            res, ev = solve_catalog(cat, model, budget, opts, top=top)
-        else:  # exactly `costopt solve`
-            res = api.solve(budget, model, objective=opts.objective, catalog=cat, precision=opts.precision,
-                            batch_per_gpu=opts.batch_per_gpu, strategies=opts.strategies, reduce_on=opts.reduce_on,
-                            top=top, max_nodes=opts.max_nodes, epochs=opts.epochs, dataset_size=opts.dataset_size,
-                            tco_years=opts.tco_years, overlap=opts.overlap, system=opts.system, profile=opts.profile)
-            ev = evaluate_catalog(cat, model, budget, opts)
+        res, ev = solve_catalog(cat, model, budget, opts, top=top)  # the pipeline of `costopt solve`
         best = res.best
         designs = [best] + res.alternatives
         sections = [_recommended(res, basis, cat.is_cloud)]
@@ -492,9 +480,37 @@ def to_html(rep: Report) -> str:
     return "\n".join(out)
 
 
+# A folder of figures is ours when it holds this file: `report` writes images only into a folder it
+# created (and marked) itself, never into a folder of the user's that happens to have the same name.
+FIGURE_DIR_MARK = ".costopt-report"
+
+
+def figure_dir_for(out: str | Path) -> Path:
+    """Where a Markdown report's PNGs go: `<stem>_files/` beside it."""
+    out = Path(out)
+    return out.parent / f"{out.stem}_files"
+
+
+def check_figure_dir(figure_dir: Path) -> None:
+    """Refuse a figure folder that exists and is not marked as made by `costopt report`."""
+    if figure_dir.exists() and not (figure_dir.is_dir() and (figure_dir / FIGURE_DIR_MARK).is_file()):
+        raise InputError(f"--out: {figure_dir} already exists and was not made by costopt report; refusing to write "
+                         f"figures into it (move it away or choose another --out name)", field="--out")
+
+
+def _own_figure_dir(figure_dir: Path) -> None:
+    check_figure_dir(figure_dir)
+    if not figure_dir.exists():
+        figure_dir.mkdir()
+        (figure_dir / FIGURE_DIR_MARK).write_text("figures written by costopt report; safe to overwrite\n",
+                                                  encoding="utf-8")
+
+
 def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
-    """Markdown with figures written as PNG files into `figure_dir` (linked as `rel/<name>.png`)."""
-    figure_dir.mkdir(parents=True, exist_ok=True)
+    """Markdown with figures written as PNG files into `figure_dir` (linked as `rel/<name>.png`).
+
+    `figure_dir` must be new or one this function made before (it holds FIGURE_DIR_MARK)."""
+    _own_figure_dir(figure_dir)
     out = [f"# {rep.title}", "", rep.subtitle, ""]
     for s in rep.sections:
         out += [f'## {s.title} <a id="{s.id}"></a>', "", s.intro, ""]
@@ -504,7 +520,7 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
             out.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
             out.append("")
         for f in s.figures:
-            (figure_dir / f"{f.name}.png").write_bytes(f.png)
+            write_bytes_atomic(figure_dir / f"{f.name}.png", f.png, "--out")
             out += [f"![{f.title}]({rel}/{f.name}.png)", ""]
         out += [f"_{n}_" for n in s.notes] + ([""] if s.notes else [])
     out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(json_safe(rep.solve_json), indent=1),
@@ -512,21 +528,24 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
     return "\n".join(out)
 
 
-def write_report(rep: Report, out: str | Path) -> list[Path]:
-    """Write `.html` (self-contained) or `.md` (+ a `<stem>_files/` folder of PNGs); returns the files."""
+def write_report(rep: Report, out: str | Path, inputs: list = ()) -> list[Path]:
+    """Write `.html` (self-contained) or `.md` (+ a `<stem>_files/` folder of PNGs); returns the files.
+
+    Never over one of `inputs`; every file is written atomically; the PNG folder must be new or marked
+    as made by an earlier report."""
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix in (".html", ".htm"):
-        write_text(out, to_html(rep), "--out")
+        write_text(out, to_html(rep), "--out", inputs)
         return [out]
     if suffix == ".md":
-        output_path(out, "--out")
-        d = out.parent / f"{out.stem}_files"
+        output_path(out, "--out", inputs)
+        d = figure_dir_for(out)
         try:
             text = to_markdown(rep, d, d.name)
         except OSError as exc:
             raise InputError(f"--out {out}: cannot write the figures into {d}: {exc.strerror or exc}") from None
-        write_text(out, text, "--out")
+        write_text(out, text, "--out", inputs)
         return [out] + sorted(d.glob("*.png"))
     raise InputError(f"--out must end in .html or .md, got '{out.name}'")
 

@@ -16,6 +16,10 @@ from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money,
 
 app = typer.Typer()
 
+# DESIGN fields that only mean something for a design that runs (left out when predict refuses one)
+_RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s", "t_compute_s",
+               "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
+
 
 @app.command()
 def solve(
@@ -37,6 +41,8 @@ def solve(
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
     tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
+    hours: Optional[float] = typer.Option(None, help="Cloud catalog: price rented designs for this many hours "
+                                          "(else per job with --epochs and --dataset-size, else per hour)."),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML (from `costopt calibrate`)."),
     profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format) overriding built-in compute."),
@@ -59,7 +65,7 @@ def solve(
         from .. import multijob
 
         try:
-            per_job = {"--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
+            per_job = {"--hours": hours, "--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
                        "--deadline-hours": deadline_hours, "--epochs": epochs, "--dataset-size": dataset_size,
                        "--profile": profile, "--gpu": gpu, "--nic": nic, "--gpus-per-node": gpus_per_node,
                        "--precision": None if precision == api.DEFAULT_PRECISION else precision}
@@ -96,7 +102,7 @@ def solve(
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
-            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
+            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -157,6 +163,12 @@ def predict(
                         nics_per_node=nics_per_node)
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    why = api.infeasible_reason(d)
+    if why is not None:  # no throughput for a design that cannot run: exit 1 with the reason
+        design = {k: v for k, v in d.items() if k not in _RUN_FIELDS}
+        _fail(InfeasibleError(f"this design cannot run: {why[1]}", nearest=design, reason=why[0]), fmt.value,
+              show_nearest=False)
         return
     if fmt is PredictFmt.json:
         typer.echo(_json_dump(d))

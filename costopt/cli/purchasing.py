@@ -35,10 +35,10 @@ class ExportFmt(str, Enum):
 
 
 def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years=0.0,
-          objective="throughput", system=None) -> P.Options:
+          objective="throughput", system=None, years=3.0, utilization=1.0) -> P.Options:
     return P.Options(precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, strategies=strategy or None,
                      max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
-                     objective=objective, system=system)
+                     objective=objective, system=system, years=years, utilization=utilization)
 
 
 def _cost(v: float, rate: bool = False) -> str:
@@ -66,6 +66,9 @@ def compare(
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES,
     hours: Optional[float] = _HOURS, epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET,
     tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    years: float = typer.Option(3.0, help="Owned beside cloud: the purchase is amortised over this many years..."),
+    utilization: float = typer.Option(1.0, help="...at this fraction of the time busy (0-1), so both sides are "
+                                      "priced for the same --hours or the same job."),
     price_cut: bool = typer.Option(True, help="Solve for the price cut each loser's key part needs to win."),
     system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
@@ -73,7 +76,8 @@ def compare(
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     try:
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
-                                                       epochs, dataset_size, tco_years, objective, system),
+                                                       epochs, dataset_size, tco_years, objective, system, years,
+                                                       utilization),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -183,20 +187,23 @@ def report(
     from .. import report as R
 
     try:
+        inputs = [catalog, system]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
-        output_path(out, "--out")
+        output_path(out, "--out", inputs)
+        if out.suffix.lower() == ".md":
+            R.check_figure_dir(R.figure_dir_for(out))  # before minutes of work
         if all_designs is not None:
             fmt = all_designs.suffix.lower().lstrip(".")
             if fmt not in ("csv", "xlsx", "json"):
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
-            output_path(all_designs, "--all")
+            output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
         rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
-        files = R.write_report(rep, out)
+        files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             ev = P.evaluate_catalog(catalog, model, budget, opts)
-            P.export_table(P.ranked_table(ev, budget), fmt, all_designs)
+            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out])
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -221,13 +228,14 @@ def export(
     try:
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
                      objective, system)
+        inputs = [catalog, system]
         if out is not None:
-            output_path(out, "--out")
+            output_path(out, "--out", inputs)
         ev = P.evaluate_catalog(catalog, model, budget, opts)
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
             choose(ev, budget=budget, objective=objective, top=1)
-        text = P.export_table(table, fmt.value, out)
+        text = P.export_table(table, fmt.value, out, inputs)
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
