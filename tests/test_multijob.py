@@ -242,7 +242,8 @@ def test_example_mix_is_valid():
 def test_tie_break_pick_equals_brute_force(seed):
     # the secondary objective of the answer equals the best secondary among every selection tied with
     # the optimum, found by enumerating all combinations of the unpruned candidates
-    from costopt.multijob import _TIE_TOL, _enumerate_ties, _objective
+    from costopt.multijob.problem import _TIE_TOL, _objective
+    from costopt.multijob.program import _enumerate_ties
 
     jobs, market, lim = random_instance(seed)
     w = np.array([j.weight for j in jobs])
@@ -301,7 +302,7 @@ def larger_instance(seed, n_jobs=3, n_designs=14):
 def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
     # a level t is reachable exactly when t <= the fair optimum (brute force); the enumeration must
     # say so at every level, and the lower bounds must never rule out a reachable level
-    from costopt.multijob import _FairLevels
+    from costopt.multijob.fair import _FairLevels
 
     jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
     best, _ = brute_force(jobs, market, lim, "fair")
@@ -324,17 +325,19 @@ def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
 def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(seed, monkeypatch):
     # the enumeration path (and its tie-break by enumeration with bounds), then the CBC fallback when the
     # partial rows would be too many, against brute force over every combination
-    import costopt.multijob as mj
-    from costopt.multijob import _TIE_TOL, _enumerate_ties
+    import costopt.multijob.fair as mj_fair
+    import costopt.multijob.program as mj_program
+    from costopt.multijob.problem import _TIE_TOL
+    from costopt.multijob.program import _enumerate_ties
 
     jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
     best, _ = brute_force(jobs, market, lim, "fair")
     w = np.array([j.weight for j in jobs])
     T = np.array([j.target for j in jobs])
     ref = None if best is None else _enumerate_ties(jobs, market, lim, "fair", best, _TIE_TOL * max(abs(best), 1e-9))
-    monkeypatch.setattr(mj, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
-    for rows in (mj._FAIR_ROWS, 1):
-        monkeypatch.setattr(mj, "_FAIR_ROWS", rows)
+    monkeypatch.setattr(mj_program, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
+    for rows in (mj_fair._FAIR_ROWS, 1):
+        monkeypatch.setattr(mj_fair, "_FAIR_ROWS", rows)
         reduced = reduce_jobs(jobs, market, lim, "fair")
         res = solve_program(reduced, market, lim, "fair")
         if best is None:
