@@ -1,5 +1,6 @@
 """Several jobs: the MILP against brute force, pruning validity, part costs, mix-file validation, CLI."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from costopt.cli import app
 from costopt.errors import InfeasibleError, InputError
 from costopt.mix import load_mix
 from costopt.multijob import (
-    JobCandidates, Market, MixLimits, brute_force, evaluate_picks, reduce_jobs, solve_mix, solve_program,
+    JobCandidates, Market, MixLimits, reduce_jobs, solve_mix, solve_program,
 )
 
 HERE = Path(__file__).parent
@@ -63,31 +64,129 @@ def random_instance(seed):
     return jobs, market, lim
 
 
-def _assert_within(jobs, market, lim, objective, picks):
-    tot = evaluate_picks(jobs, market, picks[None, :])
-    if lim.budget_usd is not None:
-        assert tot["cost_usd"][0] <= lim.budget_usd * (1 + 1e-9)
-    if lim.max_power_kw is not None:
-        assert tot["power_kw"][0] <= lim.max_power_kw * (1 + 1e-9)
-    if lim.max_rack_units is not None:
-        assert tot["rack_units"][0] <= lim.max_rack_units
-    if lim.max_nodes is not None:
-        assert tot["nodes"][0] <= lim.max_nodes
-    if lim.one_nic_type:
-        assert tot["nic_types"][0] <= 1
-    for p, s in market.stock.items():
-        need = sum(job.usage(p)[d] for job, d in zip(jobs, picks))
-        assert market.part_cost(p, np.array([need]))[1][0] <= s
+# --------------------------------------------------------------------------------------------------
+# Reference: the program's rules (multijob module docstring) as plain loops over every combination.
+# Nothing here calls the product: part costs, totals, limits, objectives and the tie-break are
+# written out again from the stated rules.
+# --------------------------------------------------------------------------------------------------
+
+REL = 1e-9  # limits are met within 1e-9 relative; ties on the optimum are within 1e-7 relative (docstring)
+TIE = 1e-7
+
+
+def ref_shared(market):
+    return set(market.owned) | set(market.stock) | set(market.tiers)
+
+
+def ref_units(job, d, part):
+    kind, pid = part
+    if kind == "gpus":
+        return int(job.gpus[d]) if job.gpu[d] == pid else 0
+    if kind == "chassis":
+        return int(job.nodes[d]) if job.chassis[d] == pid else 0
+    return int(job.nodes[d] * job.nics_per_node[d]) if job.nic[d] == pid else 0
+
+
+def ref_part_cost(market, part, need):
+    """f_p(n): owned units free; buy b >= the shortfall (spares allowed), every unit at the price of the
+    band b falls in (all-units tiers; below the first tier: list price); b <= stock; inf if impossible."""
+    short = max(need - market.owned.get(part, 0), 0)
+    if short == 0:
+        return 0.0
+    tiers = sorted(market.tiers.get(part, []))
+    stock = market.stock.get(part, float("inf"))
+
+    def unit_price(b):
+        price = market.price[part]
+        for lo, usd in tiers:
+            if b >= lo:
+                price = usd
+        return price
+
+    top = max([short] + [lo for lo, _ in tiers])  # beyond the last tier's start more units only cost more
+    costs = [unit_price(b) * b for b in range(short, top + 1) if b <= stock]
+    return min(costs) if costs else float("inf")
+
+
+def ref_totals(jobs, market, picks):
+    shared = ref_shared(market)
+    cost = 0.0
+    for job, d in zip(jobs, picks):
+        cost += float(job.cost_usd[d]) - sum(market.price[p] * ref_units(job, d, p) for p in shared)
+    for p in shared:
+        cost += ref_part_cost(market, p, sum(ref_units(job, d, p) for job, d in zip(jobs, picks)))
+    return {
+        "cost": cost,
+        "power": sum(float(job.power_kw[d]) for job, d in zip(jobs, picks)),
+        "ru": sum(float(job.rack_units[d]) for job, d in zip(jobs, picks)),
+        "nodes": sum(int(job.nodes[d]) for job, d in zip(jobs, picks)),
+        "nics": {job.nic[d] for job, d in zip(jobs, picks)} - {"none"},
+        "thr": [float(job.throughput[d]) for job, d in zip(jobs, picks)],
+    }
+
+
+def ref_feasible(jobs, lim, objective, t):
+    if t["cost"] == float("inf"):
+        return False
+    if lim.budget_usd is not None and t["cost"] > lim.budget_usd * (1 + REL):
+        return False
+    for limit, key in ((lim.max_power_kw, "power"), (lim.max_rack_units, "ru"), (lim.max_nodes, "nodes")):
+        if limit is not None and t[key] > limit * (1 + REL):
+            return False
+    if lim.one_nic_type and len(t["nics"]) > 1:
+        return False
     if objective != "fair":
-        for job, d in zip(jobs, picks):
-            assert job.throughput[d] >= job.target * (1 - 1e-9)
+        for job, thr in zip(jobs, t["thr"]):
+            if job.target is not None and thr < job.target * (1 - REL):
+                return False
+    return True
+
+
+def ref_primary(jobs, objective, t):
+    """Larger is better: Σ w τ; min τ / T; −cost."""
+    if objective == "throughput":
+        return sum(job.weight * thr for job, thr in zip(jobs, t["thr"]))
+    if objective == "fair":
+        return min(thr / job.target for job, thr in zip(jobs, t["thr"]))
+    return -t["cost"]
+
+
+def ref_secondary(jobs, objective, t):
+    """Larger is better, among selections tied on the primary: −cost; Σ w τ / T; Σ w τ."""
+    if objective == "throughput":
+        return -t["cost"]
+    if objective == "fair":
+        return sum(job.weight * thr / job.target for job, thr in zip(jobs, t["thr"]))
+    return sum(job.weight * thr for job, thr in zip(jobs, t["thr"]))
+
+
+def reference_mix(jobs, market, lim, objective):
+    """(optimal value as the solver reports it, one optimal selection, the best secondary among selections
+    within 1e-7 relative of the optimum); (None, None, None) when nothing is feasible."""
+    rows = []
+    for picks in itertools.product(*[range(len(job)) for job in jobs]):
+        t = ref_totals(jobs, market, picks)
+        if ref_feasible(jobs, lim, objective, t):
+            rows.append((ref_primary(jobs, objective, t), ref_secondary(jobs, objective, t), picks))
+    if not rows:
+        return None, None, None
+    best = max(r[0] for r in rows)
+    pick = next(r[2] for r in rows if r[0] == best)
+    tol = TIE * max(abs(best), 1e-9)
+    second = max(r[1] for r in rows if r[0] >= best - tol)
+    value = -best if objective == "cost" else best
+    return value, np.array(pick), second
+
+
+def _assert_within(jobs, market, lim, objective, picks):
+    assert ref_feasible(jobs, lim, objective, ref_totals(jobs, market, [int(d) for d in picks]))
 
 
 @pytest.mark.parametrize("seed", range(14))
 def test_milp_equals_brute_force_on_random_instances(seed):
     jobs, market, lim = random_instance(seed)
     for objective in ("throughput", "fair", "cost"):
-        best, _ = brute_force(jobs, market, lim, objective)  # every combination, no pruning
+        best, _, _ = reference_mix(jobs, market, lim, objective)  # every combination, no pruning
         reduced = reduce_jobs(jobs, market, lim, objective)  # pruning + per-design limits
         res = solve_program(reduced, market, lim, objective, tie_break=(seed % 3 == 0))
         if best is None:
@@ -107,6 +206,8 @@ def test_volume_tiers_inventory_and_stock_hand_computed():
     # need 2 (3 owned): nothing; 5 -> buy 2 at list; 7 -> 4 at list (400) vs 5 at 90 (450); 12 -> 9 at 90 = 810
     # vs 10 at 80 = 800 (one spare); 13 -> 10 at 80; 15 -> 12 at 80 = stock; 16 -> 13 > stock
     assert cost.tolist() == [0.0, 200.0, 400.0, 800.0, 800.0, 960.0, float("inf")]
+    # the tests' reference prices the same needs the same way
+    assert [ref_part_cost(m, ("gpus", "g"), n) for n in (2, 5, 7, 12, 13, 15, 16)] == cost.tolist()
     assert bought[:6].tolist() == [0, 2, 4, 10, 10, 12]
 
 
@@ -118,10 +219,10 @@ def test_shared_parts_change_the_answer():
     plain = Market(PRICE)
     owned = Market(PRICE, owned={("gpus", "g1"): 16, ("chassis", "c1"): 4})
     for market in (plain, owned):
-        best, _ = brute_force([job], market, lim, "throughput")
+        best, _, _ = reference_mix([job], market, lim, "throughput")
         res = solve_program(reduce_jobs([job], market, lim, "throughput"), market, lim, "throughput")
         assert res.objective_value == pytest.approx(best)
-    assert brute_force([job], owned, lim, "throughput")[0] > brute_force([job], plain, lim, "throughput")[0]
+    assert reference_mix([job], owned, lim, "throughput")[0] > reference_mix([job], plain, lim, "throughput")[0]
 
 
 def write(tmp_path, text, name="mix.toml"):
@@ -240,32 +341,22 @@ def test_example_mix_is_valid():
 
 @pytest.mark.parametrize("seed", range(14))
 def test_tie_break_pick_equals_brute_force(seed):
-    # the secondary objective of the answer equals the best secondary among every selection tied with
-    # the optimum, found by enumerating all combinations of the unpruned candidates
-    from costopt.multijob.problem import _TIE_TOL, _objective
-    from costopt.multijob.program import _enumerate_ties
-
+    # the answer's primary objective is the optimum, and its secondary objective equals the best secondary
+    # among every selection tied with the optimum, both found by the plain loop over all combinations of
+    # the unpruned candidates written above (reference_mix)
     jobs, market, lim = random_instance(seed)
-    w = np.array([j.weight for j in jobs])
-    T = np.array([j.target for j in jobs])
-
-    def secondary(objective, picks):
-        tot = evaluate_picks(jobs, market, np.asarray(picks)[None, :])
-        if objective == "throughput":
-            return -tot["cost_usd"][0]
-        if objective == "fair":
-            return (tot["throughput"][0] / T) @ w
-        return tot["throughput"][0] @ w
-
     for objective in ("throughput", "fair", "cost"):
-        best, _ = brute_force(jobs, market, lim, objective)
+        best, _, best_second = reference_mix(jobs, market, lim, objective)
         if best is None:
             continue
-        res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
-        picks = np.array([int(j.index[d]) for j, d in zip(reduce_jobs(jobs, market, lim, objective), res.picks)])
-        ref = _enumerate_ties(jobs, market, lim, objective, best, _TIE_TOL * max(abs(best), 1e-9))
-        assert _objective(objective, jobs, evaluate_picks(jobs, market, picks[None, :]))[0] == pytest.approx(best, rel=1e-6)
-        assert secondary(objective, picks) == pytest.approx(secondary(objective, ref), rel=1e-6, abs=1e-9), objective
+        reduced = reduce_jobs(jobs, market, lim, objective)
+        res = solve_program(reduced, market, lim, objective)
+        picks = [int(j.index[d]) for j, d in zip(reduced, res.picks)]
+        t = ref_totals(jobs, market, picks)
+        assert ref_feasible(jobs, lim, objective, t)
+        primary = ref_primary(jobs, objective, t)
+        assert (-primary if objective == "cost" else primary) == pytest.approx(best, rel=1e-6)
+        assert ref_secondary(jobs, objective, t) == pytest.approx(best_second, rel=1e-6, abs=1e-9), objective
 
 
 def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
@@ -277,7 +368,7 @@ def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
         market = Market(PRICE, stock={("gpus", "g0"): 60}, tiers={("gpus", "g0"): tiers})
         lim = MixLimits(budget_usd=1e6)
         for objective in ("cost", "throughput"):
-            best, _ = brute_force(jobs, market, lim, objective)
+            best, _, _ = reference_mix(jobs, market, lim, objective)
             res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
             assert res.objective_value == pytest.approx(best), (tiers, objective)
 
@@ -305,7 +396,7 @@ def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
     from costopt.multijob.fair import _FairLevels
 
     jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
-    best, _ = brute_force(jobs, market, lim, "fair")
+    best, _, _ = reference_mix(jobs, market, lim, "fair")
     fl = _FairLevels(jobs, market, lim)
     levels = np.unique(np.concatenate(fl.ratio))
     ok = fl.bound(levels)
@@ -327,14 +418,9 @@ def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(see
     # partial rows would be too many, against brute force over every combination
     import costopt.multijob.fair as mj_fair
     import costopt.multijob.program as mj_program
-    from costopt.multijob.problem import _TIE_TOL
-    from costopt.multijob.program import _enumerate_ties
 
     jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
-    best, _ = brute_force(jobs, market, lim, "fair")
-    w = np.array([j.weight for j in jobs])
-    T = np.array([j.target for j in jobs])
-    ref = None if best is None else _enumerate_ties(jobs, market, lim, "fair", best, _TIE_TOL * max(abs(best), 1e-9))
+    best, _, best_second = reference_mix(jobs, market, lim, "fair")
     monkeypatch.setattr(mj_program, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
     for rows in (mj_fair._FAIR_ROWS, 1):
         monkeypatch.setattr(mj_fair, "_FAIR_ROWS", rows)
@@ -350,9 +436,7 @@ def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(see
             assert "0 by CBC" in method, method  # small enough: every level decided without a solver
         _assert_within(reduced, market, lim, "fair", res.picks)
         picks = np.array([int(j.index[d]) for j, d in zip(reduced, res.picks)])
-        thr = evaluate_picks(jobs, market, picks[None, :])["throughput"][0]
-        thr_ref = evaluate_picks(jobs, market, ref[None, :])["throughput"][0]
-        assert (thr / T) @ w == pytest.approx((thr_ref / T) @ w, rel=1e-9)
+        assert ref_secondary(jobs, "fair", ref_totals(jobs, market, picks)) == pytest.approx(best_second, rel=1e-9)
 
 
 def test_workload_json_is_byte_identical_and_timings_are_opt_in():
