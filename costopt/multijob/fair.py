@@ -53,13 +53,14 @@ class _FairLevels:
       completion of it is a completion of the other, which is then no dearer in anything), then
       extended by the next job's designs. What survives the last job is feasible. It proves
       infeasibility exactly, like a solver, and answers None (ask CBC) only when the partial rows would
-      grow past `_FAIR_ROWS`.
+      grow past `max_rows` (default `_FAIR_ROWS`).
     * `best_score`: the same enumeration for the tie-break of `fair` (most Σ_j w_j τ_j / T_j among the
       tied candidates); partial rows also carry their score, which joins the dominance test, and a
       row whose score plus the other jobs' best cannot reach a known feasible selection's is dropped."""
 
-    def __init__(self, jobs: list[JobCandidates], market: Market, lim: MixLimits):
+    def __init__(self, jobs: list[JobCandidates], market: Market, lim: MixLimits, max_rows: int = _FAIR_ROWS):
         self.jobs, self.market, self.lim = jobs, market, lim
+        self.max_rows = max_rows  # most partial selections one check may build (else CBC decides)
         self.shared = market.shared
         self.n_res = sum(getattr(lim, a) is not None for a, _, _, _ in _RESOURCES)
         self.cap = np.array([getattr(lim, a) * (1 + 1e-9) for a, _, _, _ in _RESOURCES if getattr(lim, a) is not None])
@@ -191,7 +192,7 @@ class _FairLevels:
                    floor: float = -_INF, max_rows: int | None = None) -> np.ndarray | None:
         """Feasible selections (rows of design indices, one column per job) over the designs `idx` per
         job, partial rows thinned as the class docstring says (jobs taken smallest first); None when the
-        partial rows grow past `_FAIR_ROWS`. With `score` (per job, a value per design of `idx`, summed
+        partial rows grow past `max_rows`. With `score` (per job, a value per design of `idx`, summed
         over the jobs): only the selections of the highest score, and partial rows whose score plus the
         other jobs' highest cannot reach `floor` (the score of a known feasible selection) are dropped;
         the dominance test then also compares the score."""
@@ -210,7 +211,7 @@ class _FairLevels:
         for k in range(n):
             m = len(cols[k])
             work += len(rows) * m
-            if work > (max_rows or _FAIR_ROWS):
+            if work > (max_rows or self.max_rows):
                 return None
             new_rows, new_sel, new_s = [], [], []
             per = max(1, _FAIR_CHUNK // m)
@@ -248,7 +249,7 @@ class _FairLevels:
             sub = [k[self._allowed(j, opt)[k]] for j, k in enumerate(idx)]
             if any(len(k) == 0 for k in sub):
                 continue
-            found = self._enumerate(sub, [score[j][k] for j, k in enumerate(sub)], floor, 4 * _FAIR_ROWS)
+            found = self._enumerate(sub, [score[j][k] for j, k in enumerate(sub)], floor, 4 * self.max_rows)
             if found is None:
                 return None
             if len(found):
@@ -259,8 +260,8 @@ class _FairLevels:
         return best
 
 
-def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits,
-                time_limit: float | None) -> tuple[dict[str, Any], np.ndarray | None]:
+def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits, time_limit: float | None,
+                max_rows: int = _FAIR_ROWS) -> tuple[dict[str, Any], np.ndarray | None]:
     """max min_j τ_j / T_j by bisection over the candidates' ratios, each step a feasibility test.
 
     The optimum is one of the ratios τ_d / T_j. The lower bounds of `_FairLevels.bound` give, for all
@@ -271,7 +272,7 @@ def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits,
     ratio is the new lower end. The search ends when the level just above the best found is proven
     infeasible, so the answer is optimal."""
     t0 = time.perf_counter()
-    fl = _FairLevels(jobs, market, lim)
+    fl = _FairLevels(jobs, market, lim, max_rows)
     ratios = fl.ratio
     levels = np.unique(np.concatenate(ratios))
     levels = levels[levels <= min(float(r.max()) for r in ratios)]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pulp
 
-from .fair import _FairLevels, _solve_fair
+from .fair import _FAIR_ROWS, _FairLevels, _solve_fair
 from .formulation import _build, _picks, _run_cbc, _scale
 from .problem import (_INF, _RESOURCES, _TIE_TOL, JobCandidates, Market, MixLimits, _check_objective, _feasible,
                       _objective, evaluate_picks, own_cost)
@@ -259,18 +259,22 @@ _ENUM_MAX = 20_000  # tie-break by enumeration up to this many selections of the
 
 
 def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
-                  time_limit: float | None = None, tie_break: bool = True) -> ProgramResult:
+                  time_limit: float | None = None, tie_break: bool = True, *, tie_enumeration_max: int = _ENUM_MAX,
+                  fair_enumeration_rows: int = _FAIR_ROWS) -> ProgramResult:
     """Solve the program over the given (already pruned) candidates.
 
     The first solve finds the optimum and proves it. The tie-break then looks only at designs that
     can still be part of a selection within the tolerance of that optimum (`_tie_candidates`): by
-    enumeration when few selections remain, else by a second solve over those designs."""
+    enumeration when at most `tie_enumeration_max` selections remain, else by a second solve over
+    those designs. `fair_enumeration_rows`: the most partial selections one level of the `fair`
+    bisection may enumerate before CBC decides it. Both are sizes where one exact method hands over
+    to another, not settings of the answer."""
     _check_objective(objective, jobs)
     if any(len(j) == 0 for j in jobs):
         return ProgramResult("Infeasible", None, None, None, 0.0, [])
     t0 = time.perf_counter()
     if objective == "fair":
-        first, picks = _solve_fair(jobs, market, lim, time_limit)
+        first, picks = _solve_fair(jobs, market, lim, time_limit, fair_enumeration_rows)
     else:
         first, picks = _solve_first(jobs, market, lim, objective, time_limit)
     stages = [first]
@@ -285,14 +289,14 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
             sub = [j.take(k) for j, k in zip(jobs, idx)]
             combos = float(np.prod([len(k) for k in idx], dtype=np.float64))
             found = None
-            if combos <= _ENUM_MAX:
+            if combos <= tie_enumeration_max:
                 best = _enumerate_ties(sub, market, lim, objective, v1, tol)
                 stages.append({"status": "Optimal", "gap": 0.0, "time_s": time.perf_counter() - t1,
                                "method": f"enumeration of {combos:,.0f} tied candidates"})
                 if best is not None:
                     picks = np.array([k[b] for k, b in zip(idx, best)], dtype=np.int64)
             elif objective == "fair":  # most Σ w τ / T over the tied candidates, by enumeration when it fits
-                fl = _FairLevels(jobs, market, lim)
+                fl = _FairLevels(jobs, market, lim, fair_enumeration_rows)
                 score = [j.weight * r for j, r in zip(jobs, fl.ratio)]
                 found = fl.best_score(idx, score, float(sum(s[d] for s, d in zip(score, picks))))
                 if found is not None:
@@ -300,7 +304,7 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
                                    "method": f"enumeration with bounds over {int(sum(len(k) for k in idx)):,} "
                                              "tied candidates"})
                     picks = found
-            if combos > _ENUM_MAX and found is None:  # else a second solve
+            if combos > tie_enumeration_max and found is None:  # else a second solve
                 warm = objective != "fair"  # the first answer is in the band: CBC starts from it
                 m2 = _build(sub, market, lim, objective,
                             start=np.array([int(np.searchsorted(k, d)) for k, d in zip(idx, picks)]) if warm else None)
