@@ -231,7 +231,8 @@ def evaluate_space(
     """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
 
     Per GPU type of the catalog, the workload's compute estimate at `batch_per_gpu` and `precision`
-    (measured, interpolated or scaled: see workload.py) and whether it fits in memory; then the timing
+    (measured, published ratio or roofline: see compute.py; `auto` = each GPU's best training precision)
+    and whether it fits in memory; then the timing
     model (timing.py: iteration time, throughput, bottleneck) and the costs (cost.py: capex, power,
     rack units) of all designs as numpy arrays, one element per design. Costs are on `basis` (default:
     a purchase with `tco_years` of electricity, rented designs per job when `samples_to_train` is given,
@@ -241,7 +242,7 @@ def evaluate_space(
                               ("tensors", tensors, TensorSet), ("params", params, SystemParams)):
         if not isinstance(value, kind):
             raise InputError(f"evaluate_space: {name} must be a {kind.__name__}, got {type(value).__name__}", field=name)
-    checks.choice("precision", precision, ("fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("precision", precision, ("auto", "fp32", "amp_bf16", "amp_fp16"))
     checks.choice("overlap mode", overlap, OVERLAP_MODES)
     count("batch per GPU", batch_per_gpu)
     non_negative("TCO years", tco_years)
@@ -301,6 +302,7 @@ def predict(
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
+    count("gradient accumulation steps", grad_accum)
     non_negative("TCO years", tco_years)
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
@@ -389,6 +391,7 @@ def solve(
     non_negative("TCO years", tco_years)
     count("max nodes", max_nodes)
     count("top", top)
+    count("gradient accumulation steps", grad_accum)
     for k in gpus_per_node or []:
         count("GPUs per node", k)
     samples = checks.samples_to_train(epochs, dataset_size)
