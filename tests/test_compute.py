@@ -240,3 +240,15 @@ def test_leave_one_gpu_out_median_error():
 def test_leave_one_gpu_out_p90_error():
     _, p90 = _loo()
     assert p90 <= 0.20
+
+
+def test_validate_reads_grad_accum(tmp_path):
+    # one H200, resnet50 fp32 batch 64, K = 3 (zoo phases, 6 digits): predicted 3 x 64 samples per
+    # (3 forwards + 3 backwards + 1 step)
+    from costopt.validate import COLUMNS, validate
+
+    p = tmp_path / "m.csv"
+    p.write_text(",".join(COLUMNS) + ",grad_accum\n" + "T,resnet50,h200-sxm,1,1,64,fp32,single,,,,gpu,,1000,3\n")
+    res = validate(p)
+    f, b, st = 10.9835e-3, 21.1114e-3, 0.291712e-3
+    assert res.frame["predicted_samples_per_s"].iloc[0] == pytest.approx(3 * 64 / (3 * f + 3 * b + st), rel=1e-6)
