@@ -84,14 +84,16 @@ def test_profile_file_has_zoo_format(small_profile):
 def test_predict_uses_measured_profile(small_profile):
     data = json.loads(small_profile.read_text())
     p = data["profiles"][0]
-    d = api.predict(None, "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2, profile=small_profile)
+    # the profile is fp32 (measured on the CPU); precision auto would ask the H200 for bf16, which it lacks
+    d = api.predict(None, "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2, profile=small_profile, precision="fp32")
     assert d["compute_source"] == "measured"
     assert "costopt profile" in d["compute_basis"]
     expect = (p["forward_ms"] + p["backward_ms"] + p["step_ms"]) / 1e3
     assert d["t_compute_s"] == pytest.approx(expect, rel=1e-6)
     # with --model too, the measured numbers replace the built-in H200 ones for that GPU only
-    base = api.predict("resnet50", "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2)
-    merged = api.predict("resnet50", "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2, profile=small_profile)
+    base = api.predict("resnet50", "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2, precision="fp32")
+    merged = api.predict("resnet50", "h200-sxm", 4, 1, None, "ring", batch_per_gpu=2, profile=small_profile,
+                         precision="fp32")
     assert merged["t_compute_s"] == pytest.approx(expect, rel=1e-6)
     assert base["t_compute_s"] != pytest.approx(expect, rel=1e-3)
 
@@ -99,7 +101,7 @@ def test_predict_uses_measured_profile(small_profile):
 def test_cli_predict_with_profile(small_profile):
     res = CliRunner().invoke(app, ["predict", "--profile", str(small_profile), "--gpu", "h200-sxm",
                                    "--gpus-per-node", "4", "--nodes", "1", "--strategy", "ring",
-                                   "--batch-per-gpu", "2", "--format", "json"])
+                                   "--batch-per-gpu", "2", "--precision", "fp32", "--format", "json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["compute_source"] == "measured"
 
