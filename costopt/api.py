@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported only where a DataFrame is returned (Evaluation.frame, SolveResult.table)
+    import pandas as pd
 
 from .catalog import Catalog, load_catalog
 from . import checks
@@ -73,8 +75,9 @@ class Evaluation:
         rented = self.costs.rented[idx] if self.costs.rented is not None else np.zeros(len(idx), dtype=bool)
         return np.where(rented, self.basis.label(True), self.basis.label(False)).astype(object)
 
-    def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
-        """DESIGN rows for the given design indices (all when None)."""
+    def columns(self, idx: np.ndarray | list[int] | None = None) -> dict[str, np.ndarray]:
+        """DESIGN columns (one numpy array per field, in DESIGN_FIELDS order) for the given design
+        indices (all when None)."""
         idx = np.arange(len(self.space)) if idx is None else np.asarray(idx, dtype=np.int64)
         s, t, c = self.space, self.timing, self.costs
         gi = s.gpu_idx[idx]
@@ -83,8 +86,7 @@ class Evaluation:
         ni = np.where(s.nic_idx[idx] < 0, len(s.nics), s.nic_idx[idx])
         thr = t.throughput_samples_per_s[idx]
         ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
-        df = pd.DataFrame(
-            {
+        return {
                 "gpu": np.array([g.id for g in s.gpus], dtype=object)[gi],
                 "chassis": np.array([ch.id for ch in s.chassis], dtype=object)[s.chassis_idx[idx]],
                 "gpus_per_node": s.gpus_per_node[idx],
@@ -117,13 +119,27 @@ class Evaluation:
                 "compute_source": np.array(self.compute.source, dtype=object)[gi],
                 "compute_basis": np.array(self.compute.basis, dtype=object)[gi],
                 "feasible": t.feasible[idx] & c.buildable[idx],
-            },
-            columns=list(DESIGN_FIELDS),
-        )
-        return df
+        }
+
+    def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
+        """DESIGN rows for the given design indices (all when None), as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns(idx), columns=list(DESIGN_FIELDS))
+
+    def raw_rows(self, idx: np.ndarray | list[int]) -> list[dict[str, Any]]:
+        """DESIGN rows as dicts of Python values, unrounded."""
+        cols = {k: v.tolist() for k, v in self.columns(idx).items()}
+        return [{k: cols[k][i] for k in DESIGN_FIELDS} for i in range(len(idx))]
+
+    def rows(self, idx: np.ndarray | list[int]) -> list[dict[str, Any]]:
+        """DESIGN dicts (as `design_dict` makes them) for the given design indices, without pandas."""
+        return [design_dict(r) for r in self.raw_rows(idx)]
 
 
-def design_dict(row: pd.Series) -> dict[str, Any]:
+
+def design_dict(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
+    """One DESIGN as JSON-ready Python values: floats to 9 significant digits, NaN as None."""
     out: dict[str, Any] = {}
     for k in DESIGN_FIELDS:
         v = row[k]
@@ -144,7 +160,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
     f, b, st = np.ones(n), np.ones(n), np.zeros(n)
     mem_ok, supported = np.zeros(n, bool), np.zeros(n, bool)
     source, basis = ["none"] * n, [""] * n
-    used = set(np.unique(space.gpu_idx).tolist())
+    used = set(np.flatnonzero(np.bincount(space.gpu_idx, minlength=n)).tolist())  # (np.unique would load numpy.ma)
     for i, g in enumerate(space.gpus):
         if i not in used:
             continue
@@ -286,7 +302,7 @@ def predict(
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
-    d = design_dict(ev.frame().iloc[0])
+    d = ev.rows([0])[0]
     d["model"] = workload.model
     return d
 
@@ -319,8 +335,16 @@ class SolveResult:
     alternatives: list[dict[str, Any]]
     why: str
     solver: dict[str, Any]
-    table: pd.DataFrame = field(repr=False)
     best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
+    evaluation: Evaluation | None = field(default=None, repr=False)  # where the ranked rows come from
+    ranked: np.ndarray | None = field(default=None, repr=False)  # their design indices, best first
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The ranked designs (best first) as a DataFrame with a `rank` column (pandas imported here)."""
+        table = self.evaluation.frame(self.ranked)
+        table.insert(0, "rank", np.arange(1, len(self.ranked) + 1))
+        return table
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -450,13 +474,11 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     per_gpu = ranked[np.sort(first_pos)]
     per_gpu = np.concatenate([[best], per_gpu[s.gpu_idx[per_gpu] != s.gpu_idx[best]]])
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
-    table = ev.frame(ranked)
-    table.insert(0, "rank", np.arange(1, len(ranked) + 1))
-    rows = [design_dict(r) for _, r in table.iterrows()]
+    rows = ev.rows(ranked)
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand))}
-    per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
-    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows)
+    per_gpu_rows = ev.rows(per_gpu)
+    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, per_gpu_rows, ev, ranked)
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
@@ -466,28 +488,28 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
         in_budget = pool[spend[pool] <= budget]
         if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
             near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
-            d = design_dict(ev.frame([near]).iloc[0])
+            d = ev.rows([near])[0]
             return InfeasibleError(
                 f"no design within ${budget:,.0f} reaches {min_throughput:,.1f} samples/s; the fastest within budget "
                 f"reaches {d['throughput_samples_per_s']:,.1f} samples/s", nearest=d, reason="min-throughput")
     if objective == "cost" and min_throughput is not None and not (thr[pool] >= min_throughput).any():
         near = int(pool[np.lexsort((order_rank[pool], cost[pool], -thr[pool]))[0]])
-        d = design_dict(ev.frame([near]).iloc[0])
+        d = ev.rows([near])[0]
         return InfeasibleError(
             f"no candidate reaches {min_throughput:,.1f} samples/s (fastest: {d['throughput_samples_per_s']:,.1f})",
             nearest=d, reason="min-throughput")
     if not hw_ok.any():
         near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
-        d = design_dict(ev.frame([near]).iloc[0])
+        d = ev.rows([near])[0]
         return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
     cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], spend[pool]))[0]])
-    d = design_dict(ev.frame([cheapest]).iloc[0])
+    d = ev.rows([cheapest])[0]
     return InfeasibleError(
         f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
         nearest=d, reason="budget")
 
 
-def _nic_phrase(row: pd.Series, ev: Evaluation) -> str:
+def _nic_phrase(row: dict[str, Any], ev: Evaluation) -> str:
     if row["nic"] == "none":
         return "inside one node"
     nic = ev.catalog.nics[row["nic"]]
@@ -497,7 +519,7 @@ def _nic_phrase(row: pd.Series, ev: Evaluation) -> str:
 def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None, objective: str) -> str:
     """One line: why the winner wins."""
     s, t, c = ev.space, ev.timing, ev.costs
-    row = ev.frame([best]).iloc[0]
+    row = ev.raw_rows([best])[0]
     strat = row["strategy"] + ("" if row["reduce_on"] == "gpu" else " (cpu)")
     parts = []
     bn = row["bottleneck"]
