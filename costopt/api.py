@@ -439,8 +439,7 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     if max_rack_units is not None:
         hw_ok &= c.rack_units <= max_rack_units
         why_not.append(f"rack units <= {max_rack_units:g}")
-    order_rank = np.empty(len(s), dtype=np.int64)
-    order_rank[s.sort_key()] = np.arange(len(s))
+    order_rank = s.order_rank()
 
     in_budget = within_budget(c, budget)
     cand = np.flatnonzero(hw_ok)
@@ -463,10 +462,7 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     score = -objective_values(objective, cost[idx], thr[idx])
     fam = ((((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10
            + s.reduce_on[idx]) * 32 + s.nics_per_node[idx]
-    order = np.lexsort((order_rank[idx], cost[idx], -score, fam))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = fam[order][1:] != fam[order][:-1]
-    fam_best = idx[order[first]]
+    fam_best = idx[best_per_group(fam, score, cost[idx], order_rank[idx])]
     fam_score = -objective_values(objective, cost[fam_best], thr[fam_best])
     ranked = fam_best[np.lexsort((order_rank[fam_best], cost[fam_best], -fam_score))]
     # best design of each GPU type, for the buyer who wants to see every option's best shot
@@ -479,6 +475,28 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     info = {**info, "candidates_after_constraints": int(len(cand))}
     per_gpu_rows = ev.rows(per_gpu)
     return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, per_gpu_rows, ev, ranked)
+
+
+def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Positions of each group's best element, groups in ascending code order: the highest score, then
+    the lowest cost, then the lowest rank, then the first. One sort by group, then `reduceat` per group
+    (the same picks as a 4-key lexsort, far cheaper on millions of designs)."""
+    n = len(group)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    sc = score[order]
+    ok = sc == np.maximum.reduceat(sc, starts)[seg]
+    c = np.where(ok, cost[order], np.inf)
+    ok &= c == np.minimum.reduceat(c, starts)[seg]
+    r = np.where(ok, rank[order], np.iinfo(np.int64).max)
+    ok &= r == np.minimum.reduceat(r, starts)[seg]
+    pos = np.flatnonzero(ok)
+    first = np.concatenate(([True], seg[pos][1:] != seg[pos][:-1]))
+    return order[pos[first]]
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:

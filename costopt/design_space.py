@@ -66,17 +66,52 @@ class DesignSpace:
             self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx], self.nics_per_node[idx],
         )
 
-    def sort_key(self) -> np.ndarray:
-        """Deterministic order for tie-breaking: gpu id, GPUs/node, chassis id, nodes, nic id (none
-        first), NICs per node, strategy, reduce_on. Ids, not catalog positions, so reordering a
-        catalog file does not change an answer."""
+    def order_key(self) -> np.ndarray:
+        """One int64 per design whose ascending order is the deterministic design order of `sort_key`:
+        gpu id, GPUs/node, chassis id, nodes, nic id (none first), NICs per node, strategy, reduce_on.
+
+        Mixed radix: key = ((((((g·R₁ + G)·R₂ + c)·R₃ + M)·R₄ + n)·R₅ + k)·R₆ + s)·R₇ + r, each digit below
+        its radix R (the number of values it can take), so comparing keys compares the 8-tuples
+        lexicographically. Ids, not catalog positions, so reordering a catalog file does not change an
+        answer."""
         gpu_rank = _id_rank([g.id for g in self.gpus])
         ch_rank = _id_rank([c.id for c in self.chassis])
         nic_rank = np.concatenate([_id_rank([n.id for n in self.nics]) + 1, [0]])  # last slot: no NIC
-        return np.lexsort(
-            (self.reduce_on, self.strategy, self.nics_per_node, nic_rank[self.nic_idx], self.nodes,
-             ch_rank[self.chassis_idx], self.gpus_per_node, gpu_rank[self.gpu_idx])
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        digits = (
+            (gpu_rank[self.gpu_idx], len(self.gpus)),
+            (self.gpus_per_node, int(self.gpus_per_node.max()) + 1),
+            (ch_rank[self.chassis_idx], len(self.chassis)),
+            (self.nodes, int(self.nodes.max()) + 1),
+            (nic_rank[self.nic_idx], len(self.nics) + 1),
+            (self.nics_per_node, int(self.nics_per_node.max()) + 1),
+            (self.strategy, len(STRATEGIES)),
+            (self.reduce_on, len(REDUCE_ON)),
         )
+        span = 1
+        for _, radix in digits:
+            span *= radix
+        if span >= 2**62:  # would overflow int64: rank the 8-key lexicographic order instead
+            key = np.empty(n, dtype=np.int64)
+            key[np.lexsort(tuple(d for d, _ in digits[::-1]))] = np.arange(n)
+            return key
+        key = np.zeros(n, dtype=np.int64)
+        for d, radix in digits:
+            key *= radix
+            key += d
+        return key
+
+    def sort_key(self) -> np.ndarray:
+        """Deterministic order for tie-breaking (indices, first design first): gpu id, GPUs/node,
+        chassis id, nodes, nic id (none first), NICs per node, strategy, reduce_on; see `order_key`."""
+        return np.argsort(self.order_key(), kind="stable")
+
+    def order_rank(self) -> np.ndarray:
+        """Each design's position in the deterministic order: any order-preserving integers will do for
+        comparisons, so this is `order_key` itself (no sort needed)."""
+        return self.order_key()
 
 
 def _id_rank(ids: list[str]) -> np.ndarray:
