@@ -639,3 +639,22 @@ def test_nic_units_count_every_adapter_of_every_node():
         reduced = reduce_jobs([job], market, lim, "throughput")
         res = solve_program(reduced, market, lim, "throughput")
         assert int(reduced[0].index[res.picks[0]]) == want, stock
+
+
+def test_cli_progress_goes_to_stderr_and_json_lists_the_limits(tmp_path):
+    mix = write(tmp_path, SMALL_MIX + "max_gpu_types = 1\n")
+    r = CliRunner().invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI), "--format", "json",
+                                 "--progress"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)  # progress lines never reach stdout
+    assert "[mix] job 1/2 'vision'" in r.stderr and "in all" in r.stderr
+    assert d["limits"]["max_gpu_types"] == 1 and len(d["totals"]["gpu_types"]) == 1
+    assert len({j["design"]["gpu"] for j in d["jobs"]}) == 1
+    rows = {b["limit"]: b for b in d["limits_at_answer"]}
+    assert {"budget", "power", "GPU types"} <= set(rows)
+    for b in rows.values():  # used + slack = allowed, and a limit binds only with a change it blocks
+        assert b["used"] + b["slack"] == pytest.approx(b["allowed"])
+        assert b["binds"] == (b["blocked_change"] is not None)
+    assert rows["budget"]["used"] == pytest.approx(d["totals"]["cost_usd"])
+    quiet = CliRunner().invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI), "--format", "json"])
+    assert quiet.exit_code == 0 and "[mix]" not in quiet.stderr  # stderr is not a terminal here
