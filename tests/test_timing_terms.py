@@ -6,7 +6,7 @@ The model has four trainable tensors (backward order: 1, 2, 3, 4 million fp32 pa
 compute scaling. System parameters are set explicitly, so only the formulas of costopt/timing.py's
 docstring are under test. Links (tests/fixtures/mini.toml):
   eth10: 10 Gb/s x 0.5 (TCP efficiency set here) = 0.625e9 B/s; α_nic = 10 µs adapter + 30 µs stack = 40 µs
-  halfcard in a 1-slot PCIe Gen4 box: 31 GB/s x PCIe efficiency (set per test); GPU memory 1000 GB/s
+  halfcard in a 1-slot PCIe Gen4 box: 31 GB/s x PCIe efficiency (set per test); GPU memory 2400 GB/s
 """
 
 from pathlib import Path
@@ -26,6 +26,7 @@ COMPUTE = T_F + T_B + T_STEP
 S = 40e6  # gradient bytes: (1 + 2 + 3 + 4) million parameters x 4 bytes
 B_NIC = 10e9 / 8 * 0.5
 A_NIC = 40e-6
+HALFCARD_MEM = 2400e9  # memory_bandwidth_gbs of the halfcard in mini.toml
 
 
 def four_tensors() -> TensorSet:
@@ -67,11 +68,11 @@ PER_TENSOR = A_PS * (2 - 1) / 2  # paid on the remote share (M-1)/M of each of t
 def test_ps_with_gpu_variables_pull_push_requests_and_apply():
     nic = X / B_NIC  # 0.032 s per phase
     pull = nic + A_PS * REMOTE  # request latency of the remote tensors: 0.0322 s
-    apply_last = LARGEST * 3 / 1000e9  # read var, read grad, write var at GPU memory speed
+    apply_last = LARGEST * 3 / HALFCARD_MEM  # read var, read grad, write var at GPU memory speed
     stream = nic + PER_TENSOR * 4  # slowest pipelined stage (the NIC), plus the per-tensor cost
     expect = COMPUTE + stream + pull + apply_last
     assert t_iter("ps") == pytest.approx(expect, rel=1e-9)
-    assert expect == pytest.approx(0.31 + 0.0322 + 0.0322 + 0.00006, rel=1e-12)
+    assert expect == pytest.approx(0.31 + 0.0322 + 0.0322 + 0.000025, rel=1e-12)
 
 
 def test_ps_host_copies_bound_the_pull_when_pcie_is_slow():
@@ -131,7 +132,7 @@ def test_wfbp_overlap_with_four_buckets_ps():
             0.75 * T_B + beta * 28e6 + PER_TENSOR * 2, 1.0 * T_B + beta * 16e6 + PER_TENSOR * 1]
     E = max(ends)
     assert E == pytest.approx(0.21285, rel=1e-12)
-    serial = X / B_NIC + A_PS * REMOTE + LARGEST * 3 / 1000e9
+    serial = X / B_NIC + A_PS * REMOTE + LARGEST * 3 / HALFCARD_MEM
     assert t_iter("ps", overlap="wfbp", bucket_mb=1.0) == pytest.approx(T_F + max(T_B, E) + T_STEP + serial, rel=1e-9)
 
 
