@@ -20,6 +20,8 @@ from .cost import Costs, evaluate_costs
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
 from .solver import OBJECTIVES, objective_values, solve_ilp
+from .intervals import bounds as _interval_bounds
+from .stacks import AUTO, STACKS, check_stack, stack_codes
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -30,8 +32,9 @@ DEFAULT_MAX_NODES = 1024
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
     "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
-    "batch_per_gpu", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
-    "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
+    "stack", "batch_per_gpu", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year",
+    "power_kw", "rack_units", "throughput_samples_per_s", "throughput_low_samples_per_s",
+    "throughput_high_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
     "time_to_train_h", "compute_source", "compute_basis", "feasible",
 )
@@ -78,6 +81,7 @@ class Evaluation:
         transports = np.array([n.transport for n in s.nics] + ["none"], dtype=object)
         ni = np.where(s.nic_idx[idx] < 0, len(s.nics), s.nic_idx[idx])
         thr = t.throughput_samples_per_s[idx]
+        low, high = throughput_range(self, idx)
         ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
         df = pd.DataFrame(
             {
@@ -91,6 +95,7 @@ class Evaluation:
                 "transport": transports[ni],
                 "strategy": np.array(STRATEGIES, dtype=object)[s.strategy[idx]],
                 "reduce_on": np.array(REDUCE_ON, dtype=object)[s.reduce_on[idx]],
+                "stack": np.array(STACKS, dtype=object)[s.stack[idx]],
                 "batch_per_gpu": np.full(len(idx), self.batch_per_gpu),
                 "precision": np.full(len(idx), self.precision, dtype=object),
                 "overlap": np.full(len(idx), self.overlap, dtype=object),
@@ -101,6 +106,8 @@ class Evaluation:
                 "power_kw": c.power_kw[idx],
                 "rack_units": c.rack_units[idx],
                 "throughput_samples_per_s": thr,
+                "throughput_low_samples_per_s": low,
+                "throughput_high_samples_per_s": high,
                 "usd_per_sample_per_s": c.cost_usd[idx] / thr,
                 "scaling_efficiency": t.scaling_efficiency[idx],
                 "t_iter_s": t.t_iter_s[idx],
@@ -117,6 +124,14 @@ class Evaluation:
             columns=list(DESIGN_FIELDS),
         )
         return df
+
+
+def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """80% range of each design's throughput (costopt/intervals.py): the stack's leave-one-source-out
+    residual quantiles around the point, capped at perfect scaling of the design's own GPU."""
+    t, s = ev.timing, ev.space
+    perfect = s.total_gpus[idx] * ev.batch_per_gpu / t.t_compute_s[idx]
+    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], perfect)
 
 
 def design_dict(row: pd.Series) -> dict[str, Any]:
@@ -195,8 +210,10 @@ def resolve_precision(workload: Workload, precision: str) -> str:
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-    samples_to_train: float | None = None,
+    samples_to_train: float | None = None, stack: str | None = None,
 ) -> Evaluation:
+    if stack is not None and stack != AUTO:
+        space.stack = stack_codes(stack, space.strategy, space.reduce_on)
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
     costs = evaluate_costs(space, catalog.site, tco_years)
@@ -209,9 +226,11 @@ def predict(
     batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
-    tco_years: float = 0.0, nics_per_node: int = 1,
+    tco_years: float = 0.0, nics_per_node: int = 1, stack: str = AUTO,
 ) -> dict[str, Any]:
-    """Predict one named design; returns a DESIGN dict (see README)."""
+    """Predict one named design; returns a DESIGN dict (see README). `stack`: nccl | mpi | grpc | gloo, or
+    auto (ps -> grpc, all-reduce on the CPU -> mpi, else nccl; costopt/stacks.py)."""
+    stack = check_stack(stack)
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
@@ -221,7 +240,7 @@ def predict(
     precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                        precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
+                        precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, stack=stack)
     d = design_dict(ev.frame().iloc[0])
     d["model"] = workload.model
     return d
@@ -262,9 +281,11 @@ def solve(
     deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
-    nics: list[str] | None = None, gpus_per_node: list[int] | None = None,
+    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, stack: str = AUTO,
 ) -> SolveResult:
-    """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
+    """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
+    `stack`: the communication stack of every design (auto: from each design's strategy, costopt/stacks.py)."""
+    stack = check_stack(stack)
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
     if budget is not None and not (budget > 0 and math.isfinite(budget)):
@@ -297,7 +318,8 @@ def solve(
         node_budget_usd=budget,
     )
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples)
+                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples,
+                        stack=stack)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
                   max_rack_units=max_rack_units, min_throughput=min_throughput)
 
