@@ -19,13 +19,9 @@ from .checks import count, non_negative, positive
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
-<<<<<<< HEAD
-from .solver import OBJECTIVES, objective_values, solve_ilp
 from .intervals import bounds as _interval_bounds
-from .stacks import AUTO, STACKS, check_stack, stack_codes
-=======
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
->>>>>>> main
+from .stacks import AUTO, STACKS, check_stack, stack_codes
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -217,21 +213,17 @@ def resolve_precision(workload: Workload, precision: str) -> str:
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-<<<<<<< HEAD
-    samples_to_train: float | None = None, stack: str | None = None,
-) -> Evaluation:
-    if stack is not None and stack != AUTO:
-        space.stack = stack_codes(stack, space.strategy, space.reduce_on)
-=======
-    samples_to_train: float | None = None, basis: CostBasis | None = None,
+    samples_to_train: float | None = None, basis: CostBasis | None = None, stack: str | None = None,
 ) -> Evaluation:
     """Timing and costs of every design; costs on `basis` (default: a purchase with `tco_years` of
-    electricity, rented designs per job when `samples_to_train` is given, else per hour)."""
+    electricity, rented designs per job when `samples_to_train` is given, else per hour). `stack`: the
+    communication stack of every design (None or auto: inferred per design, costopt/stacks.py)."""
     if basis is None:
         basis = CostBasis(tco_years=tco_years, samples=samples_to_train)
     elif tco_years or samples_to_train is not None:
         raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
->>>>>>> main
+    if stack is not None and stack != AUTO:
+        space.stack = stack_codes(stack, space.strategy, space.reduce_on)
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
     costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years), timing.throughput_samples_per_s, basis)
@@ -318,11 +310,8 @@ def solve(
     deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
-<<<<<<< HEAD
-    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, stack: str = AUTO,
-=======
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
->>>>>>> main
+    stack: str = AUTO,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
     `stack`: the communication stack of every design (auto: from each design's strategy, costopt/stacks.py)."""
@@ -358,12 +347,7 @@ def solve(
     space = enumerate_for_budget(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
                                  gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-<<<<<<< HEAD
-                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples,
-                        stack=stack)
-=======
-                        batch_per_gpu=batch, overlap=overlap, basis=basis)
->>>>>>> main
+                        batch_per_gpu=batch, overlap=overlap, basis=basis, stack=stack)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
                   max_rack_units=max_rack_units, min_throughput=min_throughput)
 
