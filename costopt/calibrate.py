@@ -134,8 +134,10 @@ PRIOR: dict[str, tuple[str, float]] = {
 # synchronisation and the compute slowdown are fitted per stack where rows of that stack exist (nccl: single-node
 # all-reduce rows; grpc: PS rows); mpi and gloo keep their priors (no shipped row uses them). The legacy
 # per-GPU / per-worker sync terms are not fitted by default: one per-GPU term charged (N - 1) times to
-# all-reduce but per worker to PS made the PS vs ring order an artefact of the fit.
-DEFAULT_FIT = ("ps_tensor_overhead_us", "ps_pull_overlap", "overlap_efficiency", "pcie_efficiency",
+# all-reduce but per worker to PS made the PS vs ring order an artefact of the fit. The global
+# `overlap_efficiency` is not fitted either: the per-stack compute slowdown models the same contention
+# during overlap, and fitting both leaves them confounded (it stays at its prior, 1).
+DEFAULT_FIT = ("ps_tensor_overhead_us", "ps_pull_overlap", "pcie_efficiency",
                "nvlink_efficiency", "host_reduce_gb_per_s", "grpc_link_fraction", "nccl_sync_us", "grpc_sync_us",
                "nccl_compute_slowdown", "grpc_compute_slowdown")
 
