@@ -371,15 +371,16 @@ def calibrate(file: str | Path, *, system: str | Path | SystemParams | None = No
     shipped = system is None and path.resolve().parent == VALIDATION_DIR.resolve()
     return calibrate_rows(rows, path=path, header=header, system=system, catalog=catalog, names=names,
                           with_loso=with_loso, max_iter=max_iter, row_sigma=row_sigma,
-                          fit_assumed_network=fit_assumed_network, robust=robust,
-                          start=prior_system() if shipped else None)
+                          fit_assumed_network=fit_assumed_network, fit_efficiency_rows=fit_efficiency_rows,
+                          robust=robust, start=prior_system() if shipped else None)
 
 
 def calibrate_rows(rows: list, *, path: Path, header: list[str] | None = None,
                    system: str | Path | SystemParams | None = None, catalog: str | Path | None = None,
                    names: tuple[str, ...] = DEFAULT_FIT, with_loso: bool = True, max_iter: int = 15,
                    row_sigma: float | None = ROW_SIGMA, fit_assumed_network: bool = False,
-                   robust: float | None = HUBER_K, start: SystemParams | None = None) -> CalibrationResult:
+                   fit_efficiency_rows: bool = False, robust: float | None = HUBER_K,
+                   start: SystemParams | None = None) -> CalibrationResult:
     """`calibrate` on rows already read (several files at once: `tools/fit_defaults.py`).
 
     `system`: the parameters reported as "uncalibrated" (default: the shipped defaults); `start`: where the
