@@ -3,8 +3,8 @@
 The model has four trainable tensors (backward order: 1, 2, 3, 4 million fp32 parameters, i.e. 4, 8,
 12, 16 MB of gradient, ready at 25/50/75/100% of the backward pass) and fixed compute times
 (forward 0.1 s, backward 0.2 s, optimizer step 0.01 s), so nothing here depends on the zoo or on
-compute scaling. System parameters are set explicitly, so only the formulas of costopt/timing.py's
-docstring are under test. Links (tests/fixtures/mini.toml):
+compute scaling. System parameters are set explicitly (communication stacks at full link rate, with
+no per-step cost or compute slowdown), so only the formulas of costopt/timing.py's docstring are under test. Links (tests/fixtures/mini.toml):
   eth10: 10 Gb/s x 0.5 (TCP efficiency set here) = 0.625e9 B/s; α_nic = 10 µs adapter + 30 µs stack = 40 µs
   halfcard in a 1-slot PCIe Gen4 box: 31 GB/s x PCIe efficiency (set per test); GPU memory 2400 GB/s
 """
@@ -40,6 +40,8 @@ def params(**kw):
                 host_reduce_gb_per_s=8.0, host_memory_gb_per_s=40.0, cpu_network_efficiency=0.5,
                 ps_pull_overlap=0.0, ps_tensor_overhead_us=60.0, bucket_mb=1e9, overlap_efficiency=1.0,
                 straggler_cv=0.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0)
+    for stack in ("nccl", "mpi", "grpc", "gloo"):  # stacks at full link rate, no per-step cost, no slowdown
+        base.update({f"{stack}_link_fraction": 1.0, f"{stack}_sync_us": 0.0, f"{stack}_compute_slowdown": 0.0})
     base.update(kw)
     return default_system().with_updates(**base)
 
