@@ -45,7 +45,15 @@ def validate(
     fmt: ValFmt = typer.Option(ValFmt.table, "--format", help="table | json"),
     max_median_error: Optional[float] = typer.Option(None, help="Exit 1 when the median absolute error (%) is above this."),
 ) -> None:
-    """Predicted vs measured throughput per row, with error summaries per source and strategy."""
+    """Predicted vs measured throughput per row, with error summaries per source and strategy. A file in the
+    large-model format (`llm_training`, the shipped one) is predicted by the large-model path."""
+    from ..llm.validate import LLM_DATASET, is_llm_csv
+
+    if file == LLM_DATASET.stem or is_llm_csv(file):
+        from .llm import run_validate as run_llm_validate
+
+        run_llm_validate(file, fmt.value, max_median_error)
+        return
     try:
         non_negative("--max-median-error", max_median_error)
         res = run_validate(file, system=system, catalog=catalog)

@@ -117,8 +117,11 @@ class ArchArrays:
     @classmethod
     def of(cls, cfgs: "list[TransformerConfig] | TransformerConfig", n: int | None = None) -> "ArchArrays":
         """From one config broadcast to `n` designs, or from one config per design."""
-        seq = [cfgs] * (n or 1) if isinstance(cfgs, TransformerConfig) else list(cfgs)
-        col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
+        if isinstance(cfgs, TransformerConfig):
+            col = lambda f: np.full(n or 1, float(getattr(cfgs, f)))  # noqa: E731
+        else:
+            seq = list(cfgs)
+            col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
         return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"))
 
     @property

@@ -33,6 +33,9 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024  # 4M tokens a step: Llama 2 and 3
 TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 4, 8, 16)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8)
+# Node counts searched for large models: 1-2 significant bits (1, 2, 3, 4, 6, 8, 12, ...), so a search
+# over GPUs x chassis x NICs x layouts stays small; `predict` takes any count.
+NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
 _PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8"}
 # GPU generation by catalog id prefix, for catalogs whose GPUs carry no `architecture` field
 _GENERATION_BY_PREFIX = (("a100", "ampere"), ("a10", "ampere"), ("a40", "ampere"), ("rtx-3090", "ampere"),
@@ -100,6 +103,7 @@ class LlmEvaluation:
     grad_accum: np.ndarray
     timing: StepTiming
     memory_per_gpu_bytes: np.ndarray
+    memory_states_bytes: np.ndarray  # weights, gradients, optimizer states (and gathered layers under fsdp)
     memory_limit_bytes: np.ndarray
     fits: np.ndarray
     valid: np.ndarray  # layout possible on this hardware (degrees divide the GPUs, precision supported)
@@ -164,8 +168,8 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     limit = hw["mem"] * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     fits = valid & (used <= limit)
     why = np.where(valid & ~fits, "does not fit in GPU memory", why)
-    return LlmEvaluation(cfg, precision, global_batch, space, layout, grad_accum, timing, used, limit, fits, valid,
-                         why.astype(str))
+    return LlmEvaluation(cfg, precision, global_batch, space, layout, grad_accum, timing, used, states, limit, fits,
+                         valid, why.astype(str))
 
 
 def all_layouts(max_tp: int = 8) -> Layout:
@@ -176,20 +180,29 @@ def all_layouts(max_tp: int = 8) -> Layout:
 
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
-                           params: LlmParams | None = None, layouts: Layout | None = None) -> LlmEvaluation:
-    """For every hardware design the fastest layout that fits (module docstring)."""
+                           params: LlmParams | None = None, layouts: Layout | None = None,
+                           chunk_elements: int = 400_000) -> LlmEvaluation:
+    """For every hardware design the fastest layout that fits (module docstring). Designs × layouts are
+    evaluated as flat arrays in chunks of about `chunk_elements`, so memory stays bounded."""
     layouts = layouts or all_layouts()
-    n = len(space)
+    fields = ("strategy", "tp", "pp", "micro_batch", "ckpt")
+    n, n_lay = len(space), len(layouts.tp)
     best_thr = np.full(n, -1.0)
     best_k = np.zeros(n, dtype=np.int64)
-    for k in range(len(layouts.tp)):  # a loop over layouts (hundreds), each over every design at once
-        one = Layout(*(np.full(n, getattr(layouts, f)[k]) for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
-        ev = evaluate_layouts(cfg, space, one, precision=precision, global_batch=global_batch, params=params)
-        thr = np.where(ev.fits, ev.timing.tokens_per_s, -1.0)
-        better = thr > best_thr
-        best_thr = np.where(better, thr, best_thr)
-        best_k = np.where(better, k, best_k)
-    chosen = Layout(*(getattr(layouts, f)[best_k] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
+    per = max(1, chunk_elements // max(n, 1))
+    for start in range(0, n_lay, per):
+        ks = np.arange(start, min(n_lay, start + per))
+        design = np.tile(np.arange(n), len(ks))
+        lay_k = np.repeat(ks, n)
+        ev = evaluate_layouts(cfg, space.take(design), Layout(*(getattr(layouts, f)[lay_k] for f in fields)),
+                              precision=precision, global_batch=global_batch, params=params)
+        thr = np.where(ev.fits, ev.timing.tokens_per_s, -1.0).reshape(len(ks), n)
+        j = np.argmax(thr, axis=0)  # first (lowest layout index) of the fastest in this chunk
+        top = thr[j, np.arange(n)]
+        better = top > best_thr
+        best_thr = np.where(better, top, best_thr)
+        best_k = np.where(better, ks[j], best_k)
+    chosen = Layout(*(getattr(layouts, f)[best_k] for f in fields))
     return evaluate_layouts(cfg, space, chosen, precision=precision, global_batch=global_batch, params=params)
 
 
@@ -218,6 +231,8 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "tokens_per_s_per_gpu": float(tm.tokens_per_s_per_gpu[i]) if ok else nan,
         "mfu": float(tm.mfu[i]) if ok else nan,
         "memory_per_gpu_gb": float(ev.memory_per_gpu_bytes[i]) / 1e9,
+        "memory_model_states_gb": float(ev.memory_states_bytes[i]) / 1e9,
+        "memory_activations_gb": float(ev.memory_per_gpu_bytes[i] - ev.memory_states_bytes[i]) / 1e9,
         "memory_limit_gb": float(ev.memory_limit_bytes[i]) / 1e9,
         "gpu_memory_gb": g.memory_gb,
         "t_step_s": float(tm.t_step_s[i]), "t_compute_s": float(tm.t_compute_s[i]),
