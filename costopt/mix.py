@@ -6,7 +6,7 @@ errors. Layout (see `examples/mix.toml`):
     [mix]        name, description                      (labels only)
     [jobs.NAME]  model, precision, batch_per_gpu, weight, min_throughput,
                  deadline_hours + epochs + dataset_size, gpus (only these GPU ids)
-    [limits]     budget_usd, max_power_kw, max_rack_units, max_nodes, one_nic_type
+    [limits]     budget_usd, max_power_kw, max_rack_units, max_nodes, max_gpu_types, one_nic_type
     [inventory]  gpus / chassis / nics = { id = units already owned }
     [stock]      gpus / chassis / nics = { id = most units that can be bought }
     [[discount]] gpu | chassis | nic = id, tiers = [{ from_units, unit_price_usd }, ...]
@@ -28,8 +28,8 @@ from .catalog import Catalog, error_location
 from .errors import InputError
 from .files import read_toml
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-Units = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0, le=1e15)]  # finite (allow_inf_nan=False) and far from overflow
+Units = Annotated[int, Field(ge=0, le=10**9)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 PARTS = ("gpus", "chassis", "nics")  # part kinds, as spelt in [inventory] / [stock]
 _DISCOUNT_KIND = {"gpu": "gpus", "chassis": "chassis", "nic": "nics"}
@@ -84,6 +84,7 @@ class Limits(_Float):
     max_power_kw: PositiveFloat | None = None
     max_rack_units: PositiveFloat | None = None
     max_nodes: Annotated[int, Field(ge=1, strict=True)] | None = None
+    max_gpu_types: Annotated[int, Field(ge=1, strict=True)] | None = None  # distinct GPU models in the cluster
     one_nic_type: Annotated[bool, Field(strict=True)] = True
 
 
