@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import Catalog, Gpu, intra_node_gb_per_s
+from ..catalog import Gpu, intra_node_gb_per_s
 from ..design_space import NO_NIC, DesignSpace
 from ..errors import InputError
 from ..files import read_toml
