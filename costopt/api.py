@@ -22,6 +22,7 @@ from .errors import InfeasibleError, InputError
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
+from .why import explain
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 
 DEFAULT_PRECISION = "auto"  # fp32 when the model has an fp32 profile, else its first AMP profile
@@ -267,6 +268,8 @@ class SolveResult:
     solver: dict[str, Any]
     table: pd.DataFrame = field(repr=False)
     best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
+    why_strategy: str = ""  # the strategy comparison, apart from the buyer's reasons
+    why_facts: dict[str, Any] = field(default_factory=dict)  # the designs and figures the reasons quote
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -277,6 +280,8 @@ class SolveResult:
             "best": self.best,
             "alternatives": self.alternatives,
             "why": self.why,
+            "why_strategy": self.why_strategy,
+            "why_facts": self.why_facts,
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
         }
@@ -386,10 +391,11 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     table = ev.frame(ranked)
     table.insert(0, "rank", np.arange(1, len(ranked) + 1))
     rows = [design_dict(r) for _, r in table.iterrows()]
-    why = explain(ev, best, hw_ok, budget, objective)
+    reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand))}
     per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
-    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows)
+    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], reasons.why, info, table, per_gpu_rows,
+                       reasons.strategy, reasons.facts)
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
@@ -418,43 +424,6 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
     return InfeasibleError(
         f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
         nearest=d, reason="budget")
-
-
-def _nic_phrase(row: pd.Series, ev: Evaluation) -> str:
-    if row["nic"] == "none":
-        return "inside one node"
-    nic = ev.catalog.nics[row["nic"]]
-    return f"over {nic.name}"
-
-
-def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None, objective: str) -> str:
-    """One line: why the winner wins."""
-    s, t, c = ev.space, ev.timing, ev.costs
-    row = ev.frame([best]).iloc[0]
-    strat = row["strategy"] + ("" if row["reduce_on"] == "gpu" else " (cpu)")
-    parts = []
-    bn = row["bottleneck"]
-    if bn == "compute":
-        parts.append("communication hidden behind backward" if row["total_gpus"] > 1 else "single GPU, no communication")
-    else:
-        share = row["t_exposed_comm_s"] / row["t_iter_s"]
-        parts.append(f"{bn}-bound ({share:.0%} of the iteration is exposed communication)")
-    within = allowed & ((c.cost_usd <= budget) if budget is not None else True)
-    thr = t.throughput_samples_per_s
-    is_ps = s.strategy == STRATEGIES.index("ps")
-    other = within & (is_ps != is_ps[best])
-    if other.any():
-        j = np.flatnonzero(other)[np.argmax(thr[other])]
-        label = "PS" if is_ps[j] else "all-reduce"
-        gain = thr[best] / thr[j] - 1.0
-        dg = int(s.total_gpus[best] - s.total_gpus[j])
-        more = f"{abs(dg)} {'more' if dg >= 0 else 'fewer'} GPUs, " if dg else ""
-        parts.append(f"{more}{gain:+.0%} throughput vs the best {label} design for the same money")
-    other_gpu = within & (s.gpu_idx != s.gpu_idx[best])
-    if other_gpu.any() and objective == "throughput":
-        j = np.flatnonzero(other_gpu)[np.argmax(thr[other_gpu])]
-        parts.append(f"{thr[best] / thr[j] - 1.0:+.0%} vs the best {s.gpus[s.gpu_idx[j]].id} design")
-    return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
 
 
 __all__ = ["predict", "solve", "choose", "evaluate_space", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

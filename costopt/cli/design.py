@@ -119,6 +119,7 @@ def solve(
             f"{b['nic']}, {b['strategy']}; {_fmt_money(b['cost_usd'])}; {b['throughput_samples_per_s']:,.1f} samples/s; "
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
+    c.print(f"Strategy: {res.why_strategy}")
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
         c.print(f"Time to train: {b['time_to_train_h']:,.1f} h")

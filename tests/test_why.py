@@ -1,0 +1,106 @@
+"""The Why line says what a buyer asks, and what it says is true under each objective: every figure it
+quotes is re-derived here from the full table of designs the request allows (plain pandas on the rows)."""
+
+import re
+
+import pytest
+
+import costopt
+from costopt import purchasing as P
+
+CASES = [
+    ("inception_v3", 200_000, "throughput", None),
+    ("resnet50", 1_000_000, "throughput", None),
+    ("vgg16", 300_000, "cost-per-throughput", None),
+    ("resnet50", 500_000, "cost", 20_000.0),
+]
+
+
+def _rows(model, budget, objective, target):
+    ev = P.evaluate_catalog(None, model, budget, P.Options())
+    df = P.ranked_table(ev, budget)  # every feasible design within the budget
+    if objective == "cost":
+        df = df[df["throughput_samples_per_s"] >= target]
+    return df
+
+
+def _money(v):
+    return f"${v:,.2f}" if abs(v) < 100 else f"${v:,.0f}"
+
+
+@pytest.mark.parametrize("model,budget,objective,target", CASES)
+def test_why_figures_are_true(model, budget, objective, target):
+    res = costopt.solve(budget, model, objective=objective, min_throughput=target, top=3)
+    w = res.best
+    why = res.why
+    df = _rows(model, budget, objective, target)
+    thr, cost = df["throughput_samples_per_s"], df["cost_usd"]
+    # the winner is the objective's best of all allowed rows
+    if objective == "throughput":
+        assert w["throughput_samples_per_s"] == pytest.approx(thr.max())
+    elif objective == "cost-per-throughput":
+        assert w["cost_usd"] / w["throughput_samples_per_s"] == pytest.approx((cost / thr).min())
+    else:
+        assert w["cost_usd"] == pytest.approx(cost.min())
+
+    # 1. the best design of another GPU type, compared by the objective's own measure
+    other = df[df["gpu"] != w["gpu"]]
+    assert len(other)
+    if objective == "throughput":
+        o = other.loc[other["throughput_samples_per_s"].idxmax()]
+        gain = w["throughput_samples_per_s"] / o["throughput_samples_per_s"] - 1
+        assert f"{gain:+.0%} throughput vs the best {o['gpu']} design" in why
+    elif objective == "cost-per-throughput":
+        ratio = other["cost_usd"] / other["throughput_samples_per_s"]
+        o = other.loc[ratio.idxmin()]
+        saving = 1 - (w["cost_usd"] / w["throughput_samples_per_s"]) / ratio.min()
+        assert saving >= 0
+        assert f"{saving:.0%} lower cost per sample/s than the best {o['gpu']} design" in why
+    else:
+        o = other.loc[other["cost_usd"].idxmin()]
+        saving = 1 - w["cost_usd"] / o["cost_usd"]
+        assert f"{_money(o['cost_usd'] - w['cost_usd'])} ({saving:.0%}) cheaper than the cheapest {o['gpu']}" in why
+    assert _money(o["cost_usd"]) in why and f"{o['throughput_samples_per_s']:,.1f} samples/s" in why
+
+    # 2. the cheapest design within 5% of the winner's throughput
+    near = df[df["throughput_samples_per_s"] >= 0.95 * w["throughput_samples_per_s"]]
+    n = near.loc[near["cost_usd"].idxmin()]
+    if n["cost_usd"] < w["cost_usd"]:
+        saving = 1 - n["cost_usd"] / w["cost_usd"]
+        change = n["throughput_samples_per_s"] / w["throughput_samples_per_s"] - 1
+        m = re.search(r"near tie: (\d+)x(\d+) (\S+), .*? costs (\$[\d,.]+) \((\d+)% less\) for ([+-][\d.]+)% throughput",
+                      why)
+        assert m, why
+        assert (int(m[1]), int(m[2]), m[3]) == (n["gpus_per_node"], n["nodes"], n["gpu"])
+        assert m[4] == _money(n["cost_usd"]) and int(m[5]) == round(saving * 100)
+        assert float(m[6]) == pytest.approx(round(change * 100, 1))
+        assert change >= -0.05
+    else:
+        assert "no design within 5% of its throughput costs less" in why
+
+    # 3. measured or estimated compute, in the sentence itself
+    if w["compute_source"] == "measured":
+        assert "compute time is measured" in why
+    else:
+        assert f"compute time is an estimate ({w['compute_source']})" in why
+
+    # strategy talk is on its own line
+    assert "PS design" not in why and "all-reduce design" not in why
+    assert re.search(r"(PS|all-reduce) design", res.why_strategy) or "PS" not in res.why_strategy
+
+
+def test_why_cost_objective_never_claims_throughput_loss():
+    """The old line said '-98% throughput vs the best PS design' under objective cost."""
+    res = costopt.solve(500_000, "resnet50", objective="cost", min_throughput=20_000, top=2)
+    assert "throughput vs" not in res.why and "throughput vs" not in res.why_strategy
+
+
+def test_cli_prints_why_and_strategy_lines():
+    from typer.testing import CliRunner
+
+    from costopt.cli import app
+
+    r = CliRunner().invoke(app, ["solve", "--budget", "200000", "--model", "inception_v3", "--top", "2"])
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("Why: ") for line in lines) and any(line.startswith("Strategy: ") for line in lines)
