@@ -16,7 +16,7 @@ from rich.table import Table
 from .. import purchasing as P
 from ..api import choose
 from ..checks import output_path
-from .common import _console, _fail, _fmt_money, _json_dump
+from .common import _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from ..errors import CostoptError, InputError
 
@@ -42,7 +42,7 @@ def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs,
 
 
 def _cost(v: float, rate: bool = False) -> str:
-    return f"${v:,.2f}" if rate or abs(v) < 100 else _fmt_money(v)
+    return f"${v:,.2f}" if rate and abs(v) >= 0.01 else _fmt_money(v)
 
 
 _PRECISION = typer.Option("auto", help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)")
@@ -104,7 +104,7 @@ def compare(
     row("scaling efficiency", lambda a: f"{a.best['scaling_efficiency']:.3f}")
     row("bottleneck", lambda a: a.best["bottleneck"])
     if epochs and dataset_size:
-        row("time to train", lambda a: f"{a.best['time_to_train_h']:,.1f} h per job")
+        row("time to train", lambda a: f"{_fmt_number(a.best['time_to_train_h'])} h per job")
     c.print(t)
     w = cmp.answers[cmp.winner]
     if cmp.margin:
