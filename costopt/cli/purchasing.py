@@ -19,6 +19,7 @@ from ..checks import output_path
 from .common import _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from ..errors import CostoptError, InputError
+from ..export import spreadsheet_about
 
 app = typer.Typer()
 
@@ -203,7 +204,8 @@ def report(
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             ev = P.evaluate_catalog(catalog, model, budget, opts)
-            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out])
+            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
+                           **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -235,7 +237,7 @@ def export(
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
             choose(ev, budget=budget, objective=objective, top=1)
-        text = P.export_table(table, fmt.value, out, inputs)
+        text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
