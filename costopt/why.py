@@ -27,6 +27,7 @@ import numpy as np
 
 from .design_space import STRATEGIES
 from .solver import objective_values
+from .units import format_usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Evaluation
@@ -42,7 +43,7 @@ class Reasons:
 
 
 def _money(v: float) -> str:
-    return f"${v:,.2f}" if abs(v) < 100 else f"${v:,.0f}"
+    return format_usd(v)
 
 
 def _design(d: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ..errors import CostoptError, InfeasibleError
 from ..files import json_safe
+from ..units import format_usd
 
 
 class Fmt(str, Enum):
@@ -41,16 +42,8 @@ def _json_dump(obj: Any) -> str:
 
 
 def _fmt_money(v: float | None) -> str:
-    """USD, never in scientific notation: whole dollars from $100, cents below, and at least two
-    significant digits for amounts under a cent ($0.000065)."""
-    if v is None or not math.isfinite(v):
-        return "-"
-    if abs(v) >= 100:
-        return f"${v:,.0f}"
-    if abs(v) >= 0.01 or v == 0:
-        return f"${v:,.2f}"
-    decimals = -math.floor(math.log10(abs(v))) + 1
-    return f"${v:.{decimals}f}"
+    """USD, never in scientific notation (`units.format_usd`)."""
+    return format_usd(v)
 
 
 def _fmt_number(v: float) -> str:

@@ -183,12 +183,15 @@ def report(
     top: int = typer.Option(8, help="Designs in the recommendation table."),
     all_designs: Optional[Path] = typer.Option(None, "--all", help="Also export the full ranked table (.csv/.xlsx/.json)."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
+    cloud: Optional[Path] = typer.Option(None, help="Cloud catalog: add a rent-or-buy section against it."),
+    years: float = typer.Option(3.0, help="With --cloud: years the purchase is used."),
+    utilization: Optional[float] = typer.Option(None, help="With --cloud: fraction of the time the owned cluster is busy."),
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown)."""
     from .. import report as R
 
     try:
-        inputs = [catalog, system]
+        inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
         output_path(out, "--out", inputs)
@@ -200,7 +203,8 @@ def report(
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
             output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
-        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
+        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress, cloud=cloud, years=years,
+                             utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             ev = P.evaluate_catalog(catalog, model, budget, opts)
