@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .batch_limits import batch_warning
 from .catalog import Catalog, load_catalog
 from . import checks
 from .checks import count, non_negative, positive
@@ -324,6 +325,7 @@ class SolveResult:
     best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
     why_strategy: str = ""  # the strategy comparison, apart from the buyer's reasons
     why_facts: dict[str, Any] = field(default_factory=dict)  # the designs and figures the reasons quote
+    warnings: list[str] = field(default_factory=list)  # e.g. a global batch above what the model is known to train at
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -336,6 +338,7 @@ class SolveResult:
             "why": self.why,
             "why_strategy": self.why_strategy,
             "why_facts": self.why_facts,
+            "warnings": self.warnings,
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
         }
@@ -461,8 +464,9 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand))}
     per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
+    warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu, rows[0]["total_gpus"])] if w]
     return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], reasons.why, info, table, per_gpu_rows,
-                       reasons.strategy, reasons.facts)
+                       reasons.strategy, reasons.facts, warnings)
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:

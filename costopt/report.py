@@ -168,6 +168,7 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
               "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
     sec = Section("recommended", "Recommended design and alternatives", intro, [(header, rows)])
+    sec.notes += [f"Warning: {w}" for w in res.warnings]
     bom = b.get("bom")
     if bom:
         total = sum(float(x["subtotal_usd"]) for x in bom)

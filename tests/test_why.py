@@ -104,3 +104,23 @@ def test_cli_prints_why_and_strategy_lines():
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
     assert any(line.startswith("Why: ") for line in lines) and any(line.startswith("Strategy: ") for line in lines)
+
+
+def test_global_batch_warning_against_published_limits():
+    """ResNet-50 with momentum SGD: 8,192 (Goyal et al. 2017, arXiv:1706.02677); LARS: 65,536
+    (Kumar et al. 2019, arXiv:1909.09756). The data file cites both; the warning names them."""
+    from costopt.batch_limits import batch_warning
+
+    assert batch_warning("resnet50", "sgd", 128, 64) is None  # 8,192: at the limit, not above it
+    w = batch_warning("resnet50", "sgd", 128, 65)  # 8,320
+    assert w.startswith("global batch 8,320 (128 per GPU x 65 GPUs)") and "8,192" in w and "65,536" in w
+    assert "Goyal et al. 2017" in w and "lars" in w
+    assert batch_warning("vgg16", "sgd", 4096, 1024) is None  # no published limit in the data: no claim
+    assert "65,536" in batch_warning("bert_large", "adamw", 64, 1025)  # only LAMB's limit is known
+
+    res = costopt.solve(5_000_000, "resnet50", top=1)
+    b = res.best
+    assert b["batch_per_gpu"] * b["total_gpus"] > 8192
+    assert any(f"global batch {b['batch_per_gpu'] * b['total_gpus']:,}" in w for w in res.warnings)
+    small = costopt.solve(50_000, "resnet50", top=1)
+    assert small.best["batch_per_gpu"] * small.best["total_gpus"] <= 8192 and small.warnings == []

@@ -136,6 +136,8 @@ def solve(
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
     c.print(f"Strategy: {res.why_strategy}")
+    for w in res.warnings:
+        c.print(f"Warning: {w}")
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
         c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
