@@ -61,6 +61,8 @@ def _calendar_date(v: str) -> str:
 Date = Annotated[str, Field(min_length=4), AfterValidator(_calendar_date)]
 Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 PcieGen = Literal[3, 4, 5, 6]
+Architecture = Literal["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                       "cdna2", "cdna3", "other"]
 
 
 class _Strict(BaseModel):
@@ -118,6 +120,12 @@ class Gpu(Sourced):
     pcie_gen: PcieGen
     price_usd: PositiveFloat
     launch_year: Annotated[int, Field(ge=1970, le=2100)] | None = None
+    # GPU generation: selects the achieved fractions of peak the compute roofline uses (compute.py)
+    architecture: Architecture | None = None
+    # provenance of the peak fields (tflops_*, memory_bandwidth_gbs): where they are read and when
+    peak_source: Annotated[str, Field(min_length=1)] | None = None
+    peak_date: Date | None = None
+    # a published single-GPU ResNet-50 training figure (one same-model evidence point, see compute.py)
     throughput: ReferenceThroughput | None = None
 
     @model_validator(mode="after")
@@ -127,6 +135,40 @@ class Gpu(Sourced):
         if self.gpu_link != "none" and self.gpu_link_gbs <= 0:
             raise ValueError(f"gpu_link_gbs must be > 0 for gpu_link '{self.gpu_link}'")
         return self
+
+    @model_validator(mode="after")
+    def _peak_provenance(self):
+        if (self.peak_source is None) != (self.peak_date is None):
+            raise ValueError("peak_source and peak_date go together")
+        return self
+
+    def peak_flops(self, precision: str) -> float | None:
+        """Dense peak FLOP/s the GPU's fastest unit reaches at this training precision (None: no path).
+
+        fp32 training may run convolutions (cuDNN's default) and, in NGC containers, matmuls on TF32
+        tensor cores, so its ceiling is the larger of the FP32 and TF32 peaks.
+        """
+        if precision == "fp32":
+            return 1e12 * max(self.tflops_fp32, self.tflops_tf32 or 0.0)
+        if precision == "amp_bf16":
+            return None if self.tflops_bf16 is None else 1e12 * self.tflops_bf16
+        if precision == "amp_fp16":
+            return None if self.tflops_fp16 is None else 1e12 * self.tflops_fp16
+        return None
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbs * 1e9
+
+    def best_training_precision(self) -> str:
+        """The precision a 2026 buyer trains in on this GPU: bf16 AMP where the GPU has BF16 (Ampere
+        and later, MI300X), fp16 AMP where FP16 runs on tensor cores (Volta, Turing: >= 4x the FP32
+        rate), fp32 otherwise (Kepler, Pascal's FP16 is only 2x FP32 on the CUDA cores)."""
+        if self.tflops_bf16 is not None:
+            return "amp_bf16"
+        if self.tflops_fp16 is not None and self.tflops_fp16 >= 4 * self.tflops_fp32:
+            return "amp_fp16"
+        return "fp32"
 
     def supports(self, precision: str) -> bool:
         """Whether the GPU has a fast path for this training precision."""
