@@ -491,7 +491,8 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand))}
     per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
-    warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu, rows[0]["total_gpus"])] if w]
+    warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
+                                          rows[0]["total_gpus"])] if w]
     return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], reasons.why, info, table, per_gpu_rows,
                        reasons.strategy, reasons.facts, warnings)
 

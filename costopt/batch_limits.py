@@ -1,6 +1,7 @@
 """Is the chosen design's global batch one the model is known to train at?
 
-    global batch B = batch per GPU b x GPUs N          (samples per optimizer step)
+    global batch B = batch per GPU b x GPUs N          (samples per optimizer step; b counts every
+                                                        micro-batch a GPU accumulates before a step)
 
 `data/batch_limits.toml` lists, per model and optimizer, the largest B published to reach the model's
 usual accuracy (with its source). The warning compares B with the limit for the model's own optimizer
