@@ -142,11 +142,6 @@ def _progress(enabled: bool):
                     disable=not enabled or not console.is_terminal)
 
 
-def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Indices of the cost-throughput Pareto front (cheapest first): `solver.pareto_front` in design order."""
-    return pareto_front(cost, thr, np.arange(len(cost)))
-
-
 # ------------------------------------------------------------------------------------------------
 # sections
 # ------------------------------------------------------------------------------------------------
@@ -239,7 +234,7 @@ def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: d
         m = np.flatnonzero(ok & (s.gpu_idx == gpu_ids.index(name)))
         if len(m) == 0:
             continue
-        front = m[_pareto_idx(c.cost_usd[m], t.throughput_samples_per_s[m])]
+        front = m[pareto_front(c.cost_usd[m], t.throughput_samples_per_s[m], np.arange(len(m)))]
         ax.step(c.cost_usd[front], t.throughput_samples_per_s[front], where="post", color=colors[name],
                 marker="o", ms=3, lw=1.2, label=name)
         inb = front[within_budget(c, budget)[front]]

@@ -2,22 +2,27 @@
 quotes is re-derived here from the full table of designs the request allows (plain pandas on the rows)."""
 
 import re
+from pathlib import Path
 
 import pytest
 
 import costopt
 from costopt import purchasing as P
 
+AWS = Path(__file__).resolve().parents[1] / "catalogs" / "aws-on-demand-2025.toml"
+JOB = dict(epochs=2, dataset_size=1_281_167)
 CASES = [
-    ("inception_v3", 200_000, "throughput", None),
-    ("resnet50", 1_000_000, "throughput", None),
-    ("vgg16", 300_000, "cost-per-throughput", None),
-    ("resnet50", 500_000, "cost", 20_000.0),
+    ("inception_v3", 200_000, "throughput", None, None, {}),
+    ("resnet50", 1_000_000, "throughput", None, None, {}),
+    ("vgg16", 300_000, "cost-per-throughput", None, None, {}),
+    ("resnet50", 500_000, "cost", 20_000.0, None, {}),
+    ("resnet50", 200, "throughput", None, AWS, JOB),  # rented, per job
+    ("bert_base", 100, "cost-per-throughput", None, AWS, JOB),
 ]
 
 
-def _rows(model, budget, objective, target):
-    ev = P.evaluate_catalog(None, model, budget, P.Options())
+def _rows(model, budget, objective, target, catalog=None, job=None):
+    ev = P.evaluate_catalog(catalog, model, budget, P.Options(**(job or {})))
     df = P.ranked_table(ev, budget)  # every feasible design within the budget
     if objective == "cost":
         df = df[df["throughput_samples_per_s"] >= target]
@@ -28,12 +33,12 @@ def _money(v):
     return f"${v:,.2f}" if abs(v) < 100 else f"${v:,.0f}"
 
 
-@pytest.mark.parametrize("model,budget,objective,target", CASES)
-def test_why_figures_are_true(model, budget, objective, target):
-    res = costopt.solve(budget, model, objective=objective, min_throughput=target, top=3)
+@pytest.mark.parametrize("model,budget,objective,target,catalog,job", CASES)
+def test_why_figures_are_true(model, budget, objective, target, catalog, job):
+    res = costopt.solve(budget, model, objective=objective, min_throughput=target, top=3, catalog=catalog, **job)
     w = res.best
     why = res.why
-    df = _rows(model, budget, objective, target)
+    df = _rows(model, budget, objective, target, catalog, job)
     thr, cost = df["throughput_samples_per_s"], df["cost_usd"]
     # the winner is the objective's best of all allowed rows
     if objective == "throughput":
