@@ -23,6 +23,7 @@ import pandas as pd
 
 from .checks import output_path, write_bytes_atomic, write_text
 from .errors import InputError
+from .units import plain_number
 
 # field -> (unit, meaning); the unit is what the field name's suffix says
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -198,7 +199,7 @@ def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None, inputs: Ite
     short = _short_table(df, codes)
     legend = legend_rows(df, about, codes)
     if fmt == "csv":
-        text = short.to_csv(index=False, float_format="%.6g")
+        text = short.to_csv(index=False, float_format=plain_number)
         if out is None:
             return text
         leg = legend_path(out)

@@ -61,3 +61,11 @@ def format_usd(v: float | None, cents: bool = False) -> str:
         return f"${v:,.2f}"
     decimals = -math.floor(math.log10(abs(v))) + 1
     return f"${v:.{decimals}f}"
+
+
+def plain_number(v: float, significant: int = 6) -> str:
+    """A number for CSV cells: `significant` digits, positional, never in scientific notation
+    (1265920.4 -> 1265920, 6.5e-05 -> 0.000065, 187418000.0 -> 187418000)."""
+    import numpy as np
+
+    return np.format_float_positional(float(v), precision=significant, unique=True, fractional=False, trim="-")

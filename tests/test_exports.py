@@ -86,3 +86,22 @@ def test_csv_to_stdout_is_the_table_only():
     rc, out, err = run_cli("export", "--model", "resnet50", "--budget", "150000", "--catalog", MINI)
     assert rc == 0, err
     assert out.splitlines()[0].startswith("rank,gpu,") and "scaled from" not in out
+
+
+def test_csv_numbers_never_scientific():
+    import re
+
+    rc, out, err = run_cli("export", "--model", "resnet50", "--budget", "5000000")
+    assert rc == 0, err
+    assert not re.search(r"\d[eE][+-]\d", out)
+    rc, out, err = run_cli("solve", "--model", "resnet50", "--budget", "5000000", "--format", "csv", "--top", "3")
+    assert rc == 0, err
+    assert not re.search(r"\d[eE][+-]\d", out)
+
+
+@pytest.mark.parametrize("v,text", [(1265920.4, "1265920"), (6.5e-05, "0.000065"), (187418000.0, "187418000"),
+                                    (12295.3, "12295.3"), (0.0, "0")])
+def test_plain_number(v, text):
+    from costopt.units import plain_number
+
+    assert plain_number(v) == text

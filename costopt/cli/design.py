@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import api
+from ..units import plain_number
 from ..errors import CostoptError, InfeasibleError, InputError
 from ..workload import list_models, load_workload
 from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
@@ -113,7 +114,7 @@ def solve(
         typer.echo(_json_dump(res.to_json_dict()))
         return
     if fmt is Fmt.csv:
-        typer.echo(res.table.to_csv(index=False, float_format="%.6g"), nl=False)
+        typer.echo(res.table.to_csv(index=False, float_format=plain_number), nl=False)
         return
     c = _console()
     budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"
