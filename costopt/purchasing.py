@@ -152,8 +152,7 @@ def ranked_table(ev: Evaluation, budget: float | None, objective: str = "through
     Adds `rank` and `usd_per_hour` (rented designs) to the DESIGN columns."""
     c, t = ev.costs, ev.timing
     idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget))
-    order_rank = np.empty(len(ev), dtype=np.int64)
-    order_rank[ev.space.sort_key()] = np.arange(len(ev))
+    order_rank = ev.space.order_rank()
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
     idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
     df = ev.frame(idx)

@@ -74,7 +74,7 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
     if objective == "cost" and min_throughput is not None:
         allowed &= thr >= min_throughput
     values = objective_values(objective, cost, thr)
-    row = ev.frame([best]).iloc[0].to_dict()
+    row = ev.rows([best])[0]
     facts: dict[str, Any] = {"objective": objective}
     parts = []
 
@@ -82,7 +82,7 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
     if o is None:
         parts.append("no design of another GPU type fits the request")
     else:
-        od = ev.frame([o]).iloc[0].to_dict()
+        od = ev.rows([o])[0]
         facts["other_gpu"] = {k: od[k] for k in ("gpu", "total_gpus", "cost_usd", "throughput_samples_per_s")}
         if objective == "throughput":
             gain = thr[best] / thr[o] - 1.0
@@ -106,7 +106,7 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
     if n == best or cost[n] >= cost[best]:
         parts.append(f"no design within {1 - NEAR_THROUGHPUT_FRACTION:.0%} of its throughput costs less")
     else:
-        nd = ev.frame([n]).iloc[0].to_dict()
+        nd = ev.rows([n])[0]
         facts["near_cheaper"] = {k: nd[k] for k in ("gpu", "gpus_per_node", "nodes", "nic", "cost_usd",
                                                     "throughput_samples_per_s")}
         facts["near_cheaper_cost_saving"] = 1.0 - cost[n] / cost[best]
