@@ -12,7 +12,8 @@ or above the throughput target), with v_d the objective value to minimise (`solv
 2. A near tie on throughput: n = the cheapest design with τ_d ≥ 0.95 τ_w among the allowed ones
    (ties: faster, then design order). When n ≠ w it is cheaper: the line gives c_n, 1 − c_n/c_w and
    τ_n/τ_w − 1, so a buyer sees what the last few percent of throughput cost.
-3. Whether the winner's compute time is measured or an estimate (scaled, published or roofline).
+3. Whether the winner's compute time is measured on that GPU or an estimate (a published same-model
+   ratio, or a roofline), in the sentence itself.
 
 The strategy comparison (the best design of the other synchronisation family, PS vs all-reduce) is a
 separate line: a question of how to run the cluster, not which to buy.
@@ -114,12 +115,8 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
         parts.append(f"near tie: {_design(nd)} costs {_money(cost[n])} "
                      f"({facts['near_cheaper_cost_saving']:.0%} less) for {thr[n] / thr[best] - 1.0:+.1%} throughput")
 
-    src = str(row.get("compute_source", ""))
-    facts["compute_source"] = src
-    if src != "measured":
-        parts.append(f"its compute time is an estimate ({src}), not a measurement on {row['gpu']}")
-    else:
-        parts.append(f"its compute time is measured on {row['gpu']}")
+    facts["compute_source"] = str(row.get("compute_source", ""))
+    parts.append(_compute_phrase(ev, int(s.gpu_idx[best])))
     why = f"{row['total_gpus']} x {row['gpu']} ({_design(row)}): " + "; ".join(parts)
     return Reasons(why, _strategy_line(ev, best, row, allowed, values, cost, thr, order_rank, objective), facts)
 
@@ -145,3 +142,18 @@ def _strategy_line(ev, best, row, allowed, values, cost, thr, order_rank, object
         else:
             parts.append(f"{1.0 - cost[best] / cost[j]:.0%} cheaper than the cheapest {label} design")
     return f"{strat} {nic}: " + "; ".join(parts)
+
+
+def _compute_phrase(ev: "Evaluation", gi: int) -> str:
+    """How sure the winner's compute is: measured (or inter/extrapolated from measurements on that GPU),
+    a published same-model speed ratio to the measured GPU, or a roofline estimate."""
+    gpu, src = ev.space.gpus[gi].id, str(ev.compute.source[gi])
+    if src.startswith(("measured", "interpolated", "extrapolated")):
+        return f"its compute time is {src} on {gpu}"
+    if src.startswith("published"):
+        return (f"its compute time is an estimate: {gpu} scaled by a published same-model speed ratio to the "
+                f"measured GPU")
+    basis = str(ev.compute.basis[gi])
+    stand_in = "; fractions of another GPU generation" if "no " in basis and " data:" in basis else ""
+    return (f"its compute time is an estimate ({src}: peak FLOP/s and bandwidth x fitted fractions{stand_in}), "
+            f"less sure")

@@ -84,10 +84,11 @@ def test_why_figures_are_true(model, budget, objective, target, catalog, job):
         assert "no design within 5% of its throughput costs less" in why
 
     # 3. measured or estimated compute, in the sentence itself
-    if w["compute_source"] == "measured":
-        assert "compute time is measured" in why
+    src = w["compute_source"]
+    if src.startswith(("measured", "interpolated", "extrapolated")):
+        assert f"compute time is {src} on {w['gpu']}" in why and "estimate" not in why.split("its compute")[1]
     else:
-        assert f"compute time is an estimate ({w['compute_source']})" in why
+        assert "its compute time is an estimate" in why
 
     # strategy talk is on its own line
     assert "PS design" not in why and "all-reduce design" not in why
