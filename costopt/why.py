@@ -155,5 +155,5 @@ def _compute_phrase(ev: "Evaluation", gi: int) -> str:
                 f"measured GPU")
     basis = str(ev.compute.basis[gi])
     stand_in = "; fractions of another GPU generation" if "no " in basis and " data:" in basis else ""
-    return (f"its compute time is an estimate ({src}: peak FLOP/s and bandwidth x fitted fractions{stand_in}), "
-            f"less sure")
+    return (f"its compute time is a roofline estimate ({src}: peak FLOP/s and bandwidth x fitted "
+            f"fractions{stand_in}), less sure")
