@@ -96,7 +96,7 @@ def _kw(v: float) -> str:
 _STRATEGY_SHORT = {"ring": "ring", "hierarchical": "hier", "ps": "ps"}
 
 
-def _design_table(rows: list[dict], title: str, wide: bool = False) -> Table:
+def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool = True) -> Table:
     """Designs as a table. Compact by default (fits 120 columns with the shipped catalogs; a cell too wide
     folds onto a second line, it is never cut); `wide` adds every column. A range column appears when the
     rows carry one (`throughput_low_samples_per_s`, `throughput_high_samples_per_s`)."""
@@ -104,7 +104,7 @@ def _design_table(rows: list[dict], title: str, wide: bool = False) -> Table:
     has_range = any(r.get("throughput_low_samples_per_s") is not None for r in rows)
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
               collapse_padding=True, caption_justify="left",
-              caption="GxM=N: G GPUs per node x M nodes = N GPUs; NICs/node: adapters per node x type (a rented "
+              caption=None if not legend else "GxM=N: G GPUs per node x M nodes = N GPUs; NICs/node: adapters per node x type (a rented "
                       "instance: its own network); hier: hierarchical all-reduce; compute: measured on that GPU, "
                       "or an estimate (scaled, published, roofline)" + ("; range: 80% range of throughput"
                                                                          if has_range else ""))
@@ -131,6 +131,7 @@ def _design_table(rows: list[dict], title: str, wide: bool = False) -> Table:
         cols += [
             ("scaling\neff.", "right", lambda i, r: f"{r['scaling_efficiency']:.3f}"),
             ("chassis", "left", lambda i, r: r["chassis"]),
+            ("precision", "left", lambda i, r: r.get("precision", "")),
             ("transport", "left", lambda i, r: r.get("transport", "")),
             ("capex\nUSD", "right", lambda i, r: _fmt_money(r.get("capex_usd"))),
             ("electricity\nUSD/year", "right", lambda i, r: _fmt_money(r.get("energy_usd_per_year"))),

@@ -126,7 +126,7 @@ def solve(
         r["rank"] = i
     c.print(_design_table(rows, "Ranked designs (best of each gpu / chassis / nic / strategy family)", wide))
     if res.best_per_gpu:
-        c.print(_design_table(res.best_per_gpu, "Best design per GPU type", wide))
+        c.print(_design_table(res.best_per_gpu, "Best design per GPU type", wide, legend=False))
     b = res.best
     nics = "no network (one node)" if b["nic"] == "none" else f"{max(int(b['nics_per_node']), 1)} x {b['nic']} per node"
     rng = ""
