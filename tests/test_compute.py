@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import costopt
 from costopt.catalog import load_catalog
-from costopt.cli import app  # the whole app (built on first use; cli.main mounts per command)
+from costopt.cli import app
 from costopt.compute import PRECISIONS
 from costopt.workload import list_models, load_workload
 
