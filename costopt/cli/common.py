@@ -86,7 +86,7 @@ def _range_cell(r: dict) -> str:
                                       "throughput_samples_per_s"))
     if lo is None or hi is None or not mid:
         return "-"
-    return f"{(lo / mid - 1) * 100:+.0f}/{(hi / mid - 1) * 100:+.0f}%"
+    return f"{(lo / mid - 1) * 100:+.0f}/{(hi / mid - 1) * 100:+.0f}%" + ("≈" if r.get("near_tie") else "")
 
 
 def _kw(v: float) -> str:
@@ -106,15 +106,15 @@ def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool
               collapse_padding=True, caption_justify="left",
               caption=None if not legend else "GxM=N: G GPUs per node x M nodes = N GPUs; NICs/node: adapters per node x type (a rented "
                       "instance: its own network); hier: hierarchical all-reduce; compute: measured on that GPU, "
-                      "or an estimate (scaled, published, roofline)" + ("; range: 80% range of throughput"
-                                                                         if has_range else ""))
+                      "or an estimate (scaled, published, roofline)" + ("; range: 80% range of throughput, ≈: a near "
+                                                                         "tie with the best" if has_range else ""))
     cols: list[tuple[str, str, Any]] = [
         ("#", "right", lambda i, r: str(r.get("rank", i))),
         ("GPU", "left", lambda i, r: r["gpu"]),
         ("GPUs\nGxM=N", "right", lambda i, r: f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}"),
         ("NICs/node", "left", lambda i, r: _nic_cell(r)),
         ("strat.", "left", lambda i, r: _STRATEGY_SHORT.get(r["strategy"], r["strategy"])
-         + ("" if r.get("reduce_on", "gpu") == "gpu" else "/cpu")),
+         + ("" if r.get("reduce_on", "gpu") == "gpu" else "/cpu") + (f" {r['stack']}" if r.get("stack") else "")),
         ("cost\nUSD/h" if hourly and all(_is_hourly(r) for r in rows) else "cost\nUSD", "right",
          lambda i, r: _fmt_money(r["cost_usd"]) + ("/h" if _is_hourly(r) and not hourly else "")),
         ("throughput\nsamples/s", "right", lambda i, r: f"{r['throughput_samples_per_s']:,.0f}"),
