@@ -162,6 +162,13 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
              f"Why: {res.why}. Strategy: {res.why_strategy}.")
     header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
               "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
+    designs = [res.best] + res.alternatives
+    if any(d.get("throughput_low_samples_per_s") is not None for d in designs):  # predictions with a range
+        header.insert(7, "80% range samples/s")
+        for r, d in zip(rows, designs):
+            lo, hi = d.get("throughput_low_samples_per_s"), d.get("throughput_high_samples_per_s")
+            r.insert(7, "-" if lo is None or hi is None else f"{lo:,.0f} - {hi:,.0f}"
+                     + (" (near tie)" if d.get("near_tie") else ""))
     sec = Section("recommended", "Recommended design and alternatives", intro, [(header, rows)])
     sec.notes += [f"Warning: {w}" for w in res.warnings]
     bom = b.get("bom")
