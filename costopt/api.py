@@ -686,6 +686,16 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
     per_gpu_rows = ev.rows(per_gpu)
+    # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/robustness.py)
+    from .robustness import decision_robustness, near_ties
+
+    for picked, out in ((ranked, rows), (per_gpu, per_gpu_rows)):
+        both = np.concatenate([[best], picked])
+        low, high = throughput_range(ev, both)
+        for r, flag in zip(out, near_ties(low, high, 0)[1:] & (picked != best)):
+            r["near_tie"] = bool(flag)
+    pool = idx if len(idx) else np.array([best])
+    info.update(decision_robustness(ev, best, pool, objective, min_throughput))
     warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
                                           rows[0]["total_gpus"])] if w]
     return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:],
