@@ -10,11 +10,16 @@ import os
 import pytest
 
 STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# The only skips CI accepts: what its machine cannot have (no GPU), and documented command lines whose
+# check CI runs another way (the full rig run of docs/measuring.md: CI runs the rig's small case).
+CI_EXEMPT = ("needs a GPU", "needs the rig's network", "uses a file that a command needing torch and a GPU makes")
 
 
 def _fail_instead_of_skip(report) -> None:
     if STRICT and report.skipped and not hasattr(report, "wasxfail"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if any(x in reason for x in CI_EXEMPT):
+            return
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which must run every check: {reason}"
 
