@@ -7,6 +7,7 @@ table. The CLI is a thin layer over these two functions and `evaluate_space`.
 from __future__ import annotations
 
 import math
+from datetime import date
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ import pandas as pd
 
 from .catalog import Catalog, load_catalog
 from .checks import count, non_negative, positive
+from .bom import bom_dicts, oldest_price
 from .cost import Costs, evaluate_costs
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
+from .part_filter import KEPT, PartFilter, excluded_summary, segment_lifecycle
 from .solver import OBJECTIVES, objective_values, solve_ilp
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
@@ -29,7 +32,7 @@ DEFAULT_MAX_NODES = 1024
 
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
-    "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
+    "gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
     "batch_per_gpu", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
     "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
@@ -79,9 +82,12 @@ class Evaluation:
         ni = np.where(s.nic_idx[idx] < 0, len(s.nics), s.nic_idx[idx])
         thr = t.throughput_samples_per_s[idx]
         ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
+        segment, lifecycle = segment_lifecycle(s, idx)
         df = pd.DataFrame(
             {
                 "gpu": np.array([g.id for g in s.gpus], dtype=object)[gi],
+                "segment": segment,
+                "lifecycle": lifecycle,
                 "chassis": np.array([ch.id for ch in s.chassis], dtype=object)[s.chassis_idx[idx]],
                 "gpus_per_node": s.gpus_per_node[idx],
                 "nodes": s.nodes[idx],
@@ -117,6 +123,15 @@ class Evaluation:
             columns=list(DESIGN_FIELDS),
         )
         return df
+
+    def priced_design(self, i: int, today: date | None = None) -> dict[str, Any]:
+        """DESIGN dict of design `i` with its bill of materials and the age of its oldest price."""
+        d = design_dict(self.frame([i]).iloc[0])
+        d["bom"] = bom_dicts(self.catalog, self.space, self.costs, i)
+        age = oldest_price(d["bom"], today or date.today())
+        d["oldest_price_date"] = age["oldest_price_date"]
+        d["price_warning"] = age["warning"]
+        return d
 
 
 def design_dict(row: pd.Series) -> dict[str, Any]:
@@ -195,11 +210,11 @@ def resolve_precision(workload: Workload, precision: str) -> str:
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-    samples_to_train: float | None = None,
+    samples_to_train: float | None = None, support_years: float = 0.0,
 ) -> Evaluation:
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
-    costs = evaluate_costs(space, catalog.site, tco_years)
+    costs = evaluate_costs(space, catalog.site, tco_years, facility=catalog.facility, support_years=support_years)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
                       space, compute, timing, costs, samples_to_train, tco_years)
 
@@ -209,7 +224,7 @@ def predict(
     batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
-    tco_years: float = 0.0, nics_per_node: int = 1,
+    tco_years: float = 0.0, nics_per_node: int = 1, support_years: float = 0.0, today: date | None = None,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README)."""
     count("nodes", nodes)
@@ -221,8 +236,9 @@ def predict(
     precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                        precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years)
-    d = design_dict(ev.frame().iloc[0])
+                        precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
+                        support_years=support_years)
+    d = ev.priced_design(0, today)
     d["model"] = workload.model
     return d
 
@@ -239,6 +255,7 @@ class SolveResult:
     solver: dict[str, Any]
     table: pd.DataFrame = field(repr=False)
     best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
+    excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (part_filter.py)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -251,6 +268,7 @@ class SolveResult:
             "why": self.why,
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
+            "excluded": self.excluded,
         }
 
 
@@ -262,7 +280,8 @@ def solve(
     deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
-    nics: list[str] | None = None, gpus_per_node: list[int] | None = None,
+    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, include: list[str] | str | None = None,
+    exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
     if objective not in OBJECTIVES:
@@ -291,36 +310,66 @@ def solve(
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
+    part_filter = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     space = enumerate_designs(
         cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=tuple(strategies or STRATEGIES),
         reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node,
         node_budget_usd=budget,
     )
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples)
+                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples,
+                        support_years=support_years)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
-                  max_rack_units=max_rack_units, min_throughput=min_throughput)
+                  max_rack_units=max_rack_units, min_throughput=min_throughput, part_filter=part_filter, today=today)
 
 
 def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
-           max_rack_units: float | None = None, min_throughput: float | None = None) -> SolveResult:
-    """Apply constraints to an evaluated space, pick the best design, rank the alternatives."""
+           max_rack_units: float | None = None, min_throughput: float | None = None,
+           part_filter: PartFilter | None = None, today: date | None = None) -> SolveResult:
+    """Apply constraints to an evaluated space, pick the best design, rank the alternatives.
+
+    `part_filter` (None: the default one, current data-centre and workstation parts) leaves designs out
+    of the choice; part_filter.py says why, and the result's `excluded` says what the best of them
+    would have given."""
+    t, c, s = ev.timing, ev.costs, ev.space
+    part_filter = part_filter if part_filter is not None else PartFilter()
+    reasons = part_filter.design_reasons(s)
+    ok_all = t.feasible & c.buildable
+    ok = ok_all & (reasons == KEPT)
+    try:
+        return _choose(ev, ok, ok_all, reasons, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
+                       max_rack_units=max_rack_units, min_throughput=min_throughput,
+                       part_filter=part_filter, today=today)
+    except InfeasibleError as exc:
+        left = int(((reasons != KEPT) & ok_all).sum())
+        if left:
+            exc.args = (f"{exc.args[0]} ({left:,} runnable designs were left out by the part filter: "
+                        f"{part_filter.describe()}; --include consumer,legacy,eol considers them)",)
+        raise
+
+
+def _choose(ev: Evaluation, ok: np.ndarray, ok_all: np.ndarray, reasons: np.ndarray, *, budget: float | None,
+            objective: str, top: int, max_power_kw: float | None, max_rack_units: float | None,
+            min_throughput: float | None, part_filter: PartFilter, today: date | None) -> SolveResult:
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
-    ok = t.feasible & c.buildable
     why_not = []
     if not ok.any():
-        reasons = sorted({b for b, f in zip(ev.compute.basis, ev.compute.supported) if b} )
+        if ok_all.any():
+            raise InfeasibleError(f"no design the part filter offers can run {ev.model} at batch {ev.batch_per_gpu} "
+                                  f"({ev.precision})", reason="part-filter")
+        bases = sorted({b for b, f in zip(ev.compute.basis, ev.compute.supported) if b})
         raise InfeasibleError(
             f"no design can run {ev.model} at batch {ev.batch_per_gpu} ({ev.precision}): "
-            + "; ".join(reasons[:4]), reason="memory/precision")
-    hw_ok = ok.copy()
+            + "; ".join(bases[:4]), reason="memory/precision")
+    hw_all = ok_all.copy()
     if max_power_kw is not None:
-        hw_ok &= c.power_kw <= max_power_kw
+        hw_all &= c.power_kw <= max_power_kw
         why_not.append(f"power <= {max_power_kw:g} kW")
     if max_rack_units is not None:
-        hw_ok &= c.rack_units <= max_rack_units
+        hw_all &= c.rack_units <= max_rack_units
         why_not.append(f"rack units <= {max_rack_units:g}")
+    hw_ok = hw_all & ok
     order_rank = np.empty(len(s), dtype=np.int64)
     order_rank[s.sort_key()] = np.arange(len(s))
 
@@ -353,11 +402,16 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
     table = ev.frame(ranked)
     table.insert(0, "rank", np.arange(1, len(ranked) + 1))
-    rows = [design_dict(r) for _, r in table.iterrows()]
+    rows = [ev.priced_design(int(i), today) for i in ranked]  # BOMs only for the designs shown
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand))}
-    per_gpu_rows = [design_dict(r) for _, r in ev.frame(per_gpu).iterrows()]
-    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows)
+    per_gpu_rows = [ev.priced_design(int(i), today) for i in per_gpu]
+    excluded = excluded_summary(
+        reasons=reasons, pool=hw_all, cost=cost, throughput=thr, order_rank=order_rank, budget=budget,
+        min_throughput=min_throughput, objective=objective, chosen=rows[0],
+        to_design=lambda i: design_dict(ev.frame([i]).iloc[0]), catalog=ev.catalog, part_filter=part_filter)
+    return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows,
+                       excluded)
 
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:

@@ -256,7 +256,7 @@ def _rescaled(ev: Evaluation, kind: str, part_id: str, factor: float, opts: Opti
     else:
         chs = [c.model_copy(update={"usd_per_hour": c.usd_per_hour * factor}) if c.id == part_id else c for c in s.chassis]
         space = dataclasses.replace(s, chassis=chs)
-    costs = evaluate_costs(space, ev.catalog.site, opts.tco_years, opts.hours)
+    costs = evaluate_costs(space, ev.catalog.site, opts.tco_years, opts.hours, facility=ev.catalog.facility)
     return price_rented(dataclasses.replace(ev, space=space, costs=costs), opts.hours)
 
 

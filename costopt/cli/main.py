@@ -16,11 +16,11 @@ try:  # typer up to 0.2x depends on click; later releases carry their own copy o
 except ImportError:  # pragma: no cover - depends on the installed typer
     from typer._click.exceptions import UsageError
 
-from . import accuracy, catalog, design, profile, purchasing
+from . import accuracy, bom, catalog, design, profile, purchasing
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve.")
-for _module in (design, purchasing, accuracy, profile):
+for _module in (design, bom, purchasing, accuracy, profile):
     app.add_typer(_module.app)
 app.add_typer(catalog.app, name="catalog")
 
