@@ -1,7 +1,7 @@
 """Benchmark: designs evaluated per second and full solve time on the reference catalog.
 
 Prints figures; it is not a test. Targets (issue 2): >= 1,000,000 designs/s through the timing model
-and cost, and a full `solve` (design space + model + Pareto + CBC) under 0.3 s.
+and cost, and a full `solve` (design space + model + Pareto front + pick) under 0.3 s.
 
     python benchmarks/bench_solve.py [--repeats 5]
 """

@@ -22,7 +22,7 @@ from .cost import Costs, evaluate_costs
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
 from .part_filter import KEPT, PartFilter, excluded_summary, segment_lifecycle
-from .solver import OBJECTIVES, objective_values, solve_ilp
+from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -374,9 +374,9 @@ def _choose(ev: Evaluation, ok: np.ndarray, ok_all: np.ndarray, reasons: np.ndar
     order_rank[s.sort_key()] = np.arange(len(s))
 
     cand = np.flatnonzero(hw_ok)
-    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": "CBC (PuLP)"})
+    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": SOLVER_NAME})
     if len(cand):
-        best_local, info = solve_ilp(objective, cost[cand], thr[cand], order_rank[cand], budget, min_throughput)
+        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], budget, min_throughput)
     if best_local is None:
         raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
     best = int(cand[best_local])

@@ -32,7 +32,7 @@ import numpy as np
 from .catalog import Catalog
 from .design_space import NO_NIC, DesignSpace
 from .errors import InputError
-from .solver import brute_force
+from .solver import best_on_front
 
 REASONS = ("excluded_gpu", "consumer", "end_of_life", "legacy")
 KEPT = -1
@@ -155,7 +155,7 @@ def excluded_summary(
 
     `pool` marks designs that meet every per-design limit (memory, buildable, power, rack units);
     the best excluded design is the best of the left-out ones among them under the same budget and
-    objective (brute force over a numpy array, no loop per design)."""
+    objective (the same numpy search as the choice itself, no loop per design)."""
     counts = {r: int((reasons == i).sum()) for i, r in enumerate(REASONS)}
     counts = {k: v for k, v in counts.items() if v}
     out: dict[str, Any] = {"offered": part_filter.describe(), "counts": counts, "best": None,
@@ -166,7 +166,7 @@ def excluded_summary(
         idx = np.flatnonzero(mask & pool)
         if len(idx) == 0:
             return None
-        j = brute_force(objective, cost[idx], throughput[idx], order_rank[idx], budget, mt)
+        j, _ = best_on_front(objective, cost[idx], throughput[idx], order_rank[idx], budget, mt)
         if j is None:
             return None
         d = to_design(int(idx[j]))

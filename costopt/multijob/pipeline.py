@@ -1,0 +1,198 @@
+"""From a mix file to an answer: candidates per job from the timing model, reduce, solve, collect.
+
+The result (`MixResult`) is data only; `render.py` turns it into tables.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..api import DEFAULT_MAX_NODES, Evaluation, design_dict, evaluate_space, resolve_inputs
+from ..catalog import Catalog, load_catalog
+from ..design_space import STRATEGIES, enumerate_designs
+from ..errors import InfeasibleError, InputError
+from ..mix import PARTS, Mix, load_mix
+from .diagnose import diagnose
+from .problem import MIX_OBJECTIVES, JobCandidates, Market, MixLimits, _check_objective, evaluate_picks
+from .program import ProgramResult, solve_program
+from .pruning import reduce_jobs
+
+
+def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
+    price = {("gpus", g.id): g.price_usd for g in catalog.gpu}
+    price.update({("chassis", c.id): c.price_usd for c in catalog.chassis})
+    price.update({("nics", n.id): n.price_usd for n in catalog.nic})
+    if mix is None:
+        return Market(price)
+    owned = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.inventory, k).items() if n > 0}
+    stock = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.stock, k).items()}
+    tiers = {d.part: [(t.from_units, t.unit_price_usd) for t in d.tiers] for d in mix.spec.discount}
+    return Market(price, owned, stock, tiers)
+
+
+def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None) -> JobCandidates:
+    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only)."""
+    s, c = ev.space, ev.costs
+    ok = np.flatnonzero(ev.timing.feasible & c.buildable)
+    ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
+    nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
+    ni = np.where(s.nic_idx < 0, len(s.nics), s.nic_idx)
+    # candidates follow the deterministic design order, so ties resolve the same way every run
+    ok = ok[np.argsort(np.argsort(s.sort_key())[ok], kind="stable")]
+    return JobCandidates(
+        name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
+        s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
+        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, evaluation=ev,
+        counts={"enumerated": len(s), "feasible": int(len(ok))},
+    )
+
+
+@dataclass
+class MixResult:
+    name: str
+    objective: str
+    status: str
+    objective_value: float | None
+    gap: float | None
+    solve_time_s: float
+    total_time_s: float
+    limits: dict[str, Any]
+    totals: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    parts: list[dict[str, Any]]
+    solver: dict[str, Any]
+
+    def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
+        """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
+        for (`--timings`): the same inputs then print the same bytes."""
+        out = {"mix": self.name, "objective": self.objective, "status": self.status,
+               "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
+               "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
+               "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+        return out if timings else _drop_timings(out)
+
+
+def _drop_timings(value: Any) -> Any:
+    """A copy without the wall-clock keys (`*time_s`)."""
+    if isinstance(value, dict):
+        return {k: _drop_timings(v) for k, v in value.items() if not k.endswith("time_s")}
+    if isinstance(value, list):
+        return [_drop_timings(v) for v in value]
+    return value
+
+
+def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
+               overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+               reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True) -> list[JobCandidates]:
+    """Enumerate, evaluate and collect every job's candidates (not yet pruned)."""
+    owned_value = sum(market.price[p] * n for p, n in market.owned.items())
+    # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
+    node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
+        if lim.budget_usd is not None and tco_years == 0 else None
+    jobs = []
+    for name, spec in mix.jobs.items():
+        try:
+            cat, params, workload, batch, tensors = resolve_inputs(spec.model, catalog, spec.precision,
+                                                                    spec.batch_per_gpu, system, None, tensor_set, overlap)
+            space = enumerate_designs(
+                cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
+                strategies=tuple(strategies or STRATEGIES), reduce_on=tuple(reduce_on or ("gpu",)),
+                gpu_ids=spec.gpus or None, node_budget_usd=node_budget)
+        except InputError as exc:
+            raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+        samples = spec.epochs * spec.dataset_size if spec.epochs and spec.dataset_size else None
+        ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                            precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
+                            samples_to_train=samples)
+        jobs.append(job_candidates(name, ev, spec.weight, spec.target))
+    return jobs
+
+
+
+def solve_mix(
+    workload: str | Path | Mix, *, catalog: str | Path | Catalog | None = None, objective: str = "throughput",
+    budget: float | None = None, max_power_kw: float | None = None, max_rack_units: float | None = None,
+    max_nodes: int | None = None, mixed_nics: bool | None = None, time_limit: float | None = None,
+    tco_years: float = 0.0, overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+    reduce_on: list[str] | None = None, tensor_set: str = "pytorch",
+) -> MixResult:
+    """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit."""
+    t_start = time.perf_counter()
+    mix = workload if isinstance(workload, Mix) else load_mix(workload)
+    if objective not in MIX_OBJECTIVES:
+        raise InputError(f"unknown objective '{objective}' for a workload mix (choose from {', '.join(MIX_OBJECTIVES)})")
+    if time_limit is not None and not time_limit > 0:
+        raise InputError(f"time limit must be > 0 seconds, got {time_limit}")
+    for label, v in (("budget", budget), ("max power", max_power_kw), ("max rack units", max_rack_units)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{label} must be a positive number, got {v}")
+    if max_nodes is not None and max_nodes < 1:
+        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    mix.check_catalog(cat)
+    fl = mix.spec.limits
+    lim = MixLimits(
+        budget_usd=budget if budget is not None else fl.budget_usd,
+        max_power_kw=max_power_kw if max_power_kw is not None else fl.max_power_kw,
+        max_rack_units=max_rack_units if max_rack_units is not None else fl.max_rack_units,
+        max_nodes=max_nodes if max_nodes is not None else fl.max_nodes,
+        one_nic_type=(not mixed_nics) if mixed_nics is not None else fl.one_nic_type,
+    )
+    if lim.budget_usd is None and objective != "cost":
+        raise InputError(f"objective '{objective}' needs a budget (--budget or [limits] budget_usd in {mix.where})")
+    market = market_from(cat, mix)
+    opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
+                tensor_set=tensor_set)
+    raw = build_jobs(mix, cat, market, lim, **opts)
+    _check_objective(objective, raw)
+    jobs = reduce_jobs(raw, market, lim, objective)
+    res = solve_program(jobs, market, lim, objective, time_limit)
+    if res.picks is None:
+        if res.status.startswith("No solution"):
+            raise InfeasibleError(f"no feasible answer found within the time limit of {time_limit:g} s; "
+                                  "raise --time-limit", reason="time-limit")
+        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, **opts), market, lim, objective,
+                           filter_limits=False)
+        msg, rows = diagnose(full, market, lim, objective)
+        raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
+    return _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+
+
+def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Market, jobs: list[JobCandidates],
+            res: ProgramResult, total_time: float) -> MixResult:
+    picks = res.picks
+    tot = evaluate_picks(jobs, market, picks[None, :])
+    job_rows = []
+    for j, (job, d) in enumerate(zip(jobs, picks)):
+        design = design_dict(job.evaluation.frame([job.index[d]]).iloc[0])
+        design["model"] = job.evaluation.model
+        thr = float(job.throughput[d])
+        job_rows.append({
+            "name": job.name, "model": job.evaluation.model, "weight": job.weight, "target_samples_per_s": job.target,
+            "throughput_samples_per_s": thr, "target_ratio": (thr / job.target) if job.target else None,
+            "candidates": dict(job.counts), "design": design,
+        })
+    parts = []
+    for p in market.shared:
+        need = int(sum(job.usage(p)[d] for job, d in zip(jobs, picks)))
+        c, bought = market.part_cost(p, np.array([need]))
+        owned = market.owned.get(p, 0)
+        parts.append({"kind": p[0], "id": p[1], "used": need, "owned": owned, "owned_used": min(owned, need),
+                      "bought": int(bought[0]), "spare": int(bought[0]) - max(0, need - owned),
+                      "stock": market.stock.get(p), "list_price_usd": market.price[p],
+                      "unit_price_usd": (float(c[0]) / bought[0]) if bought[0] else None, "cost_usd": float(c[0])})
+    totals = {"cost_usd": float(tot["cost_usd"][0]), "power_kw": float(tot["power_kw"][0]),
+              "rack_units": float(tot["rack_units"][0]), "nodes": int(tot["nodes"][0]),
+              "gpus": int(sum(job.gpus[d] for job, d in zip(jobs, picks))),
+              "nic_types": sorted({str(job.nic[d]) for job, d in zip(jobs, picks)} - {"none"}),
+              "list_price_usd": float(sum(job.cost_usd[d] for job, d in zip(jobs, picks)))}
+    solver = {"solver": "CBC (PuLP)", "stages": res.stages, "binaries": int(sum(len(j) for j in jobs)),
+              "candidates_after_limits": [len(j) for j in jobs]}
+    return MixResult(mix.spec.mix.name or Path(mix.where).stem, objective, res.status, res.objective_value, res.gap,
+                     res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver)

@@ -1,0 +1,50 @@
+"""Text report of a mix result (the CLI prints these): rich tables from `MixResult` data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .pipeline import MixResult
+
+
+def render(res: MixResult, console, timings: bool = False) -> None:
+    """Print a mix result as rich tables on `console` (solve times only with `timings`, so the same
+    inputs print the same bytes)."""
+    from rich.table import Table
+
+    lim = res.limits
+    shown = ", ".join(f"{k} {v:,.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in lim.items() if v is not None)
+    gap = "n/a" if res.gap is None else f"{res.gap:.2%}"
+    console.print(f"costopt solve --workload: mix '{res.name}', objective {res.objective}, {shown}")
+    took = f", solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s)" if timings else ""
+    console.print(f"solver CBC: {res.status}, gap {gap}{took}, objective value {res.objective_value:,.6g}")
+    t = Table(title="One design per job", title_justify="left")
+    for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"),
+                      ("strategy", "left"), ("list cost", "right"), ("samples/s", "right"), ("target", "right"),
+                      ("ratio", "right"), ("power kW", "right"), ("RU", "right"), ("candidates", "right")):
+        t.add_column(col, justify=just)
+    for j in res.jobs:
+        d = j["design"]
+        c = j["candidates"]
+        t.add_row(j["name"], j["model"], d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", d["nic"],
+                  d["strategy"] + ("" if d["reduce_on"] == "gpu" else "/cpu"), f"${d['cost_usd']:,.0f}",
+                  f"{j['throughput_samples_per_s']:,.1f}",
+                  "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.1f}",
+                  "-" if j["target_ratio"] is None else f"{j['target_ratio']:.2f}", f"{d['power_kw']:,.1f}",
+                  f"{d['rack_units']:g}",
+                  f"{c.get('feasible', 0):,} -> {c.get('within_limits', 0):,} -> {c.get('after_pruning', 0):,}")
+    console.print(t)
+    if res.parts:
+        t = Table(title="Shared parts (inventory, stock, volume tiers)", title_justify="left")
+        for col in ("part", "used", "owned", "bought", "spare", "stock", "unit price", "cost"):
+            t.add_column(col, justify="left" if col == "part" else "right")
+        for p in res.parts:
+            t.add_row(f"{p['kind']} {p['id']}", str(p["used"]), str(p["owned"]), str(p["bought"]), str(p["spare"]),
+                      "-" if p["stock"] is None else str(p["stock"]),
+                      "-" if p["unit_price_usd"] is None else f"${p['unit_price_usd']:,.0f}", f"${p['cost_usd']:,.0f}")
+        console.print(t)
+    tot = res.totals
+    console.print(f"Total: ${tot['cost_usd']:,.0f} (list price of the designs ${tot['list_price_usd']:,.0f}), "
+                  f"{tot['power_kw']:,.1f} kW, {tot['rack_units']:g} RU, {tot['nodes']} nodes, {tot['gpus']} GPUs, "
+                  f"NIC types: {', '.join(tot['nic_types']) or 'none (single nodes)'}")
