@@ -18,7 +18,7 @@ import pandas as pd
 from .catalog import Catalog, load_catalog
 from .checks import count, non_negative, positive
 from .bom import bom_dicts, oldest_price
-from .cost import Costs, evaluate_costs
+from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, single_design
 from .errors import InfeasibleError, InputError
 from .part_filter import KEPT, PartFilter, excluded_summary, segment_lifecycle
@@ -56,21 +56,24 @@ class Evaluation:
     compute: GpuCompute
     timing: Timing
     costs: Costs
-    samples_to_train: float | None = None
-    tco_years: float = 0.0
+    basis: CostBasis = field(default_factory=CostBasis)
 
     def __len__(self) -> int:
         return len(self.space)
 
+    @property
+    def samples_to_train(self) -> float | None:
+        return self.basis.samples
+
+    @property
+    def tco_years(self) -> float:
+        return self.basis.tco_years
+
     def cost_basis(self, idx: np.ndarray) -> np.ndarray:
-        """What `cost_usd` means for each design: a one-off price, a TCO, or a rent."""
-        c = self.costs
-        owned = "USD capex" if not self.tco_years else f"USD capex + {self.tco_years:g} years of electricity"
-        if c.rented is None:
-            return np.full(len(idx), owned, dtype=object)
-        per_hour = np.isclose(c.cost_usd[idx], c.usd_per_hour[idx], rtol=1e-12, atol=0.0)
-        rent = np.where(per_hour, "USD per hour (rented)", "USD for the job (rented: per hour x hours)")
-        return np.where(c.rented[idx], rent, owned).astype(object)
+        """What `cost_usd` means for each design (`CostBasis.label`): a purchase, a TCO, a rent, or an
+        owned cluster's use over the stated horizon."""
+        rented = self.costs.rented[idx] if self.costs.rented is not None else np.zeros(len(idx), dtype=bool)
+        return np.where(rented, self.basis.label(True), self.basis.label(False)).astype(object)
 
     def frame(self, idx: np.ndarray | list[int] | None = None) -> pd.DataFrame:
         """DESIGN rows for the given design indices (all when None)."""
@@ -210,13 +213,39 @@ def resolve_precision(workload: Workload, precision: str) -> str:
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-    samples_to_train: float | None = None, support_years: float = 0.0,
+    samples_to_train: float | None = None, basis: CostBasis | None = None, support_years: float = 0.0,
 ) -> Evaluation:
+    """Timing and costs of every design; costs on `basis` (default: a purchase with `tco_years` of
+    electricity, rented designs per job when `samples_to_train` is given, else per hour)."""
+    if basis is None:
+        basis = CostBasis(tco_years=tco_years, samples=samples_to_train)
+    elif tco_years or samples_to_train is not None:
+        raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
-    costs = evaluate_costs(space, catalog.site, tco_years, facility=catalog.facility, support_years=support_years)
+    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years, facility=catalog.facility,
+                                          support_years=support_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
-                      space, compute, timing, costs, samples_to_train, tco_years)
+                      space, compute, timing, costs, basis)
+
+
+def enumerate_for_budget(cat: Catalog, budget: float | None, basis: CostBasis, *, max_nodes: int | None = None,
+                         strategies: list[str] | None = None, reduce_on: list[str] | None = None,
+                         gpu_ids: list[str] | None = None, nic_ids: list[str] | None = None,
+                         gpus_per_node: list[int] | None = None, chassis_ids: list[str] | None = None,
+                         node_budget: float | None | str = "auto") -> DesignSpace:
+    """The design space `solve`, `compare`, `export` and `report` search: node counts bounded by what
+    the budget buys on `basis` (owned: node price; rented per hour: hourly price; for `hours` hours:
+    budget / hours; per job the time to train varies, so no bound and at most 256 nodes by default)."""
+    if node_budget == "auto":
+        node_budget = budget
+        if cat.is_cloud and budget is not None:
+            node_budget = {"hours": budget / basis.hours if basis.hours else None, "job": None}.get(basis.horizon or "",
+                                                                                                     budget)
+    top = max_nodes or (256 if cat.is_cloud and node_budget is None else DEFAULT_MAX_NODES)
+    return enumerate_designs(cat, max_nodes=top, strategies=tuple(strategies or STRATEGIES),
+                             reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpu_ids, nic_ids=nic_ids,
+                             gpus_per_node=gpus_per_node, chassis_ids=chassis_ids, node_budget_usd=node_budget)
 
 
 def predict(
@@ -280,8 +309,9 @@ def solve(
     deadline_hours: float | None = None, epochs: float | None = None, dataset_size: float | None = None,
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
-    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, include: list[str] | str | None = None,
-    exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
+    nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
+    include: list[str] | str | None = None, exclude_gpus: list[str] | None = None, support_years: float = 0.0,
+    today: date | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
     if objective not in OBJECTIVES:
@@ -291,7 +321,8 @@ def solve(
     if budget is None and objective != "cost":
         raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
-                    ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size)):
+                    ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size),
+                    ("hours", hours)):
         positive(name, v)
     non_negative("TCO years", tco_years)
     count("max nodes", max_nodes)
@@ -311,14 +342,11 @@ def solve(
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
     part_filter = PartFilter.from_options(include, exclude_gpus, gpus, cat)
-    space = enumerate_designs(
-        cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=tuple(strategies or STRATEGIES),
-        reduce_on=tuple(reduce_on or ("gpu",)), gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node,
-        node_budget_usd=budget,
-    )
+    basis = CostBasis(tco_years=tco_years, hours=hours, samples=samples)
+    space = enumerate_for_budget(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
+                                 gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                        batch_per_gpu=batch, overlap=overlap, tco_years=tco_years, samples_to_train=samples,
-                        support_years=support_years)
+                        batch_per_gpu=batch, overlap=overlap, basis=basis, support_years=support_years)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
                   max_rack_units=max_rack_units, min_throughput=min_throughput, part_filter=part_filter, today=today)
 
@@ -373,16 +401,21 @@ def _choose(ev: Evaluation, ok: np.ndarray, ok_all: np.ndarray, reasons: np.ndar
     order_rank = np.empty(len(s), dtype=np.int64)
     order_rank[s.sort_key()] = np.arange(len(s))
 
+    in_budget = within_budget(c, budget)
     cand = np.flatnonzero(hw_ok)
+    front_budget = budget
+    if c.spend_usd is not None:  # the budget limits the purchase, not the cost compared: filter before the search
+        cand = np.flatnonzero(hw_ok & in_budget)
+        front_budget = None
     best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": SOLVER_NAME})
     if len(cand):
-        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], budget, min_throughput)
+        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
     if best_local is None:
         raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
     best = int(cand[best_local])
 
     # alternatives: the best design of each (gpu, chassis, nic, strategy, reduce_on) family
-    within = hw_ok & (cost <= budget if budget is not None else True)
+    within = hw_ok & in_budget
     if objective == "cost" and min_throughput is not None:
         within &= thr >= min_throughput
     idx = np.flatnonzero(within)
@@ -407,7 +440,7 @@ def _choose(ev: Evaluation, ok: np.ndarray, ok_all: np.ndarray, reasons: np.ndar
     info = {**info, "candidates_after_constraints": int(len(cand))}
     per_gpu_rows = [ev.priced_design(int(i), today) for i in per_gpu]
     excluded = excluded_summary(
-        reasons=reasons, pool=hw_all, cost=cost, throughput=thr, order_rank=order_rank, budget=budget,
+        reasons=reasons, pool=hw_all & in_budget, cost=cost, throughput=thr, order_rank=order_rank, budget=front_budget,
         min_throughput=min_throughput, objective=objective, chosen=rows[0],
         to_design=lambda i: design_dict(ev.frame([i]).iloc[0]), catalog=ev.catalog, part_filter=part_filter)
     return SolveResult(ev.model, budget, objective, len(s), rows[0], rows[1:], why, info, table, per_gpu_rows,
@@ -416,8 +449,9 @@ def _choose(ev: Evaluation, ok: np.ndarray, ok_all: np.ndarray, reasons: np.ndar
 
 def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
     pool = np.flatnonzero(hw_ok) if hw_ok.any() else np.flatnonzero(ok)
+    spend = ev.costs.spend_usd if ev.costs.spend_usd is not None else cost
     if budget is not None and objective == "cost" and min_throughput is not None:
-        in_budget = pool[cost[pool] <= budget]
+        in_budget = pool[spend[pool] <= budget]
         if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
             near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
             d = design_dict(ev.frame([near]).iloc[0])
@@ -434,10 +468,10 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
         near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
         d = design_dict(ev.frame([near]).iloc[0])
         return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
-    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
+    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], spend[pool]))[0]])
     d = design_dict(ev.frame([cheapest]).iloc[0])
     return InfeasibleError(
-        f"budget ${budget:,.0f} is below the cheapest feasible design (${d['cost_usd']:,.0f})",
+        f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
         nearest=d, reason="budget")
 
 

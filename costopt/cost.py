@@ -19,21 +19,23 @@
 Rented nodes (cloud catalogs: a chassis with `usd_per_hour`, see catalog.py) are not bought:
 
     usd_per_hour = M × instance price per hour         (GPUs, network, power all inside it)
-    cost         = usd_per_hour × hours                (hours = None: cost is USD per hour)
     capex = 0, electricity = 0, switch ports = 0, rack units = 0; power_kW stays (nameplate, for reference)
 
-Owned designs are priced exactly as above whatever `hours` is; their `usd_per_hour` is 0.
+`evaluate_costs` leaves a rented design's cost at its USD per hour; `price_on_basis` then puts every
+design on one stated basis (`CostBasis`, below). This module is the one place that says what a cost
+means; every command (solve, compare, export, report, rent-vs-buy, multi-job) goes through it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .catalog import Facility, Site
 from .checks import non_negative, positive
 from .design_space import NO_NIC, DesignSpace
+from .errors import InputError
 from .units import HOURS_PER_YEAR
 
 
@@ -48,17 +50,20 @@ class Costs:
     buildable: np.ndarray  # False when the node count exceeds a two-tier fabric of that switch
     usd_per_hour: np.ndarray | None = None  # rented designs: price per hour of the whole cluster; 0 when owned
     rented: np.ndarray | None = None  # bool: the design's nodes are rented cloud instances
+    spend_usd: np.ndarray | None = None  # what a budget limits when not cost_usd (owned designs on a horizon: capex)
     links: np.ndarray | None = None  # network links (cables / fibre + transceivers)
     racks: np.ndarray | None = None  # racks, each with its PDUs
-    support_usd_per_year: np.ndarray | None = None  # support contract, per year (cents)
+    support_usd_per_year: np.ndarray | None = None  # support contract per year (whole cents)
     support_years: float = 0.0
 
 
-def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, hours: float | None = None,
-                   facility: Facility | None = None, support_years: float = 0.0) -> Costs:
+def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, facility: Facility | None = None,
+                   support_years: float = 0.0) -> Costs:
+    """Capex, electricity, power, space of every design; cost = capex + tco_years × electricity per year
+    (owned) or USD per hour (rented). Put on another basis with `price_on_basis`. `facility` (racks,
+    PDUs, support; default: catalog.Facility's stated defaults) and `support_years` complete capex."""
     non_negative("TCO years", tco_years)
     non_negative("support years", support_years)
-    positive("hours", hours)
     fac = facility if facility is not None else Facility()
     gpu_price = np.array([g.price_usd for g in space.gpus])
     gpu_tdp = np.array([g.tdp_w for g in space.gpus])
@@ -104,12 +109,127 @@ def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, hours
         zero = np.zeros_like(capex)
         capex = np.where(rented, zero, capex)
         energy = np.where(rented, zero, energy)
-        cost = np.where(rented, usd_per_hour * (1.0 if hours is None else float(hours)), cost)
+        cost = np.where(rented, usd_per_hour, cost)
         ports = np.where(rented, zero, ports)
         rack_units = np.where(rented, zero, rack_units)
         links = np.where(rented, zero, links)
         racks = np.where(rented, zero, racks)
         support = np.where(rented, zero, support)
         buildable = buildable | rented
-    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, links, racks,
+    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
                  support, float(support_years))
+
+
+# ------------------------------------------------------------------------------------------------
+# What a cost means: one basis for every command
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CostBasis:
+    """The stated basis of `cost_usd`, the same for solve, compare, export, report and multi-job.
+
+    Horizon h (hours of use): `hours`, or per job the design's own time to train,
+    h_d = samples / τ_d / 3600 (τ_d its throughput in samples/s); no horizon when neither is given.
+
+        rented d:  cost = usd_per_hour_d × h            (no horizon: USD per hour)
+        owned d:   cost = capex_d + tco_years × E_d     (a purchase; E_d electricity per year at average draw)
+        owned d, amortised on the horizon (`amortize_years` Y and `utilization` u, used when owned and
+        rented designs are compared):
+                   cost = h × (capex_d / (Y × 8766 × u) + E_d / 8766)
+        i.e. the share of the purchase one hour of work uses when the cluster is busy a fraction u of
+        Y years, plus that hour's electricity. A budget then still limits the purchase: spend = capex_d.
+    """
+
+    tco_years: float = 0.0
+    hours: float | None = None
+    samples: float | None = None
+    amortize_years: float | None = None
+    utilization: float = 1.0
+
+    def __post_init__(self) -> None:
+        non_negative("TCO years", self.tco_years)
+        positive("hours", self.hours)
+        positive("samples to train (epochs x dataset size)", self.samples)
+        positive("years (amortisation)", self.amortize_years)
+        if not (0 < self.utilization <= 1):
+            raise InputError(f"utilization must be in (0, 1], got {self.utilization}")
+        if self.amortize_years is not None and self.horizon is None:
+            raise InputError("amortising a purchase needs a horizon: --hours, or --epochs with --dataset-size")
+        if self.amortize_years is not None and self.tco_years:
+            raise InputError("--tco-years does not apply on a horizon: owned designs are amortised over --years "
+                             "at --utilization there")
+
+    @property
+    def horizon(self) -> str | None:
+        """'hours', 'job' or None."""
+        if self.hours is not None:
+            return "hours"
+        if self.samples is not None:
+            return "job"
+        return None
+
+    def label(self, rented: bool) -> str:
+        """What `cost_usd` means for a rented or an owned design under this basis."""
+        h = self.horizon
+        if rented:
+            if h == "hours":
+                return f"USD for {self.hours:g} h of rent"
+            if h == "job":
+                return "USD per training job (rent x time to train)"
+            return "USD per hour of rent"
+        if self.amortize_years is not None:
+            share = f"capex over {self.amortize_years:g} years at {self.utilization:.0%} use + electricity"
+            if h == "hours":
+                return f"USD for {self.hours:g} h of use ({share})"
+            return f"USD per training job ({share})"
+        if self.tco_years:
+            return f"USD capex + electricity over {self.tco_years:g} years"
+        return "USD capex (one-off purchase)"
+
+    def short(self, rented: bool) -> str:
+        """A short code of `label` for table cells and CSV columns."""
+        h = self.horizon
+        if rented:
+            return {"hours": f"rent_{self.hours:g}h", "job": "rent_per_job"}.get(h or "", "rent_per_hour")
+        if self.amortize_years is not None:
+            return f"own_{self.hours:g}h" if h == "hours" else "own_per_job"
+        return f"capex+energy_{self.tco_years:g}y" if self.tco_years else "capex"
+
+
+def horizon_hours(basis: CostBasis, throughput: np.ndarray) -> np.ndarray | None:
+    """Hours of use each design is priced for (None: no horizon)."""
+    if basis.hours is not None:
+        return np.full(len(throughput), float(basis.hours))
+    if basis.samples is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return basis.samples / throughput / 3600.0
+    return None
+
+
+def price_on_basis(costs: Costs, throughput: np.ndarray, basis: CostBasis) -> Costs:
+    """`costs` (from `evaluate_costs`) with `cost_usd` (and `spend_usd`) on `basis`; see `CostBasis`."""
+    h = horizon_hours(basis, throughput)
+    owned_cost = costs.capex_usd + basis.tco_years * costs.energy_usd_per_year
+    spend = None
+    if basis.amortize_years is not None and h is not None:
+        busy_hours = basis.amortize_years * HOURS_PER_YEAR * basis.utilization
+        owned_cost = h * (costs.capex_usd / busy_hours + costs.energy_usd_per_year / HOURS_PER_YEAR)
+        spend = costs.capex_usd.copy()
+    rented = costs.rented if costs.rented is not None else np.zeros(len(owned_cost), dtype=bool)
+    hourly = costs.usd_per_hour if costs.usd_per_hour is not None else np.zeros(len(owned_cost))
+    rent = hourly * (h if h is not None else 1.0)
+    cost = np.where(rented, rent, owned_cost)
+    if spend is not None:
+        spend = np.where(rented, rent, spend)
+    return replace(costs, cost_usd=cost, spend_usd=spend)
+
+
+def within_budget(costs: Costs, budget: float | None) -> np.ndarray:
+    """Designs a budget allows: cost_usd ≤ budget, or the purchase ≤ budget for owned designs priced
+    on a horizon (the budget buys the cluster; the horizon cost is what it is compared on)."""
+    n = len(costs.cost_usd)
+    if budget is None:
+        return np.ones(n, dtype=bool)
+    spend = costs.spend_usd if costs.spend_usd is not None else costs.cost_usd
+    return spend <= budget

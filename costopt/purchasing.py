@@ -3,10 +3,13 @@
 Everything here reuses the one pipeline (catalog -> design space -> timing -> cost -> choose); the
 only new arithmetic is how a design is priced and compared:
 
-- Owned designs (a normal or overlay catalog) cost their capex (plus electricity with `tco_years`).
-- Rented designs (a cloud catalog) cost `usd_per_hour × hours`: `hours` given, or, with `epochs` and
-  `dataset_size`, the design's own time to train (a faster cluster rents for fewer hours). With
-  neither, cost is USD per hour.
+- What a cost means is `cost.CostBasis` (the one rule, shared with `solve`): owned designs cost their
+  capex (plus electricity with `tco_years`); rented designs `usd_per_hour × hours` (`hours`, or per
+  job the design's own time to train), else USD per hour.
+- Owned beside rented (`compare` of an owned and a cloud catalog) only on a stated horizon (`hours`
+  or per job), both sides priced for it: the purchase amortised over `years` at `utilization`, plus
+  electricity (`CostBasis` gives the formula). The budget still limits the purchase (capex) of owned
+  designs and the rent over the horizon of rented ones.
 
 Compare: the best design of each catalog for the same budget; the winner by the objective; and for
 each loser the price its key part (the GPU of its best design, or the rented instance) would need
@@ -41,25 +44,12 @@ from . import api
 from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
 from .checks import count, non_negative, output_path, positive, write_text
-from .cost import evaluate_costs
-from .design_space import STRATEGIES, enumerate_designs
+from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
+from .solver import objective_values
 from .errors import InfeasibleError, InputError
 from .units import HOURS_PER_YEAR
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
-
-
-def cost_basis(catalog: Catalog, *, hours: float | None, samples: float | None, tco_years: float = 0.0) -> str:
-    """What a design's `cost_usd` means under these settings (a label for every printed cost)."""
-    if catalog.is_cloud:
-        if hours is not None:
-            return f"USD for {hours:g} h of rent"
-        if samples is not None:
-            return "USD per training job (rent x time to train)"
-        return "USD per hour of rent"
-    if tco_years:
-        return f"USD capex + electricity over {tco_years:g} years"
-    return "USD capex (one-off purchase)"
 
 
 @dataclass
@@ -79,6 +69,14 @@ class Options:
     epochs: float | None = None
     dataset_size: float | None = None
     objective: str = "throughput"
+    years: float = 3.0  # owned beside rented on a horizon: the purchase is amortised over these years...
+    utilization: float = 1.0  # ...at this fraction of the time busy
+
+    def basis(self, amortize: bool = False) -> CostBasis:
+        """The cost basis these options state (`cost.CostBasis`); `amortize`: owned designs priced as
+        their use over the horizon, for a comparison with rented ones."""
+        return CostBasis(tco_years=self.tco_years, hours=self.hours, samples=self.samples,
+                         amortize_years=self.years if amortize else None, utilization=self.utilization)
 
     @property
     def samples(self) -> float | None:
@@ -106,47 +104,23 @@ def _as_catalog(c: str | Path | Catalog | None) -> Catalog:
     return c if isinstance(c, Catalog) else load_catalog(c)
 
 
-def price_rented(ev: Evaluation, hours: float | None) -> Evaluation:
-    """Set rented designs' cost to USD/h × hours (or × their own time to train when hours is None and
-    the evaluation knows the samples to train). Owned designs are left as they are."""
-    c = ev.costs
-    if c.rented is None or not c.rented.any():
-        return ev
-    if hours is not None:
-        h = np.full(len(ev), float(hours))
-    elif ev.samples_to_train:
-        with np.errstate(divide="ignore"):
-            h = ev.samples_to_train / ev.timing.throughput_samples_per_s / 3600.0
-    else:
-        h = np.ones(len(ev))
-    cost = np.where(c.rented, c.usd_per_hour * h, c.cost_usd)
-    return dataclasses.replace(ev, costs=dataclasses.replace(c, cost_usd=cost))
-
-
 def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
                      *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
-                     chassis_ids: list[str] | None = None) -> Evaluation:
-    """Enumerate and evaluate every design of a catalog, priced for `opts` (owned or rented)."""
+                     chassis_ids: list[str] | None = None, amortize: bool = False) -> Evaluation:
+    """Enumerate and evaluate every design of a catalog, priced on the basis `opts` states (owned or rented;
+    `amortize`: owned designs as their use over the horizon)."""
     opts.check()
     check_budget(budget)
+    basis = opts.basis(amortize)
     cat, params, workload, batch, tensors = resolve_inputs(model, _as_catalog(catalog), opts.precision,
                                                             opts.batch_per_gpu, opts.system, opts.profile,
                                                             "pytorch", opts.overlap)
-    if node_budget == "auto":
-        node_budget = budget
-        if cat.is_cloud and budget is not None:
-            # enumerate_designs bounds node counts by budget / node price; for rent the node price is per
-            # hour, so the bound is budget / hours (without fixed hours the time to train varies: no bound).
-            node_budget = budget / opts.hours if opts.hours else (budget if opts.samples is None else None)
-    max_nodes = opts.max_nodes or (256 if cat.is_cloud and node_budget is None else api.DEFAULT_MAX_NODES)
-    space = enumerate_designs(cat, max_nodes=max_nodes, strategies=tuple(opts.strategies or STRATEGIES),
-                              reduce_on=tuple(opts.reduce_on or ("gpu",)), gpu_ids=gpu_ids, chassis_ids=chassis_ids,
-                              node_budget_usd=node_budget)
-    ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                        precision=api.resolve_precision(workload, opts.precision), batch_per_gpu=batch,
-                        overlap=opts.overlap,
-                        tco_years=opts.tco_years, samples_to_train=opts.samples)
-    return price_rented(ev, opts.hours)
+    space = api.enumerate_for_budget(cat, budget, basis, max_nodes=opts.max_nodes, strategies=opts.strategies,
+                                     reduce_on=opts.reduce_on, gpu_ids=gpu_ids, chassis_ids=chassis_ids,
+                                     node_budget=node_budget)
+    return evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                          precision=api.resolve_precision(workload, opts.precision), batch_per_gpu=batch,
+                          overlap=opts.overlap, basis=basis)
 
 
 def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10) -> tuple[SolveResult, Evaluation]:
@@ -155,25 +129,20 @@ def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 
 
 
 def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput") -> pd.DataFrame:
-    """Every feasible design within the budget, best first (ties: cheaper, then catalog order).
+    """Every feasible design within the budget, best first by the objective (`solver.objective_values`;
+    ties: cheaper, then catalog order).
 
-    Adds `rank`, `usd_per_hour` (rented designs) and `cost_basis` to the DESIGN columns."""
+    Adds `rank` and `usd_per_hour` (rented designs) to the DESIGN columns."""
     c, t = ev.costs, ev.timing
-    ok = t.feasible & c.buildable
-    if budget is not None:
-        ok &= c.cost_usd <= budget
-    idx = np.flatnonzero(ok)
+    idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget))
     order_rank = np.empty(len(ev), dtype=np.int64)
     order_rank[ev.space.sort_key()] = np.arange(len(ev))
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
-    score = thr if objective == "throughput" else -cost / thr
-    idx = idx[np.lexsort((order_rank[idx], cost, -score))]
+    idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
     df = ev.frame(idx)
     df.insert(0, "rank", np.arange(1, len(idx) + 1))
     hourly = c.usd_per_hour[idx] if c.usd_per_hour is not None else np.zeros(len(idx))
     df.insert(df.columns.get_loc("cost_usd") + 1, "usd_per_hour", hourly)
-    basis = cost_basis(ev.catalog, hours=None, samples=ev.samples_to_train, tco_years=0.0)
-    df["cost_basis"] = basis
     return df
 
 
@@ -232,17 +201,13 @@ class Comparison:
         }
 
 
-def _score(objective: str, cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Higher is better."""
-    return thr if objective == "throughput" else -cost / thr
-
-
 def _best_score_within(ev: Evaluation, budget: float, objective: str) -> tuple[float, int | None]:
-    ok = ev.timing.feasible & ev.costs.buildable & (ev.costs.cost_usd <= budget)
+    """Best objective score (higher is better: −`objective_values`) within the budget, and its design."""
+    ok = ev.timing.feasible & ev.costs.buildable & within_budget(ev.costs, budget)
     if not ok.any():
         return -math.inf, None
     idx = np.flatnonzero(ok)
-    s = _score(objective, ev.costs.cost_usd[idx], ev.timing.throughput_samples_per_s[idx])
+    s = -objective_values(objective, ev.costs.cost_usd[idx], ev.timing.throughput_samples_per_s[idx])
     j = int(idx[np.argmax(s)])
     return float(s.max()), j
 
@@ -256,8 +221,10 @@ def _rescaled(ev: Evaluation, kind: str, part_id: str, factor: float, opts: Opti
     else:
         chs = [c.model_copy(update={"usd_per_hour": c.usd_per_hour * factor}) if c.id == part_id else c for c in s.chassis]
         space = dataclasses.replace(s, chassis=chs)
-    costs = evaluate_costs(space, ev.catalog.site, opts.tco_years, opts.hours, facility=ev.catalog.facility)
-    return price_rented(dataclasses.replace(ev, space=space, costs=costs), opts.hours)
+    costs = price_on_basis(evaluate_costs(space, ev.catalog.site, ev.basis.tco_years, facility=ev.catalog.facility,
+                                          support_years=ev.costs.support_years),
+                           ev.timing.throughput_samples_per_s, ev.basis)
+    return dataclasses.replace(ev, space=space, costs=costs)
 
 
 def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budget: float, opts: Options,
@@ -265,6 +232,7 @@ def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budg
     """Bisection on the price factor of the loser's key part until its best design matches the target."""
     best = loser.best
     cat = loser.catalog
+    amortize = loser.evaluation.basis.amortize_years is not None
     if cat.is_cloud:
         kind, pid, fld = "instance", best["chassis"], "usd_per_hour"
         current = cat.chassis_by_id[pid].usd_per_hour
@@ -276,10 +244,10 @@ def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budg
         cheap = cat.model_copy(update={"gpu": [g.model_copy(update={"price_usd": g.price_usd * floor}) if g.id == pid else g
                                                for g in cat.gpu]})
         cheap.__dict__.pop("gpus", None)  # cached lookups must see the copied list
-        ev = evaluate_catalog(cheap, model, budget, opts, gpu_ids=[pid])
+        ev = evaluate_catalog(cheap, model, budget, opts, gpu_ids=[pid], amortize=amortize)
         ev = _rescaled(ev, kind, pid, 1.0 / floor, opts)  # back to today's price
     else:
-        ev = evaluate_catalog(cat, model, budget, opts, chassis_ids=[pid],
+        ev = evaluate_catalog(cat, model, budget, opts, chassis_ids=[pid], amortize=amortize,
                               node_budget=(budget / floor / opts.hours) if opts.hours else None)
     f_lo, f_hi = floor, 1.0
     s_lo, _ = _best_score_within(_rescaled(ev, kind, pid, f_lo, opts), budget, opts.objective)
@@ -308,14 +276,17 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
     if len(catalogs) < 2:
         raise InputError("compare needs at least two catalogs")
     answers: list[CatalogAnswer] = []
-    for c in catalogs:
-        cat = _as_catalog(c)
+    cats = [_as_catalog(c) for c in catalogs]
+    for cat in cats:
         if cat.is_cloud and opts.hours is None and opts.samples is None:
             raise InputError(f"{cat.path}: a cloud catalog is priced per hour; give --hours or --epochs with "
                              f"--dataset-size so its cost is comparable with a purchase")
+    # owned beside rented: both on the stated horizon (the purchase amortised over years at utilisation)
+    amortize = any(c.is_cloud for c in cats) and not all(c.is_cloud for c in cats)
+    for cat in cats:
         label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
-        basis = cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)
-        ev = evaluate_catalog(cat, model, budget, opts)
+        basis = opts.basis(amortize).label(cat.is_cloud)
+        ev = evaluate_catalog(cat, model, budget, opts, amortize=amortize)
         try:
             res = choose(ev, budget=budget, objective=opts.objective, top=5)
             answers.append(CatalogAnswer(label, cat, res, ev, basis))
@@ -327,7 +298,8 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
             scores.append(-math.inf)
         else:
             b = a.best
-            scores.append(float(_score(opts.objective, np.array([b["cost_usd"]]), np.array([b["throughput_samples_per_s"]]))[0]))
+            scores.append(-float(objective_values(opts.objective, np.array([b["cost_usd"]]),
+                                                  np.array([b["throughput_samples_per_s"]]))[0]))
     if all(s == -math.inf for s in scores):
         raise InfeasibleError(f"no catalog has a design within ${budget:,.0f}: " + "; ".join(a.error for a in answers),
                               reason="budget")
@@ -668,4 +640,4 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
 
 
 __all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table",
-           "export_table", "evaluate_catalog", "solve_catalog", "price_rented", "cost_basis", "import_vms_csv"]
+           "export_table", "evaluate_catalog", "solve_catalog", "import_vms_csv"]

@@ -35,7 +35,9 @@ from .checks import count, output_path, write_text
 from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
-from .purchasing import Options, _as_catalog, check_budget, cost_basis, evaluate_catalog, solve_catalog
+from .cost import within_budget
+from .purchasing import Options, _as_catalog, check_budget, evaluate_catalog, solve_catalog
+from .solver import pareto_front
 
 TARGET_EFFICIENCY = 0.9
 RATE_GRID_GBPS = np.geomspace(1.0, 3200.0, 49)  # line rates tried for the bandwidth requirement
@@ -115,14 +117,8 @@ def _progress(enabled: bool):
 
 
 def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Indices of the cost-throughput Pareto front (cheapest first)."""
-    if len(cost) == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((-thr, cost))
-    best = np.maximum.accumulate(thr[order])
-    keep = np.ones(len(order), dtype=bool)
-    keep[1:] = thr[order][1:] > best[:-1]
-    return order[keep]
+    """Indices of the cost-throughput Pareto front (cheapest first): `solver.pareto_front` in design order."""
+    return pareto_front(cost, thr, np.arange(len(cost)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,7 +323,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
     per = {name: np.full(len(budgets), np.nan) for name in STRATEGIES}
     labels = []
     for i, b in enumerate(budgets):
-        m = ok & (c.cost_usd <= b)
+        m = ok & within_budget(c, float(b))
         if m.any():
             j = int(np.flatnonzero(m)[np.argmax(t.throughput_samples_per_s[m])])
             best[i] = t.throughput_samples_per_s[j]
@@ -346,7 +342,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
         ax.plot(budgets, v, color=STRATEGY_COLORS[name], lw=1, label=name)
     ax.axvline(budget, color="grey", ls="--", lw=1, label="your budget")
     ax.set_xscale("log")
-    ax.set_xlabel(f"budget ({cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)})")
+    ax.set_xlabel(f"budget ({opts.basis().label(cat.is_cloud)})")
     ax.set_ylabel("best throughput (samples/s)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -426,17 +422,10 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
     check_budget(budget)
     count("top", top)
     cat = _as_catalog(catalog)
-    basis = cost_basis(cat, hours=opts.hours, samples=opts.samples, tco_years=opts.tco_years)
+    basis = opts.basis().label(cat.is_cloud)
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(SECTIONS))
-        if cat.is_cloud:
-            res, ev = solve_catalog(cat, model, budget, opts, top=top)
-        else:  # exactly `costopt solve`
-            res = api.solve(budget, model, objective=opts.objective, catalog=cat, precision=opts.precision,
-                            batch_per_gpu=opts.batch_per_gpu, strategies=opts.strategies, reduce_on=opts.reduce_on,
-                            top=top, max_nodes=opts.max_nodes, epochs=opts.epochs, dataset_size=opts.dataset_size,
-                            tco_years=opts.tco_years, overlap=opts.overlap, system=opts.system, profile=opts.profile)
-            ev = evaluate_catalog(cat, model, budget, opts)
+        res, ev = solve_catalog(cat, model, budget, opts, top=top)  # the pipeline of `costopt solve`
         best = res.best
         designs = [best] + res.alternatives
         sections = [_recommended(res, basis, cat.is_cloud)]

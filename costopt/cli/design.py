@@ -36,6 +36,8 @@ def solve(
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
     tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
+    hours: Optional[float] = typer.Option(None, help="Cloud catalog: price rented designs for this many hours "
+                                          "(else per job with --epochs and --dataset-size, else per hour)."),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML (from `costopt calibrate`)."),
     profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format) overriding built-in compute."),
@@ -64,7 +66,7 @@ def solve(
         from .. import multijob
 
         try:
-            per_job = {"--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
+            per_job = {"--hours": hours, "--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
                        "--deadline-hours": deadline_hours, "--epochs": epochs, "--dataset-size": dataset_size,
                        "--profile": profile, "--gpu": gpu, "--nic": nic, "--gpus-per-node": gpus_per_node,
                        "--precision": None if precision == api.DEFAULT_PRECISION else precision}
@@ -98,7 +100,7 @@ def solve(
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
-            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, include=include,
+            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, include=include,
             exclude_gpus=exclude_gpu, support_years=support_years,
         )
     except CostoptError as exc:

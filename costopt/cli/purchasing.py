@@ -35,10 +35,10 @@ class ExportFmt(str, Enum):
 
 
 def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years=0.0,
-          objective="throughput", system=None) -> P.Options:
+          objective="throughput", system=None, years=3.0, utilization=1.0) -> P.Options:
     return P.Options(precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, strategies=strategy or None,
                      max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
-                     objective=objective, system=system)
+                     objective=objective, system=system, years=years, utilization=utilization)
 
 
 def _cost(v: float, rate: bool = False) -> str:
@@ -66,6 +66,9 @@ def compare(
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES,
     hours: Optional[float] = _HOURS, epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET,
     tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    years: float = typer.Option(3.0, help="Owned beside cloud: the purchase is amortised over this many years..."),
+    utilization: float = typer.Option(1.0, help="...at this fraction of the time busy (0-1), so both sides are "
+                                      "priced for the same --hours or the same job."),
     price_cut: bool = typer.Option(True, help="Solve for the price cut each loser's key part needs to win."),
     system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
@@ -73,7 +76,8 @@ def compare(
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     try:
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
-                                                       epochs, dataset_size, tco_years, objective, system),
+                                                       epochs, dataset_size, tco_years, objective, system, years,
+                                                       utilization),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
