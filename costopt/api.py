@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, load_catalog
+from . import checks
 from .checks import count, non_negative, positive
 from .bom import bom_dicts, oldest_price
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
@@ -180,20 +181,26 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
 
 
 def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
+    """Check and load what every command shares: catalog, system parameters, workload (zoo model and/or
+    profile file), batch, tensor set. Raises InputError naming the argument at fault."""
     if model is None and profile is None:
-        raise InputError("give --model (a zoo model, see `costopt models`) or --profile FILE")
-    batch = int(batch_per_gpu) if isinstance(batch_per_gpu, float) and batch_per_gpu.is_integer() else batch_per_gpu
-    count("batch per GPU", batch)
+        raise InputError("give --model (a zoo model, see `costopt models`) or --profile FILE", field="model")
+    checks.ident("model", model, optional=True)
+    checks.choice("precision", precision, ("auto", "fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("overlap mode", overlap, OVERLAP_MODES)
+    checks.ident("tensor set", tensor_set)
+    batch = checks.as_count("batch per GPU", batch_per_gpu)
+    if not isinstance(catalog, Catalog):
+        checks.path_like("catalog", catalog)
+    if not isinstance(system, SystemParams):
+        checks.path_like("system", system)
+    checks.path_like("profile", profile)
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
     params = system if isinstance(system, SystemParams) else load_system(system)
     base = load_workload(model) if model else None
     workload = load_profile(profile, base) if profile is not None else base
     if workload is None:
-        raise InputError("give --model or --profile")
-    if precision not in ("auto", "fp32", "amp_bf16", "amp_fp16"):
-        raise InputError(f"unknown precision '{precision}' (choose from auto, fp32, amp_bf16, amp_fp16)")
-    if overlap not in OVERLAP_MODES:
-        raise InputError(f"unknown overlap mode '{overlap}' (choose from {', '.join(OVERLAP_MODES)})")
+        raise InputError("give --model or --profile", field="model")
     if batch is None:
         batch = workload.default_batch
     tensors = workload.tensors(tensor_set)
@@ -215,10 +222,29 @@ def evaluate_space(
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
     samples_to_train: float | None = None, basis: CostBasis | None = None, support_years: float = 0.0,
 ) -> Evaluation:
-    """Timing and costs of every design; costs on `basis` (default: a purchase with `tco_years` of
-    electricity, rented designs per job when `samples_to_train` is given, else per hour)."""
+    """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
+
+    Per GPU type of the catalog, the workload's compute estimate at `batch_per_gpu` and `precision`
+    (measured, interpolated or scaled: see workload.py) and whether it fits in memory; then the timing
+    model (timing.py: iteration time, throughput, bottleneck) and the costs (cost.py: capex, power,
+    rack units) of all designs as numpy arrays, one element per design. Costs are on `basis` (default:
+    a purchase with `tco_years` of electricity, rented designs per job when `samples_to_train` is given,
+    else per hour). Raises InputError when an argument has the wrong type or value.
+    """
+    for name, value, kind in (("space", space, DesignSpace), ("catalog", catalog, Catalog), ("workload", workload, Workload),
+                              ("tensors", tensors, TensorSet), ("params", params, SystemParams)):
+        if not isinstance(value, kind):
+            raise InputError(f"evaluate_space: {name} must be a {kind.__name__}, got {type(value).__name__}", field=name)
+    checks.choice("precision", precision, ("fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("overlap mode", overlap, OVERLAP_MODES)
+    count("batch per GPU", batch_per_gpu)
+    non_negative("TCO years", tco_years)
+    positive("samples to train", samples_to_train, maximum=1e18)
+    batch_per_gpu = int(batch_per_gpu)
     if basis is None:
         basis = CostBasis(tco_years=tco_years, samples=samples_to_train)
+    elif not isinstance(basis, CostBasis):
+        raise InputError(f"evaluate_space: basis must be a CostBasis, got {type(basis).__name__}", field="basis")
     elif tco_years or samples_to_train is not None:
         raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
     compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
@@ -255,7 +281,17 @@ def predict(
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
     tco_years: float = 0.0, nics_per_node: int = 1, support_years: float = 0.0, today: date | None = None,
 ) -> dict[str, Any]:
-    """Predict one named design; returns a DESIGN dict (see README)."""
+    """Predict one named design; returns a DESIGN dict (see README).
+
+    A design that cannot run (the batch does not fit in the GPU's memory, the GPU lacks the precision, the
+    fabric cannot be built) comes back with `feasible` False; `infeasible_reason` says why. The CLI
+    exits 1 on it with that reason and prints no throughput.
+    """
+    checks.ident("gpu", gpu)
+    checks.ident("nic", nic, optional=True)
+    checks.ident("chassis", chassis, optional=True)
+    checks.choice("strategy", strategy, STRATEGIES)
+    checks.choice("reduce_on", reduce_on, REDUCE_ON)
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
@@ -270,6 +306,24 @@ def predict(
     d = ev.priced_design(0, today)
     d["model"] = workload.model
     return d
+
+
+def infeasible_reason(design: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason code, one-line explanation) for a DESIGN dict that cannot run, else None.
+
+    Codes: `memory` (the batch does not fit in the GPU's memory), `precision` (the GPU has no path for
+    the precision), `fabric` (more node ports than a two-tier fabric of that switch family offers).
+    """
+    if design.get("feasible", True):
+        return None
+    what = (f"{design['total_gpus']} x {design['gpu']} ({design['gpus_per_node']} per node x {design['nodes']}) "
+            f"at batch {design['batch_per_gpu']} ({design['precision']})")
+    if design.get("bottleneck") == "precision":
+        return "precision", f"{what}: {design['compute_basis']}"
+    if design.get("bottleneck") == "memory":
+        return "memory", f"{what} does not fit in GPU memory: {design['compute_basis']}"
+    return "fabric", (f"{what}: {design['nodes']} nodes x {design['nics_per_node']} NIC(s) exceed a two-tier fabric "
+                      f"of {design['nic']} switches")
 
 
 @dataclass
@@ -314,10 +368,15 @@ def solve(
     today: date | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
-    if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
-    if budget is not None and not (budget > 0 and math.isfinite(budget)):
-        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    checks.choice("objective", objective, OBJECTIVES)
+    checks.budget(budget)
+    strategies = checks.ident_list("strategy", strategies)
+    reduce_on = checks.ident_list("reduce_on", reduce_on)
+    gpus = checks.ident_list("gpu", gpus)
+    nics = checks.ident_list("nic", nics)
+    if gpus_per_node is not None and (isinstance(gpus_per_node, (str, bytes)) or not isinstance(gpus_per_node, (list, tuple))):
+        raise InputError(f"GPUs per node must be a list of whole numbers, got {checks.shown(gpus_per_node)}",
+                         field="gpus_per_node")
     if budget is None and objective != "cost":
         raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
@@ -329,7 +388,7 @@ def solve(
     count("top", top)
     for k in gpus_per_node or []:
         count("GPUs per node", k)
-    samples = epochs * dataset_size if epochs and dataset_size else None
+    samples = checks.samples_to_train(epochs, dataset_size)
     if deadline_hours is not None:
         if samples is None:
             raise InputError("--deadline-hours needs --epochs and --dataset-size")
@@ -359,6 +418,14 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     `part_filter` (None: the default one, current data-centre and workstation parts) leaves designs out
     of the choice; part_filter.py says why, and the result's `excluded` says what the best of them
     would have given."""
+    if not isinstance(ev, Evaluation):
+        raise InputError(f"choose: ev must be an Evaluation (from evaluate_space), got {type(ev).__name__}", field="ev")
+    checks.choice("objective", objective, OBJECTIVES)
+    checks.budget(budget)
+    count("top", top)
+    positive("max power", max_power_kw)
+    positive("max rack units", max_rack_units)
+    positive("min throughput", min_throughput)
     t, c, s = ev.timing, ev.costs, ev.space
     part_filter = part_filter if part_filter is not None else PartFilter()
     reasons = part_filter.design_reasons(s)
@@ -512,4 +579,4 @@ def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None
     return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
 
 
-__all__ = ["predict", "solve", "choose", "evaluate_space", "Evaluation", "SolveResult", "DESIGN_FIELDS"]
+__all__ = ["predict", "solve", "choose", "evaluate_space", "infeasible_reason", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

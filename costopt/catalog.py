@@ -35,8 +35,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .checks import is_date
 from .errors import InputError
 from .files import read_toml
 from .units import PCIE_X16_GB_PER_S, pcie_x16_gbps
@@ -44,8 +45,20 @@ from .units import PCIE_X16_GB_PER_S, pcie_x16_gbps
 BUILTIN_CATALOG_DIR = Path(__file__).parent / "catalogs"
 REFERENCE_CATALOG = BUILTIN_CATALOG_DIR / "reference-2026.toml"
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
+# Every number is finite (allow_inf_nan=False below) and at most 1e12: far above any real price, speed or
+# size, so a typo such as 1e308 is refused here instead of overflowing to $inf downstream.
+MAX_VALUE = 1e12
+PositiveFloat = Annotated[float, Field(gt=0, le=MAX_VALUE)]
+NonNegativeFloat = Annotated[float, Field(ge=0, le=MAX_VALUE)]
+
+
+def _calendar_date(v: str) -> str:
+    if not is_date(v):
+        raise ValueError(f"must be a date YYYY-MM-DD (or YYYY-MM, YYYY), got {v!r}")
+    return v
+
+
+Date = Annotated[str, Field(min_length=4), AfterValidator(_calendar_date)]
 Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 PcieGen = Literal[3, 4, 5, 6]
 Segment = Literal["datacenter", "workstation", "consumer"]
@@ -60,9 +73,9 @@ class Sourced(_Strict):
     """Provenance shared by every catalog entry."""
 
     source: Annotated[str, Field(min_length=1)]
-    date: Annotated[str, Field(min_length=4)]
+    date: Date
     price_source: Annotated[str, Field(min_length=1)]
-    price_date: Annotated[str, Field(min_length=4)]
+    price_date: Date
     estimates: list[str] = []
     notes: str = ""
 
@@ -107,7 +120,7 @@ class ReferenceThroughput(_Strict):
     fp32_samples_per_s: PositiveFloat | None = None
     amp_samples_per_s: PositiveFloat | None = None
     source: Annotated[str, Field(min_length=1)]
-    date: Annotated[str, Field(min_length=4)]
+    date: Date
     estimate: bool = False
 
 
@@ -130,7 +143,7 @@ class Gpu(Sourced, LifeCycled):
     gpu_link_gbs: NonNegativeFloat  # per GPU, per direction, GB/s; 0 when the only path is PCIe
     pcie_gen: PcieGen
     price_usd: PositiveFloat
-    launch_year: int | None = None
+    launch_year: Annotated[int, Field(ge=1970, le=2100)] | None = None
     throughput: ReferenceThroughput | None = None
 
     @model_validator(mode="after")
@@ -203,7 +216,7 @@ class Site(_Strict):
         "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
         "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
     )
-    date: str = "2025-06-20"
+    date: Date = "2025-06-20"
 
 
 class Facility(_Strict):
@@ -237,7 +250,7 @@ class Facility(_Strict):
 class CatalogInfo(_Strict):
     name: str
     description: str = ""
-    date: str
+    date: Date
     base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
     kind: Literal["owned", "cloud"] = "owned"  # cloud: nodes are rented [[instance]]s priced per hour
 
@@ -622,11 +635,20 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     A bare name of a built-in catalog (e.g. "reference-2026") is accepted too. Overlays and cloud
     catalogs are resolved against their base first (see the module docstring).
     """
+    if path is not None and (isinstance(path, bool) or not isinstance(path, (str, Path)) or path == ""):
+        raise InputError(f"catalog must be a file path or a built-in catalog name, got {type(path).__name__} "
+                         f"{path!r}"[:160], field="catalog")
     p = Path(path) if path is not None else REFERENCE_CATALOG
     if path is not None and not p.exists() and str(path) in builtin_catalogs():
         p = builtin_catalogs()[str(path)]
     data, where = _load_data(p)
-    if "instance" in data or (isinstance(data.get("catalog"), dict) and data["catalog"].get("kind") == "cloud"):
+    kind = data["catalog"].get("kind", "owned") if isinstance(data.get("catalog"), dict) else "owned"
+    if kind not in ("owned", "cloud"):
+        raise InputError(f"{where}: [catalog], field 'kind': must be 'owned' or 'cloud', got {kind!r}", field="kind")
+    if "instance" in data and kind == "owned" and "kind" in data["catalog"]:
+        raise InputError(f"{where}: [catalog], field 'kind': 'owned' but the file rents [[instance]]s (use 'cloud')",
+                         field="kind")
+    if "instance" in data or kind == "cloud":
         data = _expand_instances(data, where)
     return parse_catalog(data, where)
 

@@ -28,8 +28,8 @@ from .catalog import Catalog, error_location
 from .errors import InputError
 from .files import read_toml
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-Units = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0, le=1e15)]  # finite (allow_inf_nan=False) and far from overflow
+Units = Annotated[int, Field(ge=0, le=10**9)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 PARTS = ("gpus", "chassis", "nics")  # part kinds, as spelt in [inventory] / [stock]
 _DISCOUNT_KIND = {"gpu": "gpus", "chassis": "chassis", "nic": "nics"}

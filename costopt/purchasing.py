@@ -43,7 +43,8 @@ import pandas as pd
 from . import api
 from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
-from .checks import count, non_negative, output_path, positive, write_text
+from . import checks
+from .checks import count, non_negative, output_path, positive, write_bytes_atomic, write_text
 from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
@@ -83,6 +84,12 @@ class Options:
         return self.epochs * self.dataset_size if self.epochs and self.dataset_size else None
 
     def check(self) -> None:
+        checks.choice("precision", self.precision, ("auto", "fp32", "amp_bf16", "amp_fp16"))
+        checks.choice("overlap mode", self.overlap, ("wfbp", "none", "full"))
+        self.strategies = checks.ident_list("strategy", self.strategies)
+        self.reduce_on = checks.ident_list("reduce_on", self.reduce_on)
+        checks.path_like("system", self.system) if not hasattr(self.system, "with_updates") else None
+        checks.path_like("profile", self.profile)
         for name, v in (("hours", self.hours), ("epochs", self.epochs), ("dataset size", self.dataset_size)):
             positive(name, v)
         non_negative("TCO years", self.tco_years)
@@ -96,8 +103,17 @@ class Options:
 
 def check_budget(budget: float | None) -> None:
     """A budget is a finite number of USD > 0 (None: no budget)."""
-    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
-        raise InputError(f"budget must be a positive number of USD, got {budget}")
+    checks.budget(budget)
+
+
+def _options(opts: Options | None) -> Options:
+    """`opts` checked (None: the defaults)."""
+    if opts is None:
+        opts = Options()
+    if not isinstance(opts, Options):
+        raise InputError(f"opts must be a purchasing.Options, got {type(opts).__name__}", field="opts")
+    opts.check()
+    return opts
 
 
 def _as_catalog(c: str | Path | Catalog | None) -> Catalog:
@@ -109,7 +125,7 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
                      chassis_ids: list[str] | None = None, amortize: bool = False) -> Evaluation:
     """Enumerate and evaluate every design of a catalog, priced on the basis `opts` states (owned or rented;
     `amortize`: owned designs as their use over the horizon)."""
-    opts.check()
+    opts = _options(opts)
     check_budget(budget)
     basis = opts.basis(amortize)
     cat, params, workload, batch, tensors = resolve_inputs(model, _as_catalog(catalog), opts.precision,
@@ -270,9 +286,10 @@ def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budg
 def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opts: Options | None = None,
             *, price_cuts: bool = True) -> Comparison:
     """Best design under each catalog for the same budget, the winner, and the losers' break-even prices."""
-    opts = opts or Options()
-    opts.check()
+    opts = _options(opts)
     check_budget(budget)
+    if isinstance(catalogs, (str, bytes, Path)) or not isinstance(catalogs, (list, tuple)):
+        raise InputError(f"compare needs a list of catalogs, got {type(catalogs).__name__}", field="catalogs")
     if len(catalogs) < 2:
         raise InputError("compare needs at least two catalogs")
     answers: list[CatalogAnswer] = []
@@ -360,13 +377,10 @@ class RentVsBuy:
 def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
                 *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None) -> RentVsBuy:
     """Buy the best owned design for the budget, or rent the same work by the hour?"""
-    opts = opts or Options()
-    opts.check()
+    opts = _options(opts)
     check_budget(budget)
-    if not (years > 0 and math.isfinite(years)):
-        raise InputError(f"--years must be > 0, got {years}")
-    if utilization is not None and not (0 < utilization <= 1):
-        raise InputError(f"--utilization must be in (0, 1], got {utilization}")
+    positive("--years", years, maximum=100.0)
+    positive("--utilization", utilization, maximum=1.0)
     if utilization is not None and opts.hours is not None:
         raise InputError("give --utilization or --hours (which sets the utilisation), not both")
     if opts.hours is not None and opts.hours > years * HOURS_PER_YEAR:
@@ -461,14 +475,16 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
 _XLSX_TIME = "2000-01-01T00:00:00Z"
 
 
-def _normalise_xlsx(path: Path) -> None:
+def _normalise_xlsx(book: bytes) -> bytes:
     """Same table, same bytes: openpyxl stamps the save time into docProps/core.xml and every zip
     entry; replace both with fixed values."""
+    import io
     import zipfile
 
-    with zipfile.ZipFile(path) as z:
+    with zipfile.ZipFile(io.BytesIO(book)) as z:
         items = [(info, z.read(info.filename)) for info in z.infolist()]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for info, data in items:
             if info.filename == "docProps/core.xml":
                 data = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
@@ -477,10 +493,13 @@ def _normalise_xlsx(path: Path) -> None:
             fixed.compress_type = zipfile.ZIP_DEFLATED
             fixed.external_attr = info.external_attr
             z.writestr(fixed, data)
+    return buf.getvalue()
 
 
-def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None) -> str | None:
-    """Write the table as csv, xlsx or json; returns the text when `out` is None (csv/json only)."""
+def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None, inputs: list[Any] = ()) -> str | None:
+    """Write the table as csv, xlsx or json; returns the text when `out` is None (csv/json only).
+
+    `out` is written atomically and never over one of `inputs` (the files the command read)."""
     if fmt == "csv":
         text = df.to_csv(index=False, float_format="%.6g")
     elif fmt == "json":
@@ -490,28 +509,28 @@ def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None) -> str | No
             raise InputError("--format xlsx needs --out FILE.xlsx")
         if Path(out).suffix.lower() != ".xlsx":
             raise InputError(f"--format xlsx writes an Excel workbook: --out must end in .xlsx, got '{Path(out).name}'")
-        output_path(out, "--out")
+        output_path(out, "--out", inputs)
         try:
             import openpyxl  # noqa: F401
         except ImportError:  # pragma: no cover - a dependency
             raise InputError("xlsx export needs openpyxl (pip install openpyxl)") from None
-        try:
-            with pd.ExcelWriter(out, engine="openpyxl") as xw:
-                df.to_excel(xw, index=False, sheet_name="designs")
-                sheet = xw.sheets["designs"]
-                sheet.freeze_panes = "B2"
-                for col in sheet.columns:
-                    width = max(len(str(col[0].value or "")), 8)
-                    sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
-            _normalise_xlsx(Path(out))
-        except OSError as exc:
-            raise InputError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        import io
+
+        buf = io.BytesIO()
+        with pd.ExcelWriter(buf, engine="openpyxl") as xw:
+            df.to_excel(xw, index=False, sheet_name="designs")
+            sheet = xw.sheets["designs"]
+            sheet.freeze_panes = "B2"
+            for col in sheet.columns:
+                width = max(len(str(col[0].value or "")), 8)
+                sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
+        write_bytes_atomic(out, _normalise_xlsx(buf.getvalue()), "--out", inputs)
         return None
     else:
         raise InputError(f"unknown format '{fmt}' (choose from csv, xlsx, json)")
     if out is None:
         return text
-    write_text(out, text, "--out")
+    write_text(out, text, "--out", inputs)
     return None
 
 
@@ -555,8 +574,11 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     p = Path(csv_path)
     if not p.exists():
         raise InputError(f"price list not found: {p}")
-    if date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        raise InputError(f"--price-date '{date}': use YYYY-MM-DD (the date the prices were taken)")
+    if date is not None and (not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)):
+        raise InputError(f"--price-date {checks.shown(date)}: use YYYY-MM-DD (the date the prices were taken)",
+                         field="price_date")
+    if date is not None:
+        checks.date("--price-date", date)
     positive("default network Gb/s (--default-network-gbps)", default_network_gbps)
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
@@ -599,7 +621,7 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         except ValueError:
             warnings.append(f"row {line + 2} ({itype}): AcceleratorCount/Price not numbers; skipped")
             continue
-        if count not in (1, 2, 4, 8, 16) or not price > 0:
+        if count not in (1, 2, 4, 8, 16) or not (0 < price <= 1e9):
             warnings.append(f"row {line + 2} ({itype}): {count:g} GPUs at ${price:g}/h cannot be modelled; skipped")
             continue
         seen.add(iid)
@@ -612,7 +634,7 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
             try:
                 v = float(row[col])
-                if v > 0:
+                if 0 < v <= 1e9:
                     lines.append(f"{key} = {v:g}")
             except ValueError:
                 pass

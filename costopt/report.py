@@ -31,12 +31,12 @@ import numpy as np
 
 from . import api
 from .catalog import Catalog
-from .checks import count, output_path, write_text
+from .checks import count, output_path, write_bytes_atomic, write_text
 from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
 from .cost import within_budget
-from .purchasing import Options, _as_catalog, check_budget, evaluate_catalog, solve_catalog
+from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog, solve_catalog
 from .solver import pareto_front
 
 TARGET_EFFICIENCY = 0.9
@@ -417,8 +417,7 @@ def _breakdown(ev: api.Evaluation, best: dict) -> Section:
 
 def build_report(model: str, budget: float, catalog: str | Path | Catalog | None = None, opts: Options | None = None,
                  *, top: int = 8, progress: bool = True) -> Report:
-    opts = opts or Options()
-    opts.check()
+    opts = _options(opts)
     check_budget(budget)
     count("top", top)
     cat = _as_catalog(catalog)
@@ -481,9 +480,37 @@ def to_html(rep: Report) -> str:
     return "\n".join(out)
 
 
+# A folder of figures is ours when it holds this file: `report` writes images only into a folder it
+# created (and marked) itself, never into a folder of the user's that happens to have the same name.
+FIGURE_DIR_MARK = ".costopt-report"
+
+
+def figure_dir_for(out: str | Path) -> Path:
+    """Where a Markdown report's PNGs go: `<stem>_files/` beside it."""
+    out = Path(out)
+    return out.parent / f"{out.stem}_files"
+
+
+def check_figure_dir(figure_dir: Path) -> None:
+    """Refuse a figure folder that exists and is not marked as made by `costopt report`."""
+    if figure_dir.exists() and not (figure_dir.is_dir() and (figure_dir / FIGURE_DIR_MARK).is_file()):
+        raise InputError(f"--out: {figure_dir} already exists and was not made by costopt report; refusing to write "
+                         f"figures into it (move it away or choose another --out name)", field="--out")
+
+
+def _own_figure_dir(figure_dir: Path) -> None:
+    check_figure_dir(figure_dir)
+    if not figure_dir.exists():
+        figure_dir.mkdir()
+        (figure_dir / FIGURE_DIR_MARK).write_text("figures written by costopt report; safe to overwrite\n",
+                                                  encoding="utf-8")
+
+
 def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
-    """Markdown with figures written as PNG files into `figure_dir` (linked as `rel/<name>.png`)."""
-    figure_dir.mkdir(parents=True, exist_ok=True)
+    """Markdown with figures written as PNG files into `figure_dir` (linked as `rel/<name>.png`).
+
+    `figure_dir` must be new or one this function made before (it holds FIGURE_DIR_MARK)."""
+    _own_figure_dir(figure_dir)
     out = [f"# {rep.title}", "", rep.subtitle, ""]
     for s in rep.sections:
         out += [f'## {s.title} <a id="{s.id}"></a>', "", s.intro, ""]
@@ -493,7 +520,7 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
             out.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
             out.append("")
         for f in s.figures:
-            (figure_dir / f"{f.name}.png").write_bytes(f.png)
+            write_bytes_atomic(figure_dir / f"{f.name}.png", f.png, "--out")
             out += [f"![{f.title}]({rel}/{f.name}.png)", ""]
         out += [f"_{n}_" for n in s.notes] + ([""] if s.notes else [])
     out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(json_safe(rep.solve_json), indent=1),
@@ -501,21 +528,24 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
     return "\n".join(out)
 
 
-def write_report(rep: Report, out: str | Path) -> list[Path]:
-    """Write `.html` (self-contained) or `.md` (+ a `<stem>_files/` folder of PNGs); returns the files."""
+def write_report(rep: Report, out: str | Path, inputs: list = ()) -> list[Path]:
+    """Write `.html` (self-contained) or `.md` (+ a `<stem>_files/` folder of PNGs); returns the files.
+
+    Never over one of `inputs`; every file is written atomically; the PNG folder must be new or marked
+    as made by an earlier report."""
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix in (".html", ".htm"):
-        write_text(out, to_html(rep), "--out")
+        write_text(out, to_html(rep), "--out", inputs)
         return [out]
     if suffix == ".md":
-        output_path(out, "--out")
-        d = out.parent / f"{out.stem}_files"
+        output_path(out, "--out", inputs)
+        d = figure_dir_for(out)
         try:
             text = to_markdown(rep, d, d.name)
         except OSError as exc:
             raise InputError(f"--out {out}: cannot write the figures into {d}: {exc.strerror or exc}") from None
-        write_text(out, text, "--out")
+        write_text(out, text, "--out", inputs)
         return [out] + sorted(d.glob("*.png"))
     raise InputError(f"--out must end in .html or .md, got '{out.name}'")
 

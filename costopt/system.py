@@ -7,6 +7,7 @@ errors, as in catalogs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -64,6 +65,7 @@ _KEYS = {
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency"}
+_MAX_VALUE = 1e9  # no speed (GB/s), per-message cost (us) or size (MB, GB) of the model comes near this
 _UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv"}  # in [0, 1], 0 allowed
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
@@ -86,7 +88,7 @@ def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}")
             value = float(value)
-            if (value < 0 or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0)
+            if (not math.isfinite(value) or value < 0 or value > _MAX_VALUE or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0)
                     or (name in _UNIT_INTERVAL and value > 1)):
                 raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range")
             out[name] = value
@@ -106,6 +108,8 @@ def load_system(path: str | Path | None) -> SystemParams:
     base = default_system()
     if path is None:
         return base
+    if isinstance(path, bool) or not isinstance(path, (str, Path)) or path == "":
+        raise InputError(f"system must be a file path, got {type(path).__name__} {path!r}"[:120], field="system")
     p = Path(path)
     return base.with_updates(**_values(_read(p), str(p), require_all=False))
 

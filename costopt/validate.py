@@ -164,6 +164,8 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
             raise _err(path, line, col, f"not a number: {v!r}") from None
         if not math.isfinite(x) or (positive and x <= 0):
             raise _err(path, line, col, f"must be a positive number, got {v!r}")
+        if not integer and x > 1e12:  # far past any GPU count, batch, link rate or throughput: a typo, and would overflow
+            raise _err(path, line, col, f"must be at most 1e12, got {v!r}")
         if integer:
             if not x.is_integer():
                 raise _err(path, line, col, f"must be a whole number, got {v!r}")

@@ -241,50 +241,119 @@ def _from_points(points: list[ProfilePoint], batch: int, ratio: float, basis: st
     return ComputeEstimate(phases["forward_ms"], phases["backward_ms"], phases["step_ms"], mem, source, basis)
 
 
+# Largest values a profile may hold: a step of about 3 hours, a petabyte of memory, 10^13 parameters in
+# one tensor; past these a number is a typo, and the products the model forms stay finite.
+_MAX_MS = 1e7
+_MAX_BYTES = 1e15
+_MAX_NUMEL = 10**13
+
+
+def _number(v, where: str, *, minimum: float, maximum: float, strict_min: bool = True) -> float:
+    """A JSON number (not a string, not a bool, not null) in range; `where` names the field."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        shown = "null" if v is None else repr(v)
+        raise InputError(f"{where}: must be a number, got {shown}", field=where.rsplit(" ", 1)[-1])
+    x = float(v)
+    if not math.isfinite(x) or (x <= minimum if strict_min else x < minimum) or x > maximum:
+        rel = ">" if strict_min else ">="
+        raise InputError(f"{where}: must be a finite number {rel} {minimum:g} and at most {maximum:g}, got {v!r}",
+                         field=where.rsplit(" ", 1)[-1])
+    return x
+
+
+def _whole(v, where: str, *, minimum: int, maximum: int) -> int:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
+        shown = "null" if v is None else repr(v)
+        raise InputError(f"{where}: must be a whole number in [{minimum}, {maximum:g}], got {shown}",
+                         field=where.rsplit(" ", 1)[-1])
+    return v
+
+
+def _text(v, where: str) -> str:
+    if not isinstance(v, str):
+        raise InputError(f"{where}: must be a string, got {'null' if v is None else repr(v)}",
+                         field=where.rsplit(" ", 1)[-1])
+    return v
+
+
+def _table(v, where: str, kind: type = dict):
+    if not isinstance(v, kind):
+        name = "an object" if kind is dict else "a list"
+        raise InputError(f"{where}: must be {name}, got {type(v).__name__}")
+    return v
+
+
+def _parse_profile(p: dict, at: str, where: str) -> ProfilePoint:
+    _table(p, f"{where}: {at}")
+    for key in ("gpu", "precision", "batch", "forward_ms", "backward_ms", "step_ms", "peak_mem_bytes"):
+        if key not in p:
+            raise InputError(f"{where}: {at}: missing field '{key}'", field=key)
+    precision = _text(p["precision"], f"{where}: {at}, field precision")
+    if precision not in ("fp32", "amp_bf16", "amp_fp16"):
+        raise InputError(f"{where}: {at}: profile precision {precision!r} unknown (fp32, amp_bf16, amp_fp16)",
+                         field="precision")
+    f = f"{where}: {at}, field"
+    return ProfilePoint(
+        gpu=_text(p["gpu"], f"{f} gpu"), precision=precision,
+        batch=_whole(p["batch"], f"{f} batch", minimum=1, maximum=10**9),
+        forward_ms=_number(p["forward_ms"], f"{f} forward_ms", minimum=0, maximum=_MAX_MS),
+        backward_ms=_number(p["backward_ms"], f"{f} backward_ms", minimum=0, maximum=_MAX_MS),
+        step_ms=_number(p["step_ms"], f"{f} step_ms", minimum=0, maximum=_MAX_MS, strict_min=False),
+        peak_mem_bytes=_number(p["peak_mem_bytes"], f"{f} peak_mem_bytes", minimum=0, maximum=_MAX_BYTES),
+        source=_text(p.get("source", where), f"{f} source"), date=_text(p.get("date", ""), f"{f} date"),
+    )
+
+
 def _parse_workload(data: dict, where: str) -> Workload:
+    """Validate a zoo-format workload field by field; every error names the entry and the field."""
     try:
+        for key in ("model", "default_batch", "tensor_sets", "profiles"):
+            if key not in data:
+                raise InputError(f"{where}: missing field '{key}'", field=key)
         sets = {}
-        for set_name, body in data["tensor_sets"].items():
-            tensors = body["tensors"]
+        for set_name, body in _table(data["tensor_sets"], f"{where}: field tensor_sets").items():
+            at = f"{where}: tensor set '{set_name}'"
+            _table(body, at)
+            if "tensors" not in body:
+                raise InputError(f"{at}: missing field 'tensors'", field="tensors")
+            tensors = _table(body["tensors"], f"{at}, field tensors", list)
             if not tensors:
-                raise InputError(f"{where}: tensor set '{set_name}' is empty")
-            ready = np.array([float(t["ready_fraction"]) for t in tensors])
-            if not np.all((ready >= 0) & (ready <= 1)) or np.any(np.diff(ready) < -1e-12):
-                raise InputError(f"{where}: tensor set '{set_name}': ready_fraction must be in [0,1] and non-decreasing")
+                raise InputError(f"{at} is empty", field="tensors")
+            names, numel, ready, train = [], [], [], []
+            for i, t in enumerate(tensors):
+                tat = f"{at}, tensors[{i}]"
+                _table(t, tat)
+                for key in ("name", "numel", "ready_fraction"):
+                    if key not in t:
+                        raise InputError(f"{tat}: missing field '{key}'", field=key)
+                names.append(str(t["name"]))
+                numel.append(_whole(t["numel"], f"{tat}, field numel", minimum=0, maximum=_MAX_NUMEL))
+                ready.append(_number(t["ready_fraction"], f"{tat}, field ready_fraction", minimum=0, maximum=1,
+                                     strict_min=False))
+                tr = t.get("trainable", True)
+                if not isinstance(tr, bool):
+                    raise InputError(f"{tat}, field trainable: must be true or false, got {tr!r}", field="trainable")
+                train.append(tr)
+            r = np.array(ready)
+            if np.any(np.diff(r) < -1e-12):
+                raise InputError(f"{at}: ready_fraction must be in [0,1] and non-decreasing", field="ready_fraction")
             sets[set_name] = TensorSet(
-                name=set_name,
-                source=str(body.get("source", "")),
-                names=tuple(str(t["name"]) for t in tensors),
-                numel=np.array([int(t["numel"]) for t in tensors], dtype=np.int64),
-                ready_fraction=ready,
-                trainable=np.array([bool(t.get("trainable", True)) for t in tensors]),
+                name=set_name, source=str(body.get("source", "")), names=tuple(names),
+                numel=np.array(numel, dtype=np.int64), ready_fraction=r, trainable=np.array(train, dtype=bool),
             )
-            if np.any(sets[set_name].numel < 0):
-                raise InputError(f"{where}: tensor set '{set_name}': numel must be >= 0")
-        profiles = tuple(
-            ProfilePoint(
-                gpu=str(p["gpu"]), precision=str(p["precision"]), batch=int(p["batch"]),
-                forward_ms=float(p["forward_ms"]), backward_ms=float(p["backward_ms"]),
-                step_ms=float(p["step_ms"]), peak_mem_bytes=float(p["peak_mem_bytes"]),
-                source=str(p.get("source", where)), date=str(p.get("date", "")),
-            )
-            for p in data["profiles"]
-        )
-        for p in profiles:
-            if p.precision not in ("fp32", "amp_bf16", "amp_fp16"):
-                raise InputError(f"{where}: profile precision '{p.precision}' unknown")
-            if (not all(math.isfinite(x) for x in (p.forward_ms, p.backward_ms, p.step_ms, p.peak_mem_bytes))
-                    or not min(p.forward_ms, p.backward_ms, p.peak_mem_bytes) > 0 or not p.step_ms >= 0 or p.batch < 1):
-                raise InputError(f"{where}: profile {p.gpu} {p.precision} batch {p.batch}: times and memory must be positive")
-        if int(data["default_batch"]) < 1:
-            raise InputError(f"{where}: default_batch must be >= 1, got {data['default_batch']}")
+        raw_profiles = _table(data["profiles"], f"{where}: field profiles", list)
+        if not raw_profiles:
+            raise InputError(f"{where}: field profiles: empty (a profile file needs at least one measured "
+                             f"(gpu, precision, batch) entry)", field="profiles")
+        profiles = tuple(_parse_profile(p, f"profiles[{i}]", where) for i, p in enumerate(raw_profiles))
+        default_batch = _whole(data["default_batch"], f"{where}: field default_batch", minimum=1, maximum=10**9)
         return Workload(
-            model=str(data["model"]), description=str(data.get("description", "")),
+            model=_text(data["model"], f"{where}: field model"), description=str(data.get("description", "")),
             sample_unit=str(data.get("sample_unit", "sample")), optimizer=str(data.get("optimizer", "")),
-            default_batch=int(data["default_batch"]), tensor_sets=sets, profiles=profiles, path=where,
+            default_batch=default_batch, tensor_sets=sets, profiles=profiles, path=where,
         )
-    except KeyError as exc:
-        raise InputError(f"{where}: missing field {exc}") from None
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{where}: malformed workload: {exc}") from None
 
@@ -293,8 +362,18 @@ def list_models() -> list[str]:
     return sorted(p.stem for p in ZOO_DIR.glob("*.json"))
 
 
-@lru_cache(maxsize=64)
 def _load_path(path: str) -> Workload:
+    """A workload file, cached by (path, modification time, size): an edited file is read again."""
+    try:
+        st = Path(path).stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)
+    return _load_path_cached(path, stamp)
+
+
+@lru_cache(maxsize=64)
+def _load_path_cached(path: str, stamp: tuple[int, int]) -> Workload:
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -308,11 +387,14 @@ def _load_path(path: str) -> Workload:
 
 
 def load_workload(model: str) -> Workload:
-    """A zoo model by name."""
-    path = ZOO_DIR / f"{model}.json"
-    if not path.exists():
-        raise InputError(f"unknown model '{model}' (known: {', '.join(list_models())})")
-    return _load_path(str(path))
+    """A zoo model by its id (see `list_models`); never a path: a user's own model comes in through
+    `load_profile` (the `--profile FILE` option)."""
+    known = list_models()
+    if not isinstance(model, str) or model not in known:
+        shown = repr(model) if isinstance(model, str) else f"{type(model).__name__} {model!r}"[:60]
+        raise InputError(f"unknown model {shown} (known: {', '.join(known)}; a model of your own: --profile FILE)",
+                         field="model")
+    return _load_path(str(ZOO_DIR / f"{model}.json"))
 
 
 def load_profile(path: str | Path, base: Workload | None = None) -> Workload:
@@ -322,9 +404,13 @@ def load_profile(path: str | Path, base: Workload | None = None) -> Workload:
     profile measured on one GPU overrides the built-in numbers for that GPU only; tensors come from
     the file if it has them, else from the base.
     """
+    if isinstance(path, bool) or not isinstance(path, (str, Path)) or (isinstance(path, str) and not path):
+        raise InputError(f"profile must be a file path, got {type(path).__name__} {path!r}"[:120], field="profile")
+    if base is not None and not isinstance(base, Workload):
+        raise InputError(f"base must be a Workload, got {type(base).__name__}", field="base")
     p = Path(path)
     if not p.exists():
-        raise InputError(f"profile file not found: {p}")
+        raise InputError(f"profile file not found: {p}", field="profile")
     w = _load_path(str(p.resolve()))
     if base is None:
         return w

@@ -232,7 +232,7 @@ def test_bad_profile_values(tmp_path):
     data["profiles"][0]["forward_ms"] = float("nan")
     p = tmp_path / "p.json"
     p.write_text(json.dumps(data))
-    with pytest.raises(InputError, match="times and memory must be positive"):
+    with pytest.raises(InputError, match=r"profiles\[0\], field forward_ms: must be a finite number"):
         load_profile(p, load_workload("resnet50"))
 
 

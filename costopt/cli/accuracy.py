@@ -92,11 +92,12 @@ def calibrate(
         bad = [n for n in names if n not in BOUNDS]
         if bad:
             raise InputError(f"cannot fit {', '.join(bad)} (fittable: {', '.join(BOUNDS)})")
+        inputs = [file, system, catalog]
         if output is not None:
-            output_path(output, "--output")  # before the fit, which takes a while
+            output_path(output, "--output", inputs)  # before the fit, which takes a while
         res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
         if output is not None:
-            write_text(output, res.toml(), "--output")
+            write_text(output, res.toml(), "--output", inputs)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

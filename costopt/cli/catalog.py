@@ -76,21 +76,25 @@ def catalog_import(
         if price_date is None:  # a price without its date is not a catalog entry; today's date would be a guess
             raise InputError("catalog import: --price-date YYYY-MM-DD is required (the date the prices in "
                              f"{csv} were taken; it is stamped on every entry)")
-        output_path(out, "--out")
+        inputs = [csv, base]
+        output_path(out, "--out", inputs)
         base_ref = base
         if Path(base).exists():  # a file: refer to it from where the new catalog lives
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
                                           default_network_gbps=default_network_gbps, name=name, date=price_date,
                                           base_ref=base_ref)
-        existed = out.exists()
-        write_text(out, text, "--out")
+        # check the new catalog before it replaces anything: written beside --out, loaded, then renamed
+        # (so a relative base resolves as it will from --out)
+        probe = out.parent / f".{out.name}.check.toml"
+        write_text(probe, text, "--out", inputs)
         try:
-            cat = load_catalog(out)
-        except CostoptError:
-            if not existed:  # leave no invalid catalog behind
-                out.unlink(missing_ok=True)
-            raise
+            cat = load_catalog(probe)
+        except CostoptError as exc:
+            raise InputError(str(exc).replace(str(probe), str(out))) from None
+        finally:
+            probe.unlink(missing_ok=True)
+        write_text(out, text, "--out", inputs)
     except CostoptError as exc:
         _fail(exc)
         return

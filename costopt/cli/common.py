@@ -64,21 +64,28 @@ def _design_table(rows: list[dict], title: str) -> Table:
     return t
 
 
-def _fail(exc: CostoptError, fmt: str = "table") -> None:
+def one_line(message: str) -> str:
+    """A message as one line: newlines and other control characters (from a user's id or file name)
+    are shown escaped instead of breaking the line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in message)
+
+
+def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -> None:
     """One line on stderr (`error: ...` or `infeasible: ...`) and the exit code; with `--format json`
     stdout carries the same as JSON, so it always parses."""
+    msg = one_line(str(exc))
     if isinstance(exc, InfeasibleError):
         if fmt == "json":
-            typer.echo(_json_dump({"error": str(exc), "reason": exc.reason, "nearest": exc.nearest}))
+            typer.echo(_json_dump({"error": msg, "reason": exc.reason, "nearest": exc.nearest}))
         else:
-            typer.echo(f"infeasible: {exc}", err=True)  # one line, however long (no console wrapping)
-            if exc.nearest:
+            typer.echo(f"infeasible: {msg}", err=True)  # one line, however long (no console wrapping)
+            if exc.nearest and show_nearest:
                 c = _console()
                 c.print(_design_table([exc.nearest], "Nearest feasible design"))
         raise typer.Exit(exc.exit_code)
-    typer.echo(f"error: {exc}", err=True)
+    typer.echo(f"error: {msg}", err=True)
     if fmt == "json":
-        typer.echo(_json_dump({"error": str(exc), "reason": "input", "exit_code": exc.exit_code}))
+        typer.echo(_json_dump({"error": msg, "reason": "input", "exit_code": exc.exit_code}))
     raise typer.Exit(exc.exit_code)
 
 

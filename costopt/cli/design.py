@@ -15,6 +15,10 @@ from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail,
 
 app = typer.Typer()
 
+# DESIGN fields that only mean something for a design that runs (left out when predict refuses one)
+_RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s", "t_compute_s",
+               "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
+
 
 @app.command()
 def solve(
@@ -169,6 +173,12 @@ def predict(
                         nics_per_node=nics_per_node)
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    why = api.infeasible_reason(d)
+    if why is not None:  # no throughput for a design that cannot run: exit 1 with the reason
+        design = {k: v for k, v in d.items() if k not in _RUN_FIELDS}
+        _fail(InfeasibleError(f"this design cannot run: {why[1]}", nearest=design, reason=why[0]), fmt.value,
+              show_nearest=False)
         return
     if fmt is PredictFmt.json:
         typer.echo(_json_dump(d))

@@ -43,7 +43,8 @@ def profile(
     try:
         if (model is None) == (model_module is None):
             raise InputError("give exactly one of --model and --model-module")
-        output_path(output, "--output")  # before minutes of measuring
+        inputs = [model_module.split(":", 1)[0]] if model_module else []
+        output_path(output, "--output", inputs)  # before minutes of measuring
         spec = (prof.build_zoo_model(model, input_size) if model
                 else prof.load_user_model(model_module, name))
         if name:
@@ -54,7 +55,7 @@ def profile(
         _fail(exc)
         return
     try:
-        path = prof.write_profile(data, output)
+        path = prof.write_profile(data, output, inputs)
     except CostoptError as exc:
         _fail(exc)
         return

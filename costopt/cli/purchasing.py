@@ -187,20 +187,23 @@ def report(
     from .. import report as R
 
     try:
+        inputs = [catalog, system]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
-        output_path(out, "--out")
+        output_path(out, "--out", inputs)
+        if out.suffix.lower() == ".md":
+            R.check_figure_dir(R.figure_dir_for(out))  # before minutes of work
         if all_designs is not None:
             fmt = all_designs.suffix.lower().lstrip(".")
             if fmt not in ("csv", "xlsx", "json"):
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
-            output_path(all_designs, "--all")
+            output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
         rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
-        files = R.write_report(rep, out)
+        files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             ev = P.evaluate_catalog(catalog, model, budget, opts)
-            P.export_table(P.ranked_table(ev, budget), fmt, all_designs)
+            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out])
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -225,13 +228,14 @@ def export(
     try:
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
                      objective, system)
+        inputs = [catalog, system]
         if out is not None:
-            output_path(out, "--out")
+            output_path(out, "--out", inputs)
         ev = P.evaluate_catalog(catalog, model, budget, opts)
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
             choose(ev, budget=budget, objective=objective, top=1)
-        text = P.export_table(table, fmt.value, out)
+        text = P.export_table(table, fmt.value, out, inputs)
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
