@@ -101,7 +101,9 @@ def test_uncalibrated_accuracy_target_on_the_shipped_multi_node_rows():
     Piz Daint / p2.xlarge / p2.8xlarge tables, TFB_ISSUE29_M40). README Accuracy reports 5.0%."""
     from costopt.validate import error_stats
     f = validate("published").frame
-    multi = f[f.nodes > 1]
+    # the PS sources named above (the multi-node all-reduce rows added later are scored per regime against the
+    # one-number baseline in tools/accuracy_table.py and tests/test_validation_regimes.py)
+    multi = f[(f.nodes > 1) & f.source.isin(["TF_BENCH_2017", "EBUG_DISTTF_2017", "TFB_ISSUE29_M40"])]
     assert len(multi) == 34
     assert error_stats(multi.error_pct)["median_abs_error_pct"] <= 10.0
     assert runner.invoke(app, ["validate", "published", "--max-median-error", "10"]).exit_code == 0

@@ -278,12 +278,64 @@ def _nv_dle(d: pd.DataFrame) -> list[dict]:
     return out
 
 
+ALLREDUCE_SOURCES = ROOT / "tools" / "sources" / "published_allreduce.csv"
+ALLREDUCE_GPUS = {"Tesla V100-SXM2-16GB": ("v100-sxm2-16gb", "8 x V100-SXM2-16GB servers (NVLink), 1 x EDR InfiniBand per node")}
+ALLREDUCE_MODELS = {"ResNet-50 v1.5": "resnet50", "BERT-base pretraining": "bert_base"}
+# tf_cnn_benchmarks/Keras variable definitions (the zoo's `tensorflow` ResNet-50 set) for TensorFlow stacks
+TF_FRAMEWORKS = ("TensorFlow",)
+
+
+def _allreduce(path: Path = ALLREDUCE_SOURCES) -> list[dict]:
+    """Multi-GPU all-reduce rows transcribed from published tables (tools/sources/published_allreduce.csv).
+
+    Each row's compute calibration is the same table's 1-GPU figure for the same framework, model, batch and
+    precision; a row without one is an error (the source's own 1-GPU figure is the only calibration used here).
+    """
+    d = pd.read_csv(path, dtype={"notes": "string", "nic_basis": "string", "transport": "string"})
+    out = []
+    keys = ["source_id", "framework", "model", "batch_per_gpu", "precision", "gpu"]
+    for idx, r in d.iterrows():
+        n = int(r.gpus_per_node) * int(r.nodes)
+        if n < 2:
+            continue
+        same = d
+        for k in keys:
+            same = same[same[k] == r[k]]
+        one = same[(same.gpus_per_node == 1) & (same.nodes == 1)]
+        if len(one) != 1:
+            raise SystemExit(f"{path.name} line {idx + 2}: no unique 1-GPU row for {r.framework} {r.model} batch {r.batch_per_gpu}")
+        single = float(one.throughput_samples_per_s.iloc[0])
+        gpu, system = ALLREDUCE_GPUS[r.gpu]
+        model = ALLREDUCE_MODELS[r.model]
+        if model == "resnet50" and str(r.framework).startswith(TF_FRAMEWORKS):
+            ts, ts_note = "tensorflow", "tensorflow tensor set (ResNet-50 v1 variables; v1.5 has the same tensors)"
+        else:
+            ts, ts_note = "pytorch", "pytorch tensor set"
+        multi = int(r.nodes) > 1
+        notes = [f"1-GPU calibration: same table's 1-GPU figure for this framework and batch ({single:g} samples/s, "
+                 f"line {one.index[0] + 2})", f"{r.framework}; stack {r.stack}: NCCL all-reduce on GPUs, modelled as a ring",
+                 ts_note, f"where: {r['where']}"]
+        if multi:
+            notes.append(f"network as stated: {float(r.nic_gbps):g} Gb/s {r.transport} (InfiniBand EDR, one adapter per node)")
+        if isinstance(r.notes, str) and r.notes:
+            notes.append(r.notes)
+        out.append(_row(
+            source=r.source_id, model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
+            batch_per_gpu=int(r.batch_per_gpu), precision=r.precision, strategy="ring",
+            nic_gbps=_num(r.nic_gbps) if multi else "", transport=r.transport if multi else "", reduce_on="gpu",
+            single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
+            tensor_set=ts, nic_basis=(r.nic_basis if multi else ""), system=system, data=r.data,
+            source_line=f"{path.name}:{idx + 2}", notes="; ".join(notes),
+        ))
+    return out
+
+
 def build(shared: Path) -> str:
     src = shared / "research" / "published_throughput.csv"
     if not src.exists():
         raise SystemExit(f"not found: {src}")
     d = pd.read_csv(src, dtype={"strategy": "string", "notes": "string"})
-    rows = _tf_bench(d) + _ebug(d) + _m40(d) + _nv_dle(d)
+    rows = _tf_bench(d) + _ebug(d) + _m40(d) + _nv_dle(d) + _allreduce()
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
