@@ -6,7 +6,7 @@ errors. Layout (see `examples/mix.toml`):
     [mix]        name, description                      (labels only)
     [jobs.NAME]  model, precision, batch_per_gpu, weight, min_throughput,
                  deadline_hours + epochs + dataset_size, gpus (only these GPU ids)
-    [limits]     budget_usd, max_power_kw, max_rack_units, max_nodes, one_nic_type
+    [limits]     budget_usd, max_power_kw, max_rack_units, max_nodes, max_gpu_types, one_nic_type
     [inventory]  gpus / chassis / nics = { id = units already owned }
     [stock]      gpus / chassis / nics = { id = most units that can be bought }
     [[discount]] gpu | chassis | nic = id, tiers = [{ from_units, unit_price_usd }, ...]
@@ -84,6 +84,7 @@ class Limits(_Float):
     max_power_kw: PositiveFloat | None = None
     max_rack_units: PositiveFloat | None = None
     max_nodes: Annotated[int, Field(ge=1, strict=True)] | None = None
+    max_gpu_types: Annotated[int, Field(ge=1, strict=True)] | None = None  # distinct GPU models in the cluster
     one_nic_type: Annotated[bool, Field(strict=True)] = True
 
 

@@ -81,6 +81,7 @@ def ref_totals(jobs, market, sel):
             "ru": sum(float(job.rack_units[d]) for job, d in zip(jobs, sel)),
             "nodes": sum(int(job.nodes[d]) for job, d in zip(jobs, sel)),
             "nic_types": len({job.nic[d] for job, d in zip(jobs, sel)} - {"none"}),
+            "gpu_types": len({job.gpu[d] for job, d in zip(jobs, sel)}),
             "thr": [float(job.throughput[d]) for job, d in zip(jobs, sel)]}
 
 
@@ -92,6 +93,8 @@ def ref_feasible(jobs, lim, objective, t):
         if limit is not None and used > limit * (1 + REL):
             return False
     if lim.one_nic_type and t["nic_types"] > 1:
+        return False
+    if lim.max_gpu_types is not None and t["gpu_types"] > lim.max_gpu_types:
         return False
     if objective != "fair":
         return all(job.target is None or thr >= job.target * (1 - REL) for job, thr in zip(jobs, t["thr"]))
@@ -199,6 +202,8 @@ def random_instance(seed):
         max_nodes=int(rng.integers(2, 7)) if rng.random() < 0.4 else None,
         one_nic_type=bool(rng.random() < 0.7),
     )
+    if rng.random() < 0.3:
+        lim.max_gpu_types = 1  # one GPU model for the whole cluster (of the two)
     return jobs, market, lim
 
 
@@ -219,11 +224,13 @@ def larger_instance(seed, n_jobs=3, n_designs=14):
 
 
 def hand_job(name, cost, thr, power=None, weight=1.0, target=None, gpu=None):
-    """Single-node designs of one GPU each, given by their cost, throughput and power."""
+    """Single-node designs of one GPU each, given by their cost, throughput and power (and GPU model: one
+    per job unless given per design)."""
     n = len(cost)
+    gpu = gpu if isinstance(gpu, list) else [gpu or f"g-{name}"] * n
     return JobCandidates(name, np.array(cost, float), np.array(thr, float),
                          np.array(power if power is not None else [1.0] * n, float), np.ones(n), np.ones(n, int),
-                         np.ones(n, int), np.array([gpu or f"g-{name}"] * n, dtype=object),
+                         np.ones(n, int), np.array(gpu, dtype=object),
                          np.array(["c"] * n, dtype=object), np.array(["none"] * n, dtype=object),
                          weight=weight, target=target)
 
@@ -312,8 +319,79 @@ def test_volume_discount_across_jobs_hand_derived():
         assert res.objective_value == pytest.approx(expect)
 
 
+@pytest.mark.parametrize("objective", ["throughput", "fair"])
+def test_max_gpu_types_hand_derived(objective):
+    # A: on gA $100 20/s, on gB $100 15/s; B: on gA $100 10/s, on gB $100 18/s; budget $200; targets 10/s.
+    # Any GPU models: gA for A and gB for B, 20 + 18 = 38/s (fair: min(2.0, 1.8) = 1.8).
+    # One GPU model: both gA 20 + 10 = 30 (fair 1.0), both gB 15 + 18 = 33 (fair 1.5): both on gB.
+    jobs = [hand_job("a", [100, 100], [20, 15], gpu=["gA", "gB"], target=10.0),
+            hand_job("b", [100, 100], [10, 18], gpu=["gA", "gB"], target=10.0)]
+    market = Market({})
+    free = solve_reduced(jobs, market, MixLimits(budget_usd=200.0), objective)
+    one = solve_reduced(jobs, market, MixLimits(budget_usd=200.0, max_gpu_types=1), objective)
+    assert free.sel == [0, 1] and one.sel == [1, 1]
+    assert (free.objective_value, one.objective_value) == ((38.0, 33.0) if objective == "throughput" else
+                                                           (pytest.approx(1.8), pytest.approx(1.5)))
+
+
+def test_binding_limits_and_unused_owned_parts_hand_derived():
+    # the throughput tie-break instance: the answer (a0, b1) costs $350 of $400. Changing A to a1 gives
+    # 30 + 2 x 15 = 60 (+50% on 40) for $550, $150 over the budget: the budget binds. Power is not limited.
+    from costopt.multijob.explain import explain
+
+    jobs = [hand_job("a", [100, 300], [10, 30]), hand_job("b", [100, 250], [5, 15], weight=2.0)]
+    rows, unused = explain(jobs, Market({}), MixLimits(budget_usd=400.0), "throughput", np.array([0, 1]), 40.0)
+    (budget,) = rows
+    assert (budget["limit"], budget["used"], budget["slack"], budget["binds"]) == ("budget", 350.0, 50.0, True)
+    assert budget["blocked_change"] == {"job": "a", "design": "1 x g-a (1 node)", "objective_change": 0.5,
+                                        "over_by": 150.0}
+    assert unused == {}
+    # one job; 2 owned GPUs gX (list $100 each). a0: 1 x gA, $100, 20/s; a1: 2 x gX, $200 at list, so $0 with the
+    # owned ones, 10/s. Budget $100: a0 (20/s) beats a1 (10/s, -50%), and the owned GPUs stay unused for that.
+    job = JobCandidates("a", np.array([100.0, 200.0]), np.array([20.0, 10.0]), np.ones(2), np.ones(2),
+                        np.ones(2, int), np.array([1, 2]), np.array(["gA", "gX"], dtype=object),
+                        np.array(["c", "c"], dtype=object), np.array(["none", "none"], dtype=object))
+    market = Market({("gpus", "gX"): 100.0, ("gpus", "gA"): 100.0}, owned={("gpus", "gX"): 2})
+    res = solve_reduced([job], market, MixLimits(budget_usd=100.0), "throughput")
+    assert res.sel == [0]
+    rows, unused = explain([job], market, MixLimits(budget_usd=100.0), "throughput", np.array([0]), 20.0)
+    assert unused == {("gpus", "gX"): {"units": 2, "reason": "worse", "job": "a", "design": "2 x gX (1 node)",
+                                       "objective_change": -0.5}}
+    assert rows[0]["binds"] is False and rows[0]["slack"] == 0.0 and rows[0]["at_limit"] is True
+    # with a 1.5 kW power limit and a1 drawing 1 kW per GPU (2 kW), a1 breaks power: that is the reason now
+    job.power_kw = np.array([1.0, 2.0])
+    lim = MixLimits(budget_usd=100.0, max_power_kw=1.5)
+    _, unused = explain([job], market, lim, "throughput", np.array([0]), 20.0)
+    assert unused[("gpus", "gX")] == {"units": 2, "reason": "limit", "limit": "power", "over_by": 0.5, "job": "a",
+                                      "design": "2 x gX (1 node)"}
+
+
 # --------------------------------------------------------------------------------------------------
 # The program against the reference on random instances
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(14))
+def test_time_limited_answer_is_feasible_and_its_gap_holds(seed):
+    # with no time to spare the answer is the heuristic's, with the gap to the Lagrangian bound: the
+    # answer must be feasible, and the optimum (reference) within the reported gap of it
+    jobs, market, lim = larger_instance(seed, n_jobs=3, n_designs=10)
+    for objective in ("throughput", "cost"):
+        ref = ref_optimum(jobs, market, lim, objective)
+        res = solve_reduced(jobs, market, lim, objective, time_limit=1e-3)
+        if res.picks is None:
+            assert res.status.startswith("No solution") or ref is None
+            continue
+        assert res.status in ("Optimal", "Feasible (time limit)") and res.gap is not None and res.gap >= 0
+        t = ref_totals(jobs, market, res.sel)
+        assert ref_feasible(jobs, lim, objective, t)
+        value = ref_primary(objective, jobs, t)
+        if objective == "throughput":
+            assert value <= ref[0] * (1 + 1e-9) and ref[0] <= value * (1 + res.gap) * (1 + 1e-9)
+        else:
+            assert value >= ref[0] * (1 - 1e-9) and ref[0] >= value * (1 - res.gap) * (1 - 1e-9)
+
+
+
 # --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", range(14))
@@ -367,6 +445,9 @@ def test_fair_levels_exact_check_and_bound_equal_reference(seed):
         if reachable:
             assert open_.any(), t
         verdict, picks, _ = fl.check(t, open_ if open_.any() else np.ones(len(fl.options), bool))
+        if verdict is None:  # left to CBC: only when the enumeration cannot track a limit on GPU models
+            assert lim.max_gpu_types is not None
+            continue
         assert verdict is reachable, (t, ref)
         if verdict:
             tot = ref_totals(jobs, market, picks)
@@ -383,7 +464,7 @@ def test_fair_equals_reference_on_larger_instances_and_without_enumeration(seed)
     for kw in ({"tie_enumeration_max": 0}, {"tie_enumeration_max": 0, "fair_enumeration_rows": 1}):
         res = solve_reduced(jobs, market, lim, "fair", **kw)
         check_answer(jobs, market, lim, "fair", res, ref)
-        if ref is not None and "fair_enumeration_rows" not in kw:
+        if ref is not None and "fair_enumeration_rows" not in kw and lim.max_gpu_types is None:
             assert "0 by CBC" in res.stages[0]["method"]  # small enough: every level decided without a solver
 
 
@@ -454,6 +535,9 @@ def test_target_out_of_reach_is_reported(tmp_path):
     ("[jobs.a]\nmodel = 'resnet50'\n[[discount]]\ngpu = 'x'\nnic = 'y'\ntiers = [{from_units = 2, unit_price_usd = 1}]\n",
      "exactly one of gpu, chassis, nic"),
     ("[limits]\nbudget_usd = 5\n", "field 'jobs': missing required field"),
+    ("[jobs.a]\nmodel = 'resnet50'\n[limits]\nmax_gpu_types = 0\n", "[limits], field 'max_gpu_types'"),
+    ("[jobs.a]\nmodel = 'resnet50'\n[limits]\nmax_gpu_types = 1.5\n", "[limits], field 'max_gpu_types'"),
+    ("[jobs.a]\nmodel = 'resnet50'\n[limits]\nmax_gpu_types = '2'\n", "[limits], field 'max_gpu_types'"),
     ("[jobs.a\nmodel = 1", "not valid TOML"),
 ])
 def test_bad_mix_files_fail_clearly(tmp_path, text, expect):

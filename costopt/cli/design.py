@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -58,8 +59,10 @@ def solve(
     bom: bool = typer.Option(False, "--bom", help="Print the best design's bill of materials."),
     workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
-    time_limit: Optional[float] = typer.Option(None, help="With --workload: stop CBC after this many seconds and "
-                                               "report the best answer found and its gap."),
+    time_limit: Optional[float] = typer.Option(None, help="With --workload: seconds for the whole solve (default "
+                                               "300); then the best answer found is reported with its gap."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="With --workload: progress "
+                                            "lines on stderr (default: when stderr is a terminal)."),
     timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
                                  "run, so they are off by default)."),
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
@@ -79,10 +82,13 @@ def solve(
                 raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
             if fmt is Fmt.csv:
                 raise InputError("--workload supports --format table or json")
+            show = sys.stderr.isatty() if progress is None else progress
             mres = multijob.solve_mix(
                 workload, catalog=catalog, objective=objective, budget=budget, max_power_kw=max_power_kw,
-                max_rack_units=max_rack_units, max_nodes=max_nodes, mixed_nics=mixed_nics, time_limit=time_limit,
-                tco_years=tco_years, overlap=overlap, system=system, strategies=strategy, reduce_on=reduce_on)
+                max_rack_units=max_rack_units, max_nodes=max_nodes, mixed_nics=mixed_nics,
+                time_limit=multijob.DEFAULT_TIME_LIMIT_S if time_limit is None else time_limit,
+                tco_years=tco_years, overlap=overlap, system=system, strategies=strategy, reduce_on=reduce_on,
+                progress=(lambda line: typer.echo(f"[mix] {line}", err=True)) if show else None)
         except InfeasibleError as exc:
             if fmt is Fmt.json:
                 typer.echo(_json_dump({"status": "Infeasible", "error": str(exc), "reason": exc.reason,

@@ -17,7 +17,7 @@ The maths of each step is in its module's docstring.
 """
 
 from .diagnose import diagnose
-from .pipeline import MixResult, build_jobs, job_candidates, market_from, solve_mix
+from .pipeline import DEFAULT_TIME_LIMIT_S, MixResult, build_jobs, job_candidates, market_from, solve_mix
 from .problem import MIX_OBJECTIVES, JobCandidates, Market, MixLimits, brute_force, evaluate_picks, own_cost
 from .program import ProgramResult, solve_program
 from .pruning import prune, reduce_jobs
@@ -25,4 +25,5 @@ from .render import render
 
 __all__ = ["solve_mix", "solve_program", "brute_force", "prune", "diagnose", "JobCandidates", "Market", "MixLimits",
            "MixResult", "MIX_OBJECTIVES", "evaluate_picks", "build_jobs", "reduce_jobs", "market_from", "render",
-           "job_candidates", "own_cost", "ProgramResult"]
+           "job_candidates", "own_cost", "ProgramResult",
+           "DEFAULT_TIME_LIMIT_S"]

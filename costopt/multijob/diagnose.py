@@ -19,6 +19,8 @@ def _limit_names(jobs: list[JobCandidates], market: Market, lim: MixLimits, obje
         names.append("budget")
     names += [label for lim_attr, _, label, _ in _RESOURCES if getattr(lim, lim_attr) is not None]
     names += [f"stock {p[1]}" for p in market.shared if p in market.stock]
+    if lim.max_gpu_types is not None:
+        names.append("gpu types")
     if objective != "fair":
         names += [f"target {j.name}" for j in jobs if j.target is not None]
     return names

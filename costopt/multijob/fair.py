@@ -20,7 +20,7 @@ import numpy as np
 import pulp
 
 from .formulation import _build, _picks, _run_cbc
-from .problem import _INF, _RESOURCES, JobCandidates, Market, MixLimits, own_cost
+from .problem import _INF, _RESOURCES, JobCandidates, Market, MixLimits, Progress, _say, own_cost
 from .pruning import _skyline, prune
 
 
@@ -145,6 +145,8 @@ class _FairLevels:
         CBC must look at, those of the fabrics not settled here. `options`: which NIC types of the
         fabric the bound leaves open at this level."""
         best, best_v = None, -_INF
+        if self.lim.max_gpu_types is not None:  # the enumeration does not track GPU models: CBC decides
+            enumerate_ = False
         # designs at the level on an open fabric, less those that break a limit even with the other
         # jobs' least use (minima over the same sets: lower bounds for every selection left)
         on = []
@@ -244,6 +246,8 @@ class _FairLevels:
         """The feasible selection over the designs `idx` per job of the highest Σ_j score[j][d] (at least
         `floor`, which a known feasible selection reaches; ties: the first in index order); None when
         too large to enumerate."""
+        if self.lim.max_gpu_types is not None:  # the enumeration does not track GPU models
+            return None
         best, best_v = None, -_INF
         for opt in self.options:
             sub = [k[self._allowed(j, opt)[k]] for j, k in enumerate(idx)]
@@ -261,7 +265,8 @@ class _FairLevels:
 
 
 def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits, time_limit: float | None,
-                max_rows: int = _FAIR_ROWS) -> tuple[dict[str, Any], np.ndarray | None]:
+                max_rows: int = _FAIR_ROWS,
+                progress: Progress | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
     """max min_j τ_j / T_j by bisection over the candidates' ratios, each step a feasibility test.
 
     The optimum is one of the ratios τ_d / T_j. The lower bounds of `_FairLevels.bound` give, for all
@@ -291,7 +296,8 @@ def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits, time_
             gave_up += 1
             m = _build([j.take(k) for j, k in zip(jobs, idx)], market, lim, "fair")
             m.prob.setObjective(pulp.lpSum(0.0 * xs[0] for xs in m.x))  # feasibility only
-            r = _run_cbc(m.prob, left)
+            r = _run_cbc(m.prob, None if left is None else max(1.0, 0.85 * left - 1.0), progress=progress,
+                         label=f"CBC on level {levels[mid]:.4g}")
             if r["status"] == "Optimal":
                 verdict, p = True, np.array([k[d] for k, d in zip(idx, _picks(m))], dtype=np.int64)
             elif r["status"] == "Infeasible":
@@ -306,6 +312,9 @@ def _solve_fair(jobs: list[JobCandidates], market: Market, lim: MixLimits, time_
             lo, best = int(np.searchsorted(levels, value, side="right")) - 1, p
         else:
             hi = mid
+        _say(progress, f"fair: level {levels[mid]:.4g} {'reachable' if verdict else 'out of reach'}; "
+                       f"optimum in [{levels[lo] if lo >= 0 else 0:.4g}, {levels[hi - 1] if hi > 0 else 0:.4g}], "
+                       f"{time.perf_counter() - t0:.0f} s")
     if best is None and status == "Optimal":
         status = "Infeasible"
     gap = 0.0 if status == "Optimal" else None

@@ -2,7 +2,8 @@
 
 Variables: x_{j,d} ∈ {0,1} (job j runs design d); per shared part p and band k, z_{p,k} ∈ {0,1}
 (band chosen) and q_{p,k} ≥ 0 (units bought in that band); with one NIC type for the fabric,
-y_n ∈ {0,1} per NIC type n; for the fair-share objective, t (free).
+y_n ∈ {0,1} per NIC type n; with a limit on GPU models, g_m ∈ {0,1} per GPU model m; for the
+fair-share objective, t (free).
 
     Σ_{d∈C_j} x_{j,d} = 1                                   ∀ j        (one design per job)
     N_p = Σ_j Σ_d u_{d,p} x_{j,d}                            ∀ p ∈ S    (units needed)
@@ -13,6 +14,7 @@ y_n ∈ {0,1} per NIC type n; for the fair-share objective, t (free).
     C ≤ budget;  Σ P_d x ≤ max_power_kw;  Σ R_d x ≤ max_rack_units;  Σ M_d x ≤ max_nodes
     Σ_{d∈C_j: nic(d)=n} x_{j,d} ≤ y_n  ∀ j, n;   Σ_n y_n ≤ 1             (one NIC type; off with
                                                                          --mixed-nics)
+    Σ_{d∈C_j: gpu(d)=m} x_{j,d} ≤ g_m  ∀ j, m;   Σ_m g_m ≤ max_gpu_types   (GPU models, when limited)
     τ_j = Σ_d τ_d x_{j,d};   τ_j ≥ T_j for jobs with a target T_j       (objectives 1 and 3)
 
 A single-node design has no NIC and is compatible with any fabric. Switch ports stay per design
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +38,7 @@ from typing import Any
 import numpy as np
 import pulp
 
-from .problem import _INF, _RESOURCES, JobCandidates, Market, MixLimits, own_cost
+from .problem import _INF, _RESOURCES, JobCandidates, Market, MixLimits, Progress, own_cost
 
 
 @dataclass
@@ -141,6 +144,18 @@ def _build(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective:
                     on = np.flatnonzero(job.nic == n)
                     if len(on):
                         _add(prob, [(x[j][i], 1.0) for i in on] + [(y[n], -1.0)], LE, 0.0, f"nic_{j}_{k}")
+    g: dict[str, pulp.LpVariable] = {}
+    if lim.max_gpu_types is not None:
+        gpu_ids = sorted({str(m) for job in jobs for m in job.gpu})
+        if len(gpu_ids) > lim.max_gpu_types:
+            g = {m: pulp.LpVariable(f"g_{k}", cat="Binary") for k, m in enumerate(gpu_ids)}
+            _add(prob, [(v, 1.0) for v in g.values()] + relax("gpu types", lim.max_gpu_types, "GPU types"), LE,
+                 float(lim.max_gpu_types), "max_gpu_types")
+            for j, job in enumerate(jobs):
+                for k, m in enumerate(gpu_ids):
+                    on = np.flatnonzero(job.gpu == m)
+                    if len(on):
+                        _add(prob, [(x[j][i], 1.0) for i in on] + [(g[m], -1.0)], LE, 0.0, f"gpu_{j}_{k}")
     weights = [job.weight for job in jobs]
     if objective == "fair":
         t = pulp.LpVariable("t")
@@ -161,7 +176,7 @@ def _build(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective:
         scale = 1.0 / _scale(objective, jobs, lim, market)
         prob.setObjective(_lin([(v, c * scale) for v, c in primary.items()]))
     if start is not None:
-        _set_start(jobs, market, x, y, part_vars, start)
+        _set_start(jobs, market, x, y, part_vars, start, g)
     return _Model(prob, x, primary, secondary, cost, thr, slack)
 
 
@@ -185,14 +200,17 @@ def _useful_bands(market: Market, p: tuple[str, str], max_short: float,
     return out
 
 
-def _set_start(jobs: list[JobCandidates], market: Market, x, y, part_vars, start: np.ndarray) -> None:
-    """Initial values of every variable for the selection `start` (x, y, each part's band and units)."""
+def _set_start(jobs: list[JobCandidates], market: Market, x, y, part_vars, start: np.ndarray, g=None) -> None:
+    """Initial values of every variable for the selection `start` (x, y, g, each part's band and units)."""
     for xs, d in zip(x, start):
         for i, v in enumerate(xs):
             v.setInitialValue(1 if i == d else 0)
     nics = {str(job.nic[d]) for job, d in zip(jobs, start)} - {"none"}
     for n, v in y.items():
         v.setInitialValue(1 if n in nics else 0)
+    models = {str(job.gpu[d]) for job, d in zip(jobs, start)}
+    for m, v in (g or {}).items():
+        v.setInitialValue(1 if m in models else 0)
     for p, vars_ in part_vars.items():
         need = sum(int(job.usage(p)[d]) for job, d in zip(jobs, start))
         _, bought = market.part_cost(p, np.array([need]))
@@ -223,16 +241,46 @@ def _scale(objective: str, jobs: list[JobCandidates], lim: MixLimits, market: Ma
 _GAP_RE = re.compile(r"^Gap:\s+([-\d.eE+]+)", re.M)
 _BOUND_RE = re.compile(r"best possible\s+([-\d.eE+]+)")
 _OBJ_RE = re.compile(r"^Objective value:\s+([-\d.eE+]+)", re.M)
+_NODE_RE = re.compile(r"([-\d.eE+]+) best solution, best possible ([-\d.eE+]+)")
+PROGRESS_EVERY_S = 5.0  # seconds between progress lines while CBC runs
 
 
-def _run_cbc(prob: pulp.LpProblem, time_limit: float | None, warm_start: bool = False) -> dict[str, Any]:
-    """Solve with CBC; status, gap (relative, from CBC's log) and wall time."""
+def _watch(log: Path, stop: threading.Event, progress: Progress, label: str, t0: float) -> None:
+    """Every PROGRESS_EVERY_S seconds until `stop`: one line with the time so far and, once CBC has an
+    integer solution, the relative gap between it and the best bound (from CBC's log as it is written)."""
+    while not stop.wait(PROGRESS_EVERY_S):
+        text = log.read_text(errors="replace") if log.exists() else ""
+        nodes = _NODE_RE.findall(text)
+        line = f"{label}: {time.perf_counter() - t0:.0f} s"
+        if nodes:
+            best, bound = (float(v) for v in nodes[-1])
+            if abs(best) < 1e49:
+                line += f", gap {abs(best - bound) / max(abs(best), 1e-12):.2%} so far"
+            else:
+                line += ", no solution yet"
+        progress(line)
+
+
+def _run_cbc(prob: pulp.LpProblem, time_limit: float | None, warm_start: bool = False,
+             progress: Progress | None = None, label: str = "CBC") -> dict[str, Any]:
+    """Solve with CBC; status, gap (relative, from CBC's log) and wall time. `time_limit` is CBC's own
+    (PuLP's writing and reading of the program come on top); `progress` gets a line every few seconds."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "cbc.log"
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, logPath=str(log), warmStart=warm_start,
                                    keepFiles=False)
         t0 = time.perf_counter()
-        prob.solve(solver)
+        stop = threading.Event()
+        watcher = None
+        if progress is not None:
+            watcher = threading.Thread(target=_watch, args=(log, stop, progress, label, t0), daemon=True)
+            watcher.start()
+        try:
+            prob.solve(solver)
+        finally:
+            stop.set()
+            if watcher is not None:
+                watcher.join()
         wall = time.perf_counter() - t0
         text = log.read_text(errors="replace") if log.exists() else ""
     stopped = "Stopped on time" in text or "Stopped on iterations" in text

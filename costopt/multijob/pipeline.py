@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,14 @@ from ..design_space import STRATEGIES, enumerate_designs
 from ..errors import InfeasibleError, InputError
 from ..mix import PARTS, Mix, load_mix
 from .diagnose import diagnose
-from .problem import MIX_OBJECTIVES, JobCandidates, Market, MixLimits, _check_objective, evaluate_picks
+from .explain import explain
+from .problem import (MIX_OBJECTIVES, JobCandidates, Market, MixLimits, Progress, _check_objective, _say,
+                      evaluate_picks)
 from .program import ProgramResult, solve_program
-from .pruning import reduce_jobs
+from .pruning import _within_limits, prune, reduce_jobs
 
 
+DEFAULT_TIME_LIMIT_S = 300.0  # seconds for a whole mix solve unless told otherwise
 def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
     price = {("gpus", g.id): g.price_usd for g in catalog.gpu}
     price.update({("chassis", c.id): c.price_usd for c in catalog.chassis})
@@ -37,7 +40,8 @@ def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
 
 
 def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None) -> JobCandidates:
-    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only)."""
+    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only);
+    `designs` is left empty (`build_jobs` fills it for the designs it keeps)."""
     s, c = ev.space, ev.costs
     ok = np.flatnonzero(ev.timing.feasible & c.buildable)
     ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
@@ -48,7 +52,7 @@ def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float
     return JobCandidates(
         name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
         s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
-        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, evaluation=ev,
+        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, model=ev.model,
         counts={"enumerated": len(s), "feasible": int(len(ok))},
     )
 
@@ -67,6 +71,7 @@ class MixResult:
     jobs: list[dict[str, Any]]
     parts: list[dict[str, Any]]
     solver: dict[str, Any]
+    binding: list[dict[str, Any]] = field(default_factory=list)  # the limits at the answer (`explain.py`)
 
     def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
         """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
@@ -74,7 +79,7 @@ class MixResult:
         out = {"mix": self.name, "objective": self.objective, "status": self.status,
                "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
                "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
-               "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+               "limits_at_answer": self.binding, "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
         return out if timings else _drop_timings(out)
 
 
@@ -89,51 +94,85 @@ def _drop_timings(value: Any) -> Any:
 
 def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
                overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
-               reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True) -> list[JobCandidates]:
-    """Enumerate, evaluate and collect every job's candidates (not yet pruned)."""
+               reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True,
+               progress: Progress | None = None) -> list[JobCandidates]:
+    """Enumerate and evaluate every job's design space and keep its candidates, one job at a time.
+
+    Each design space is reduced as soon as it is evaluated: designs that break a per-design limit
+    (when `trim`; the diagnosis of an infeasible mix keeps them) and dominated designs (`prune`) go,
+    both valid whatever the other jobs run (`pruning.py`), and only the survivors' DESIGN rows are
+    kept. Memory then holds one job's evaluated design space at a time, not every job's. Jobs with the
+    same model, precision, batch, GPU list and samples to train share one evaluation."""
     owned_value = sum(market.price[p] * n for p, n in market.owned.items())
     # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
     node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
         if lim.budget_usd is not None and tco_years == 0 else None
-    jobs = []
-    for name, spec in mix.jobs.items():
-        try:
-            cat, params, workload, batch, tensors = resolve_inputs(spec.model, catalog, spec.precision,
-                                                                    spec.batch_per_gpu, system, None, tensor_set, overlap)
-            space = enumerate_designs(
-                cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
-                strategies=tuple(strategies or STRATEGIES), reduce_on=tuple(reduce_on or ("gpu",)),
-                gpu_ids=spec.gpus or None, node_budget_usd=node_budget)
-        except InputError as exc:
-            raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+    jobs: list[JobCandidates] = []
+    shared: dict[tuple, JobCandidates] = {}
+    for k, (name, spec) in enumerate(mix.jobs.items(), 1):
+        t0 = time.perf_counter()
         samples = spec.epochs * spec.dataset_size if spec.epochs and spec.dataset_size else None
-        ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                            precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
-                            samples_to_train=samples)
-        jobs.append(job_candidates(name, ev, spec.weight, spec.target))
+        key = (spec.model, spec.precision, spec.batch_per_gpu, tuple(spec.gpus), samples)
+        base = shared.get(key)
+        if base is None:
+            try:
+                cat, params, workload, batch, tensors = resolve_inputs(
+                    spec.model, catalog, spec.precision, spec.batch_per_gpu, system, None, tensor_set, overlap)
+                space = enumerate_designs(
+                    cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
+                    strategies=tuple(strategies or STRATEGIES), reduce_on=tuple(reduce_on or ("gpu",)),
+                    gpu_ids=spec.gpus or None, node_budget_usd=node_budget)
+            except InputError as exc:
+                raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+            ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                                precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
+                                samples_to_train=samples)
+            full = job_candidates(name, ev)
+            base = full.take(np.flatnonzero(_within_limits(full, market, lim, None))) if trim else full
+            base.counts["within_limits"] = len(base)
+            base = base.take(prune(base, market, lim))
+            base.designs = ev.frame(base.index)
+            base.designs.index = base.index
+            base.counts["after_pruning"] = len(base)
+            shared[key] = base
+            del ev, full, space
+            how = (f"{base.counts['enumerated']:,} designs, {base.counts['feasible']:,} feasible, "
+                   f"{len(base):,} kept")
+        else:
+            how = f"same designs as an earlier job ({len(base):,} kept)"
+        jobs.append(replace(base, name=name, weight=spec.weight, target=spec.target, counts=dict(base.counts)))
+        _say(progress, f"job {k}/{len(mix.jobs)} '{name}' ({spec.model}): {how}, {time.perf_counter() - t0:.1f} s")
     return jobs
-
 
 
 def solve_mix(
     workload: str | Path | Mix, *, catalog: str | Path | Catalog | None = None, objective: str = "throughput",
     budget: float | None = None, max_power_kw: float | None = None, max_rack_units: float | None = None,
-    max_nodes: int | None = None, mixed_nics: bool | None = None, time_limit: float | None = None,
+    max_nodes: int | None = None, mixed_nics: bool | None = None, max_gpu_types: int | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT_S,
     tco_years: float = 0.0, overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
-    reduce_on: list[str] | None = None, tensor_set: str = "pytorch",
+    reduce_on: list[str] | None = None, tensor_set: str = "pytorch", progress: Progress | None = None,
 ) -> MixResult:
-    """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit."""
+    """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit.
+
+    `time_limit` (seconds, default `DEFAULT_TIME_LIMIT_S`; None: none) bounds the whole call: building the
+    candidates, pruning and the program, which gets what is left. When it runs out the best selection
+    found so far comes back with status "Feasible (time limit)" and its gap (relative distance to the
+    best bound proven). `progress`, when given, receives one line per step (jobs evaluated, pruning,
+    solver stages and, during long CBC runs, the best value and bound so far)."""
     t_start = time.perf_counter()
     mix = workload if isinstance(workload, Mix) else load_mix(workload)
     if objective not in MIX_OBJECTIVES:
         raise InputError(f"unknown objective '{objective}' for a workload mix (choose from {', '.join(MIX_OBJECTIVES)})")
-    if time_limit is not None and not time_limit > 0:
-        raise InputError(f"time limit must be > 0 seconds, got {time_limit}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
+        raise InputError(f"time limit must be a positive number of seconds, got {time_limit}", field="time_limit")
     for label, v in (("budget", budget), ("max power", max_power_kw), ("max rack units", max_rack_units)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{label} must be a positive number, got {v}")
     if max_nodes is not None and max_nodes < 1:
         raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    if max_gpu_types is not None and not (isinstance(max_gpu_types, int) and max_gpu_types >= 1):
+        raise InputError(f"max GPU types must be an integer >= 1, got {max_gpu_types!r}", field="max_gpu_types")
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
     mix.check_catalog(cat)
     fl = mix.spec.limits
@@ -143,22 +182,28 @@ def solve_mix(
         max_rack_units=max_rack_units if max_rack_units is not None else fl.max_rack_units,
         max_nodes=max_nodes if max_nodes is not None else fl.max_nodes,
         one_nic_type=(not mixed_nics) if mixed_nics is not None else fl.one_nic_type,
+        max_gpu_types=max_gpu_types if max_gpu_types is not None else fl.max_gpu_types,
     )
     if lim.budget_usd is None and objective != "cost":
         raise InputError(f"objective '{objective}' needs a budget (--budget or [limits] budget_usd in {mix.where})")
     market = market_from(cat, mix)
     opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
                 tensor_set=tensor_set)
-    raw = build_jobs(mix, cat, market, lim, **opts)
+    raw = build_jobs(mix, cat, market, lim, progress=progress, **opts)
     _check_objective(objective, raw)
+    t0 = time.perf_counter()
     jobs = reduce_jobs(raw, market, lim, objective)
-    res = solve_program(jobs, market, lim, objective, time_limit)
+    _say(progress, f"joint limits and pruning: {sum(len(j) for j in jobs):,} candidates in all, "
+                   f"{time.perf_counter() - t0:.1f} s")
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t_start))
+    res = solve_program(jobs, market, lim, objective, left, progress=progress)
     if res.picks is None:
         if res.status.startswith("No solution"):
             raise InfeasibleError(f"no feasible answer found within the time limit of {time_limit:g} s; "
                                   "raise --time-limit", reason="time-limit")
-        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, **opts), market, lim, objective,
-                           filter_limits=False)
+        _say(progress, "infeasible: finding which limit binds")
+        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, progress=progress, **opts), market, lim,
+                           objective, filter_limits=False)
         msg, rows = diagnose(full, market, lim, objective)
         raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
     return _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
@@ -170,14 +215,15 @@ def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Mark
     tot = evaluate_picks(jobs, market, picks[None, :])
     job_rows = []
     for j, (job, d) in enumerate(zip(jobs, picks)):
-        design = design_dict(job.evaluation.frame([job.index[d]]).iloc[0])
-        design["model"] = job.evaluation.model
+        design = design_dict(job.designs.loc[job.index[d]])
+        design["model"] = job.model
         thr = float(job.throughput[d])
         job_rows.append({
-            "name": job.name, "model": job.evaluation.model, "weight": job.weight, "target_samples_per_s": job.target,
+            "name": job.name, "model": job.model, "weight": job.weight, "target_samples_per_s": job.target,
             "throughput_samples_per_s": thr, "target_ratio": (thr / job.target) if job.target else None,
             "candidates": dict(job.counts), "design": design,
         })
+    binding, unused = explain(jobs, market, lim, objective, picks, float(res.objective_value))
     parts = []
     for p in market.shared:
         need = int(sum(job.usage(p)[d] for job, d in zip(jobs, picks)))
@@ -186,13 +232,15 @@ def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Mark
         parts.append({"kind": p[0], "id": p[1], "used": need, "owned": owned, "owned_used": min(owned, need),
                       "bought": int(bought[0]), "spare": int(bought[0]) - max(0, need - owned),
                       "stock": market.stock.get(p), "list_price_usd": market.price[p],
-                      "unit_price_usd": (float(c[0]) / bought[0]) if bought[0] else None, "cost_usd": float(c[0])})
+                      "unit_price_usd": (float(c[0]) / bought[0]) if bought[0] else None, "cost_usd": float(c[0]),
+                      "owned_unused": unused.get(p)})
     totals = {"cost_usd": float(tot["cost_usd"][0]), "power_kw": float(tot["power_kw"][0]),
               "rack_units": float(tot["rack_units"][0]), "nodes": int(tot["nodes"][0]),
               "gpus": int(sum(job.gpus[d] for job, d in zip(jobs, picks))),
               "nic_types": sorted({str(job.nic[d]) for job, d in zip(jobs, picks)} - {"none"}),
+              "gpu_types": sorted({str(job.gpu[d]) for job, d in zip(jobs, picks)}),
               "list_price_usd": float(sum(job.cost_usd[d] for job, d in zip(jobs, picks)))}
     solver = {"solver": "CBC (PuLP)", "stages": res.stages, "binaries": int(sum(len(j) for j in jobs)),
               "candidates_after_limits": [len(j) for j in jobs]}
     return MixResult(mix.spec.mix.name or Path(mix.where).stem, objective, res.status, res.objective_value, res.gap,
-                     res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver)
+                     res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver, binding)

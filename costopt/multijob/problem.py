@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -42,11 +42,17 @@ from ..errors import InputError
 from ..mix import PARTS
 
 if TYPE_CHECKING:
-    from ..api import Evaluation
+    import pandas as pd
 
 MIX_OBJECTIVES = ("throughput", "fair", "cost")
 _INF = math.inf
 _TIE_TOL = 1e-7
+Progress = Callable[[str], None]  # receives one line of progress at a time (the CLI writes them to stderr)
+
+
+def _say(progress: Progress | None, line: str) -> None:
+    if progress is not None:
+        progress(line)
 
 
 @dataclass
@@ -65,8 +71,9 @@ class JobCandidates:
     nic: np.ndarray  # NIC id, "none" for a single node
     weight: float = 1.0
     target: float | None = None
-    index: np.ndarray | None = None  # position in `evaluation`'s design space
-    evaluation: Evaluation | None = None
+    index: np.ndarray | None = None  # position in the job's evaluated design space
+    model: str = ""  # zoo model id
+    designs: pd.DataFrame | None = None  # DESIGN rows (at least of these candidates) indexed by `index`, for the report
     counts: dict[str, int] = field(default_factory=dict)
     nics_per_node: np.ndarray | None = None  # NIC adapters per node; None: one per multi-node design
 
@@ -83,7 +90,7 @@ class JobCandidates:
                                                      "gpus", "gpu", "chassis", "nic", "nics_per_node")}
         index = self.index[idx] if self.index is not None else idx
         return JobCandidates(self.name, **arrays, weight=self.weight, target=self.target, index=index,
-                             evaluation=self.evaluation, counts=dict(self.counts))
+                             model=self.model, designs=self.designs, counts=dict(self.counts))
 
     def usage(self, part: tuple[str, str]) -> np.ndarray:
         """Units of `part` ((kind, id), kind in PARTS) each design uses."""
@@ -143,11 +150,12 @@ class MixLimits:
     max_rack_units: float | None = None
     max_nodes: int | None = None
     one_nic_type: bool = True
+    max_gpu_types: int | None = None  # at most this many GPU models across all jobs
 
     def as_dict(self) -> dict[str, Any]:
         return {"budget_usd": self.budget_usd, "max_power_kw": self.max_power_kw,
                 "max_rack_units": self.max_rack_units, "max_nodes": self.max_nodes,
-                "one_nic_type": self.one_nic_type}
+                "max_gpu_types": self.max_gpu_types, "one_nic_type": self.one_nic_type}
 
 
 # resource columns the shared limits use: (limit attribute, JobCandidates attribute, label, unit)
@@ -181,6 +189,8 @@ def evaluate_picks(jobs: list[JobCandidates], market: Market, picks: np.ndarray)
     tot["throughput"] = thr
     nic_sets = np.stack([job.nic[picks[:, j]] for j, job in enumerate(jobs)], axis=1)
     tot["nic_types"] = np.array([len(set(r) - {"none"}) for r in nic_sets])
+    gpu_sets = np.stack([job.gpu[picks[:, j]] for j, job in enumerate(jobs)], axis=1)
+    tot["gpu_types"] = np.array([len(set(r)) for r in gpu_sets])
     return tot
 
 
@@ -203,6 +213,8 @@ def _feasible(jobs, lim: MixLimits, objective: str, tot, rel=1e-9) -> np.ndarray
             ok &= tot[col] <= v * (1 + rel)
     if lim.one_nic_type:
         ok &= tot["nic_types"] <= 1
+    if lim.max_gpu_types is not None:
+        ok &= tot["gpu_types"] <= lim.max_gpu_types
     if objective != "fair":
         for j, job in enumerate(jobs):
             if job.target is not None:

@@ -25,8 +25,8 @@ import pulp
 from .fair import _FAIR_ROWS, _FairLevels, _solve_fair
 from .formulation import _build, _picks, _run_cbc, _scale
 from .problem import (_INF, _RESOURCES, _TIE_TOL, JobCandidates, Market, MixLimits, _check_objective, _feasible,
-                      _objective, evaluate_picks, own_cost)
-from .pruning import _caps, _tie_candidates
+                      _objective, _say, evaluate_picks, own_cost, Progress)
+from .pruning import _caps, _tie_candidates, dual_bound
 
 
 @dataclass
@@ -85,6 +85,8 @@ class _Moves:
         ids = {n: k for k, n in enumerate(sorted({n for j in jobs for n in j.nic if n != "none"}))}
         self.nic = [np.array([ids.get(n, -1) for n in j.nic], dtype=np.int64) for j in jobs]
         self.n_nics = len(ids)
+        models = {m: k for k, m in enumerate(sorted({str(m) for j in jobs for m in j.gpu}))}
+        self.gpu = [np.array([models[str(m)] for m in j.gpu], dtype=np.int64) for j in jobs]
         self.wt = [j.weight * j.throughput.astype(np.float64) for j in jobs]
         self.ratio = [j.throughput / j.target if j.target else np.zeros(len(j)) for j in jobs]
         self.ok_target = [np.ones(len(j), bool) if objective == "fair" or j.target is None
@@ -110,6 +112,12 @@ class _Moves:
                 ok &= False
             elif fabric:
                 ok &= (self.nic[j] < 0) | (self.nic[j] == fabric.pop())
+        if self.lim.max_gpu_types is not None:
+            models = {int(self.gpu[i][base[i]]) for i in others}
+            if len(models) > self.lim.max_gpu_types:
+                ok &= False
+            elif len(models) == self.lim.max_gpu_types:
+                ok &= np.isin(self.gpu[j], list(models))
         wt = self.wt[j] + sum(self.wt[i][base[i]] for i in others)
         if self.objective == "throughput":
             return ok, wt, -cost
@@ -127,6 +135,8 @@ class _Moves:
         if np.any(sum(self.res[j][sel[j]] for j in n) > self.cap):
             return False
         if self.lim.one_nic_type and len({int(self.nic[j][sel[j]]) for j in n} - {-1}) > 1:
+            return False
+        if self.lim.max_gpu_types is not None and len({int(self.gpu[j][sel[j]]) for j in n}) > self.lim.max_gpu_types:
             return False
         use = sum(self.use[j][sel[j]] for j in n)
         cost = sum(float(self.own[j][sel[j]]) for j in n)
@@ -169,7 +179,8 @@ def _incumbent(jobs: list[JobCandidates], market: Market, lim: MixLimits,
                objective: str) -> tuple[np.ndarray | None, list[np.ndarray]]:
     """A good feasible selection, or None: for each NIC type of the fabric, the selection that maximises
     value − θ · (normalised use of every summed limit), θ the least found feasible by bisection, then
-    improved by local search (`_Moves.ascend`). Also a pool of designs per job: those met on the way
+    improved by local search (`_Moves.ascend`); with a limit on GPU models, over the models the most
+    frugal selection uses most. Also a pool of designs per job: those met on the way
     plus each job's cheapest by own cost, by own cost with shared parts at their lowest price, and by
     normalised use of the limits, per NIC type. A heuristic: it only speeds up the exact solve."""
     mv = _Moves(jobs, market, lim, objective)
@@ -192,6 +203,13 @@ def _incumbent(jobs: list[JobCandidates], market: Market, lim: MixLimits,
 
         def pick(theta: float) -> np.ndarray:
             return np.array([int(np.argmax(np.where(a, v - theta * u, -_INF))) for a, v, u in zip(allowed, value, use)])
+
+        if lim.max_gpu_types is not None:  # keep the GPU models the frugal pick uses most (a heuristic)
+            models, counts = np.unique([mv.gpu[j][d] for j, d in enumerate(pick(10 ** 6.0))], return_counts=True)
+            top = models[np.argsort(-counts, kind="stable")[:lim.max_gpu_types]]
+            narrowed = [a & np.isin(mv.gpu[j], top) for j, a in enumerate(allowed)]
+            if all(a.any() for a in narrowed):
+                allowed = narrowed
 
         feasible = mv.feasible
         for j, a in enumerate(allowed):
@@ -222,37 +240,89 @@ def _incumbent(jobs: list[JobCandidates], market: Market, lim: MixLimits,
     return best, [np.array(sorted(p), dtype=np.int64) for p in pool]
 
 
+def _cbc_seconds(left: float | None) -> float | None:
+    """CBC's own time limit out of `left` seconds (a share kept back for CBC's start and PuLP's reading
+    of the answer)."""
+    return None if left is None else max(1.0, 0.9 * left - 1.0)
+
+
 def _solve_first(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
-                 time_limit: float | None) -> tuple[dict[str, Any], np.ndarray | None]:
+                 time_limit: float | None,
+                 progress: Progress | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
     """The first solve (objectives `throughput` and `cost`), in two CBC runs. A heuristic
     (`_incumbent`) gives a selection and a pool of a few hundred designs; CBC solves the program over
     the pool (MIP start: the heuristic's selection). Its answer, of value L, is feasible for the whole
     program, so the optimum is at least L: every design that cannot be part of a selection within the
     tie tolerance of L or better is dropped (`_tie_candidates`, necessary conditions only; the optimum
     and every selection tied with it stay), and CBC solves the program over the rest, started from
-    the pool's answer, which proves optimality."""
+    the pool's answer, which proves optimality.
+
+    Under a time limit the answer is the best selection found (CBC's, or the pool's when CBC finds none
+    better in time), with CBC's gap, or, when CBC proved no bound, the gap to `dual_bound`."""
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
     inc, pool = _incumbent(jobs, market, lim, objective)
     idx, start, pre = [np.arange(len(j)) for j in jobs], None, ""
+    sense = -1.0 if objective == "cost" else 1.0
+    value, per_candidate = None, 0.0
     if inc is not None:
+        _say(progress, f"heuristic answer in {time.perf_counter() - t0:.1f} s; CBC over a pool of "
+                       f"{sum(len(k) for k in pool):,} designs")
         starts = [int(np.searchsorted(k, d)) for k, d in zip(pool, inc)]
+        tb = time.perf_counter()
         m0 = _build([j.take(k) for j, k in zip(jobs, pool)], market, lim, objective, start=np.array(starts))
-        r0 = _run_cbc(m0.prob, None if time_limit is None else time_limit / 4, warm_start=True)
-        if r0["status"] in ("Optimal", "Feasible (time limit)"):
-            inc = np.array([k[d] for k, d in zip(pool, _picks(m0))], dtype=np.int64)
+        per_candidate = (time.perf_counter() - tb) / max(1, sum(len(k) for k in pool))  # s to build one column
+        if deadline is None or deadline - time.perf_counter() > 4.0:
+            r0 = _run_cbc(m0.prob, None if deadline is None else _cbc_seconds((deadline - time.perf_counter()) / 4),
+                          warm_start=True, progress=progress, label="CBC over the pool")
+            if r0["status"] in ("Optimal", "Feasible (time limit)"):
+                cand = np.array([k[d] for k, d in zip(pool, _picks(m0))], dtype=np.int64)
+                v_c = float(_objective(objective, jobs, evaluate_picks(jobs, market, cand[None, :]))[0])
+                v_i = float(_objective(objective, jobs, evaluate_picks(jobs, market, inc[None, :]))[0])
+                if sense * v_c >= sense * v_i:
+                    inc = cand
         value = float(_objective(objective, jobs, evaluate_picks(jobs, market, inc[None, :]))[0])
         red = _tie_candidates(jobs, market, lim, objective, value, _TIE_TOL * max(abs(value), 1e-9))
         if all(d in k for d, k in zip(inc, red)):  # always, unless rounding
             idx, start = red, np.array([int(np.searchsorted(k, d)) for k, d in zip(red, inc)])
         pre = f" (started from a CBC solve over a pool of {sum(len(k) for k in pool):,})"
-    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    n_idx = sum(len(k) for k in idx)
+    method = f"CBC over {n_idx:,} of {sum(len(j) for j in jobs):,} candidates" + pre
+    # building, writing and reading the program take about 3x the pool's build time per column
+    overhead = 3.0 * per_candidate * n_idx
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and inc is not None and left - overhead < 5.0:  # no time left to prove anything
+        gap = abs(dual_bound(jobs, market, lim, objective, value) - value) / max(abs(value), 1e-12)
+        _say(progress, f"no time left for CBC over {n_idx:,} candidates (about {overhead:.0f} s to set up); "
+                       f"answer from the pool, gap {gap:.2%} to the Lagrangian bound")
+        return {"status": "Feasible (time limit)", "gap": gap, "time_s": time.perf_counter() - t0,
+                "method": f"heuristic and CBC over a pool (no time left for CBC over {n_idx:,} candidates); "
+                          "gap to the Lagrangian bound"}, inc
+    _say(progress, f"{method}" + ("" if left is None else f", {left:.0f} s left"))
     model = _build([j.take(k) for j, k in zip(jobs, idx)], market, lim, objective, start=start)
-    first = _run_cbc(model.prob, left, warm_start=start is not None)
+    left = None if deadline is None else deadline - time.perf_counter() - 2.0 * per_candidate * n_idx
+    first = _run_cbc(model.prob, _cbc_seconds(left), warm_start=start is not None, progress=progress,
+                     label="CBC over the candidates")
     first["time_s"] = time.perf_counter() - t0
-    first["method"] = f"CBC over {sum(len(k) for k in idx):,} of {sum(len(j) for j in jobs):,} candidates" + pre
-    if first["status"] not in ("Optimal", "Feasible (time limit)"):
-        return first, None
-    return first, np.array([k[d] for k, d in zip(idx, _picks(model))], dtype=np.int64)
+    first["method"] = method
+    picks = None
+    if first["status"] in ("Optimal", "Feasible (time limit)"):
+        picks = np.array([k[d] for k, d in zip(idx, _picks(model))], dtype=np.int64)
+    if first["status"] == "Optimal" or inc is None:
+        return first, picks
+    # stopped on time (or CBC failed): keep the better of CBC's answer and the pool's
+    if picks is not None:
+        v = float(_objective(objective, jobs, evaluate_picks(jobs, market, picks[None, :]))[0])
+        if sense * v >= sense * value:
+            return first, picks
+    if first["status"] == "Infeasible":  # cannot be: the pool's answer is feasible; trust the pool's answer
+        first["gap"] = None
+    if first["gap"] is None:
+        first["gap"] = abs(dual_bound(jobs, market, lim, objective, value) - value) / max(abs(value), 1e-12)
+        first["method"] += "; gap to the Lagrangian bound"
+    first["status"] = "Feasible (time limit)"
+    first["method"] += "; answer: the pool's"
+    return first, inc
 
 
 _ENUM_MAX = 20_000  # tie-break by enumeration up to this many selections of the remaining candidates
@@ -260,7 +330,8 @@ _ENUM_MAX = 20_000  # tie-break by enumeration up to this many selections of the
 
 def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str = "throughput",
                   time_limit: float | None = None, tie_break: bool = True, *, tie_enumeration_max: int = _ENUM_MAX,
-                  fair_enumeration_rows: int = _FAIR_ROWS) -> ProgramResult:
+                  fair_enumeration_rows: int = _FAIR_ROWS,
+                  progress: Progress | None = None) -> ProgramResult:
     """Solve the program over the given (already pruned) candidates.
 
     The first solve finds the optimum and proves it. The tie-break then looks only at designs that
@@ -274,9 +345,9 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
         return ProgramResult("Infeasible", None, None, None, 0.0, [])
     t0 = time.perf_counter()
     if objective == "fair":
-        first, picks = _solve_fair(jobs, market, lim, time_limit, fair_enumeration_rows)
+        first, picks = _solve_fair(jobs, market, lim, time_limit, fair_enumeration_rows, progress)
     else:
-        first, picks = _solve_first(jobs, market, lim, objective, time_limit)
+        first, picks = _solve_first(jobs, market, lim, objective, time_limit, progress)
     stages = [first]
     if first["status"] not in ("Optimal", "Feasible (time limit)"):
         return ProgramResult(first["status"], None, None, None, time.perf_counter() - t0, stages)

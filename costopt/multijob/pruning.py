@@ -6,17 +6,18 @@ same job is no worse in every quantity a constraint or objective reads:
     a_e ≤ a_d,  τ_e ≥ τ_d,  u_{e,p} ≤ u_{d,p} for every shared part p,
     and P_e ≤ P_d, R_e ≤ R_d, M_e ≤ M_d for each of power, rack units, nodes that is limited,
 
-with e using the same NIC type as d, or no NIC (single node), when one NIC type is enforced (ties:
-the earlier design in the deterministic design order stays). Swapping d for e in any solution keeps
-every constraint satisfied (each is a sum of these quantities, f_p is monotone, the fabric keeps its
-NIC type) and makes no objective worse, so the optimum survives. Three passes: the fastest strategy
+with e using the same NIC type as d, or no NIC (single node), when one NIC type is enforced, and
+the same GPU model as d when the number of GPU models is limited (ties: the earlier design in the
+deterministic design order stays). Swapping d for e in any solution keeps every constraint satisfied
+(each is a sum of these quantities, f_p is monotone, the fabric keeps its NIC type, the cluster its
+GPU models) and makes no objective worse, so the optimum survives. Three passes: the fastest strategy
 per (gpu, chassis, nic, nodes) (identical resources); a sweep over node counts per (gpu, chassis,
-nic); a sort-filter skyline per NIC type. Before it, per-design limits (own cost over the budget, power,
+nic); a sort-filter skyline per NIC type (and GPU model when limited). Before it, per-design limits (own cost over the budget, power,
 rack units, nodes, stock + inventory, a target the design misses) and a joint test (a design plus the
 other jobs' smallest own cost / power / rack units / nodes must fit) drop designs no feasible answer
 can use (`reduce_jobs` says why the order changes nothing).
 
-`_tie_candidates` applies necessary conditions of reaching a known objective value (used by the
+`_lagrange_keep` and `_tie_candidates` apply necessary conditions of reaching a known objective value (used by the
 solve and its tie-break).
 """
 
@@ -121,14 +122,15 @@ def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> n
     """Indices (into job) of the designs that survive dominance pruning, in their original order.
 
     A design is dropped only when another design of the same job is no worse in every column of
-    `_prune_dims` and uses the same NIC type or no NIC (when one NIC type is enforced), so the
-    program's optimum is unchanged (module docstring)."""
+    `_prune_dims` and uses the same NIC type or no NIC (when one NIC type is enforced) and the same GPU
+    model (when the number of GPU models is limited), so the program's optimum is unchanged (module
+    docstring)."""
     lim = lim or MixLimits()
     n = len(job)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     dims = _prune_dims(job, market, lim)
-    if dims.shape[1] == 2 and not lim.one_nic_type:  # own cost and throughput only: one sweep
+    if dims.shape[1] == 2 and not lim.one_nic_type and lim.max_gpu_types is None:  # own cost, throughput: one sweep
         return _skyline(dims, np.arange(n))
     order = np.arange(n)
 
@@ -158,17 +160,23 @@ def prune(job: JobCandidates, market: Market, lim: MixLimits | None = None) -> n
     drop = ~start & np.all(dims[o[e]] <= dims[o], axis=1)
     keep = np.sort(o[~drop])
 
-    # pass 3: skyline per NIC type; a single-node design (no NIC) may replace any design
-    if not lim.one_nic_type:
-        return _skyline(dims, keep)
-    nic = job.nic[keep]
-    single = _skyline(dims, keep[nic == "none"])
-    out = [single] + [_skyline(dims, keep[nic == n_id], seed=single) for n_id in np.unique(nic) if n_id != "none"]
-    return np.sort(np.concatenate(out))
+    # pass 3: skyline per NIC type (a single-node design, no NIC, may replace any design), and per GPU
+    # model when their number is limited
+    groups = [keep] if lim.max_gpu_types is None else [keep[job.gpu[keep] == g] for g in np.unique(job.gpu[keep])]
+    out = []
+    for grp in groups:
+        if not lim.one_nic_type:
+            out.append(_skyline(dims, grp))
+            continue
+        nic = job.nic[grp]
+        single = _skyline(dims, grp[nic == "none"])
+        out += [single] + [_skyline(dims, grp[nic == n_id], seed=single) for n_id in np.unique(nic) if n_id != "none"]
+    return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
-def _within_limits(job: JobCandidates, market: Market, lim: MixLimits, objective: str) -> np.ndarray:
-    """Designs that could be part of a feasible answer on their own (per-design limits)."""
+def _within_limits(job: JobCandidates, market: Market, lim: MixLimits, objective: str | None) -> np.ndarray:
+    """Designs that could be part of a feasible answer on their own (per-design limits; the job's target
+    too unless the objective is `fair` or None)."""
     ok = np.ones(len(job), bool)
     if lim.budget_usd is not None:
         ok &= own_cost(job, market) <= lim.budget_usd
@@ -218,6 +226,82 @@ def _caps(jobs: list[JobCandidates], market: Market, lim: MixLimits, own: list[n
     return [(v, limit * (1 + 1e-9) + 1e-6) for v, limit in caps]
 
 
+def _relaxation(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str, own: list[np.ndarray]):
+    """A relaxation of the program: maximise Σ_j val_j(d_j) subject to Σ_j use_j(d_j) ≤ 1 in each summed
+    limit of `_caps` (each a necessary condition, normalised by its limit; the NIC-type rule dropped).
+    Returns (val per job, use per job, shift):
+
+        throughput: val = w τ, the objective is Σ val, shift = 0;
+        cost:       val = −(a + Σ_p ρ_p u_p), ρ_p part p's lowest unit price; f_p(N) ≥ ρ_p (N − o_p), so
+                    cost ≥ −Σ val − shift with shift = Σ_p ρ_p o_p, and cost ≤ C implies Σ val ≥ −C − shift."""
+    caps = _caps(jobs, market, lim, own)
+    uses = [np.stack([v[j] / limit for v, limit in caps], axis=1) if caps else np.zeros((len(job), 0))
+            for j, job in enumerate(jobs)]
+    if objective == "throughput":
+        return [job.weight * job.throughput.astype(np.float64) for job in jobs], uses, 0.0
+    low = {p: min(b[2] for b in market.bands(p)) for p in market.shared}
+    vals = [-(a + sum((low[p] * job.usage(p) for p in low), np.zeros(len(job)))) for a, job in zip(own, jobs)]
+    return vals, uses, float(sum(low[p] * market.owned.get(p, 0) for p in low))
+
+
+def _lagrange(vals: list[np.ndarray], uses: list[np.ndarray], target: float,
+              iters: int = 150) -> tuple[float, list[np.ndarray], np.ndarray]:
+    """Lagrangian bound of max Σ_j val_j(d_j) s.t. Σ_j use_j(d_j) ≤ 1 (every column):
+
+        UB(θ) = Σ_j max_d (val_d − θ·use_d) + Σ_c θ_c  ≥  the optimum, for every θ ≥ 0,
+
+    since θ·(1 − Σ use) ≥ 0 for a selection within the limits. θ by projected subgradient steps
+    (Polyak's step towards `target`, a value some feasible selection reaches). Returns the least bound
+    found, each job's reduced values val − θ·use at that θ, and θ."""
+    C = uses[0].shape[1] if uses else 0
+    theta = np.zeros(C)
+    best = None
+    lam = 1.0
+    for _ in range(iters + 1):
+        red = [v - u @ theta for v, u in zip(vals, uses)]
+        arg = [int(np.argmax(r)) for r in red]
+        ub = float(sum(r[a] for r, a in zip(red, arg)) + theta.sum())
+        if best is None or ub < best[0] - 1e-12 * max(abs(ub), 1.0):
+            best = (ub, red, theta.copy())
+        else:
+            lam /= 1.5
+        if C == 0:
+            break
+        g = 1.0 - sum(u[a] for u, a in zip(uses, arg))  # subgradient of UB is −g
+        norm = float(g @ g)
+        if norm <= 0 or ub - target <= 1e-12 * max(abs(ub), 1.0) or lam < 1e-6:
+            break
+        theta = np.maximum(0.0, theta - lam * (ub - target) / norm * g)
+    return best
+
+
+def dual_bound(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str, value: float) -> float:
+    """A bound on the optimum of `throughput` (upper) or `cost` (lower) from the Lagrangian of the summed
+    limits (`_lagrange`), given the value of a feasible selection; for the gap of a time-limited answer."""
+    own = [own_cost(j, market) for j in jobs]
+    vals, uses, shift = _relaxation(jobs, market, lim, objective, own)
+    target = value if objective == "throughput" else -value - shift
+    ub = _lagrange(vals, uses, target)[0]
+    return ub if objective == "throughput" else -(ub + shift)  # cost ≥ −Σ val − shift ≥ −UB − shift
+
+
+def _lagrange_keep(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str, own: list[np.ndarray],
+                   v1: float, tol: float) -> list[np.ndarray]:
+    """Designs that pass the Lagrangian test of reaching `v1` within `tol` (reduced-cost fixing): a
+    selection S that holds design d of job j and reaches the level satisfies, at the θ of `_lagrange`,
+
+        (val_d − θ·use_d) + Σ_{i≠j} max (val_i − θ·use_i) + Σ θ  ≥  Σ_S val  ≥  level,
+
+    the level being v1 − tol for throughput and −(v1 + tol) − shift for cost; d is dropped otherwise."""
+    vals, uses, shift = _relaxation(jobs, market, lim, objective, own)
+    level = v1 - tol if objective == "throughput" else -(v1 + tol) - shift
+    level -= 1e-9 * max(abs(level), 1.0)  # rounding
+    ub, red, theta = _lagrange(vals, uses, level)
+    tops = np.array([r.max(initial=-_INF) for r in red])
+    rest = tops.sum() + theta.sum()
+    return [r + (rest - t) >= level for r, t in zip(red, tops)]
+
+
 def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str,
                     v1: float, tol: float) -> list[np.ndarray]:
     """Per job, the designs that can be part of a feasible selection whose objective is within `tol` of
@@ -231,6 +315,8 @@ def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, o
     a_d plus the other jobs' least own costs ≤ v1 + tol."""
     own = [own_cost(j, market) for j in jobs]
     keep = [np.ones(len(j), bool) for j in jobs]
+    if objective in ("throughput", "cost") and len(jobs) > 1:
+        keep = _lagrange_keep(jobs, market, lim, objective, own, v1, tol)
     # summed limits: own cost under the budget, power, rack units, nodes
     caps = _caps(jobs, market, lim, own)
     n = len(jobs)
@@ -253,18 +339,20 @@ def _tie_candidates(jobs: list[JobCandidates], market: Market, lim: MixLimits, o
         if objective == "throughput" and n > 1:
             # job j's design d leaves job i at most limit − v_d − the remaining jobs' least v, in each
             # summed limit: job i reaches at most the least of its best values under those caps
+            # (the tables from this round's sets: a job's set only shrinks, so they stay valid bounds)
             w = [job.weight * job.throughput.astype(np.float64) for job in jobs]
+            tables = [[_best_alone(v[i][keep[i]], w[i][keep[i]]) for v, _ in caps] for i in range(n)]
             for j in range(n):
-                ub = w[j].copy()
+                on = np.flatnonzero(keep[j])
+                ub = w[j][on].copy()
                 for i in range(n):
                     if i == j:
                         continue
-                    best = np.full(len(jobs[j]), _INF)
-                    for (v, limit), m in zip(caps, mins):
-                        table = _best_alone(v[i][keep[i]], w[i][keep[i]])
-                        best = np.minimum(best, _lookup(table, limit - v[j] - (m.sum() - m[i] - m[j])))
+                    best = np.full(len(on), _INF)
+                    for c, ((v, limit), m) in enumerate(zip(caps, mins)):
+                        best = np.minimum(best, _lookup(tables[i][c], limit - v[j][on] - (m.sum() - m[i] - m[j])))
                     ub += best
-                keep[j] &= ub >= v1 - tol
+                keep[j][on[ub < v1 - tol]] = False
     return [np.flatnonzero(k) for k in keep]
 
 
@@ -304,7 +392,7 @@ def reduce_jobs(jobs: list[JobCandidates], market: Market, lim: MixLimits, objec
             kept = [j.take(np.flatnonzero(k)) for j, k in zip(kept, _joint_filter(kept, market, lim))]
     out = []
     for j in kept:
-        j.counts["within_limits"] = len(j)
+        j.counts.setdefault("within_limits", len(j))
         p = j.take(prune(j, market, lim))
         p.counts["after_pruning"] = p.counts["after_limits"] = len(p)
         out.append(p)

@@ -47,4 +47,52 @@ def render(res: MixResult, console, timings: bool = False) -> None:
     tot = res.totals
     console.print(f"Total: ${tot['cost_usd']:,.0f} (list price of the designs ${tot['list_price_usd']:,.0f}), "
                   f"{tot['power_kw']:,.1f} kW, {tot['rack_units']:g} RU, {tot['nodes']} nodes, {tot['gpus']} GPUs, "
-                  f"NIC types: {', '.join(tot['nic_types']) or 'none (single nodes)'}")
+                  f"NIC types: {', '.join(tot['nic_types']) or 'none (single nodes)'}; "
+                  f"GPU types: {', '.join(tot.get('gpu_types', []))}")
+    if res.binding:
+        t = Table(title="Limits at the answer (binds: changing one job's design would improve the answer but "
+                        "needs more of this limit)",
+                  title_justify="left")
+        for col in ("limit", "used", "allowed", "slack", "binds", "what more of it would allow"):
+            t.add_column(col, justify="left" if col in ("limit", "binds", "what more of it would allow") else "right")
+        for b in res.binding:
+            t.add_row(b["limit"], _amount(b["used"], b["unit"]), _amount(b["allowed"], b["unit"]),
+                      _amount(b["slack"], b["unit"]), "yes" if b["binds"] else ("at limit" if b["at_limit"] else "no"),
+                      _blocked(b, res.objective))
+        console.print(t)
+    for p in res.parts:
+        why = p.get("owned_unused")
+        if why:
+            console.print(f"Owned {p['kind']} {p['id']}: {why['units']} of {p['owned']} unused: {_unused(why, res.objective)}")
+
+
+def _amount(v: float, unit: str) -> str:
+    if unit == "USD":
+        return f"${v:,.0f}"
+    if unit in ("types", "units", "nodes"):
+        return f"{v:,.0f}"
+    return f"{v:,.4g} {unit}"
+
+
+def _change(rel: float, objective: str) -> str:
+    what = {"throughput": "weighted throughput", "fair": "least throughput/target", "cost": "cost"}[objective]
+    return f"{what} {rel:+.2%}"
+
+
+def _blocked(b: dict, objective: str) -> str:
+    c = b.get("blocked_change")
+    if not c:
+        return "no one-job improvement needs more of it"
+    return (f"{_amount(c['over_by'], b['unit'])} more: job '{c['job']}' on {c['design']}, "
+            f"{_change(c['objective_change'], objective)}")
+
+
+def _unused(why: dict, objective: str) -> str:
+    if why["reason"] == "no_candidate":
+        return ("no candidate design of any job uses more of it (designs with it break a per-design limit, do not "
+                "fit the model, or cost, run and draw no better than one without it)")
+    if why["reason"] == "worse":
+        return (f"the best one-job change that uses more (job '{why['job']}' on {why['design']}) gives "
+                f"{_change(why['objective_change'], objective)}")
+    return (f"every one-job change that uses more breaks a limit; the closest (job '{why['job']}' on "
+            f"{why['design']}) is over the {why['limit']} limit by {why['over_by']:,.4g}")
