@@ -28,13 +28,13 @@ from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 
-DEFAULT_PRECISION = "auto"  # fp32 when the model has an fp32 profile, else its first AMP profile
+DEFAULT_PRECISION = "auto"  # per GPU: the best training precision it runs (Gpu.best_training_precision)
 DEFAULT_MAX_NODES = 1024
 
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
     "gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
-    "batch_per_gpu", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
+    "batch_per_gpu", "grad_accum", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
     "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
     "time_to_train_h", "compute_source", "compute_basis", "feasible",
@@ -58,6 +58,8 @@ class Evaluation:
     timing: Timing
     costs: Costs
     basis: CostBasis = field(default_factory=CostBasis)
+    grad_accum: int = 1  # micro-batches of batch_per_gpu per synchronisation
+    gpu_precision: list[str] | None = None  # per catalog GPU (space.gpus order): the precision it runs
 
     def __len__(self) -> int:
         return len(self.space)
@@ -102,7 +104,9 @@ class Evaluation:
                 "strategy": np.array(STRATEGIES, dtype=object)[s.strategy[idx]],
                 "reduce_on": np.array(REDUCE_ON, dtype=object)[s.reduce_on[idx]],
                 "batch_per_gpu": np.full(len(idx), self.batch_per_gpu),
-                "precision": np.full(len(idx), self.precision, dtype=object),
+                "grad_accum": np.full(len(idx), self.grad_accum),
+                "precision": (np.array(self.gpu_precision, dtype=object)[gi] if self.gpu_precision is not None
+                              else np.full(len(idx), self.precision, dtype=object)),
                 "overlap": np.full(len(idx), self.overlap, dtype=object),
                 "cost_usd": c.cost_usd[idx],
                 "cost_basis": self.cost_basis(idx),
@@ -152,32 +156,52 @@ def design_dict(row: pd.Series) -> dict[str, Any]:
     return out
 
 
+def gpu_precisions(workload: Workload, gpus: list, precision: str) -> list[str]:
+    """The precision each GPU runs: the one asked for, or with `auto` the best training precision the
+    GPU has (Gpu.best_training_precision: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, fp32
+    before)."""
+    return [g.best_training_precision() if precision == "auto" else precision for g in gpus]
+
+
 def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
-                 params: SystemParams) -> GpuCompute:
-    """Compute estimate per GPU type (a loop over catalog GPUs, not designs)."""
+                 params: SystemParams, grad_accum: int = 1) -> tuple[GpuCompute, list[str]]:
+    """Compute estimate per GPU type (a loop over catalog GPUs, not designs), at each GPU's precision.
+
+    With K = grad_accum micro-batches per synchronisation, K forwards and K-1 backwards run before
+    the last backward (whose gradients overlap communication), then one optimizer step:
+        T_f' = K T_f + (K-1) T_b,   T_b' = T_b,   T_step' = T_step      (samples per GPU: K b)
+    """
     n = len(space.gpus)
     f, b, st = np.ones(n), np.ones(n), np.zeros(n)
     mem_ok, supported = np.zeros(n, bool), np.zeros(n, bool)
     source, basis = ["none"] * n, [""] * n
+    precisions = gpu_precisions(workload, space.gpus, precision)
+    have = workload.precisions()
     used = set(np.unique(space.gpu_idx).tolist())
     for i, g in enumerate(space.gpus):
         if i not in used:
             continue
-        if not g.supports(precision):
-            basis[i] = f"{g.id} has no {precision} path"
+        p = precisions[i]
+        if not g.supports(p):
+            basis[i] = f"{g.id} has no {p} path"
+            continue
+        if p not in have:
+            basis[i] = (f"{g.id} trains in {p} (precision auto) but model '{workload.model}' has no {p} profile"
+                        if precision == "auto" else f"model '{workload.model}' has no {p} profile")
             continue
         try:
-            est: ComputeEstimate = workload.compute(g, precision, batch, catalog)
+            est: ComputeEstimate = workload.compute(g, p, batch, catalog)
         except InputError as exc:
             basis[i] = str(exc)
             continue
-        f[i], b[i], st[i] = est.forward_s, est.backward_s, est.step_s
+        k = grad_accum
+        f[i], b[i], st[i] = k * est.forward_s + (k - 1) * est.backward_s, est.backward_s, est.step_s
         mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
         supported[i] = True
-        source[i], basis[i] = est.source, est.basis
+        source[i], basis[i] = est.source, est.basis + (f"; {k} micro-batches per step" if k > 1 else "")
         if not mem_ok[i]:
             basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
-    return GpuCompute(f, b, st, mem_ok, supported, source, basis)
+    return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions
 
 
 def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
@@ -208,24 +232,23 @@ def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, te
 
 
 def resolve_precision(workload: Workload, precision: str) -> str:
-    """`auto` -> fp32 where the model has an fp32 profile (every GPU runs it), else its first AMP one."""
-    if precision != "auto":
-        return precision
-    have = workload.precisions()
-    if not have:
+    """Check the model has a compute profile; `auto` stays `auto` (resolved per GPU, gpu_precisions)."""
+    if not workload.precisions():
         raise InputError(f"model '{workload.model}' has no compute profile")
-    return "fp32" if "fp32" in have else have[0]
+    return precision
 
 
 def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
-    samples_to_train: float | None = None, basis: CostBasis | None = None, support_years: float = 0.0,
+    samples_to_train: float | None = None, basis: CostBasis | None = None, grad_accum: int = 1,
+    support_years: float = 0.0,
 ) -> Evaluation:
     """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
 
     Per GPU type of the catalog, the workload's compute estimate at `batch_per_gpu` and `precision`
-    (measured, interpolated or scaled: see workload.py) and whether it fits in memory; then the timing
+    (measured, published ratio or roofline: see compute.py; `auto` = each GPU's best training precision)
+    and whether it fits in memory; then the timing
     model (timing.py: iteration time, throughput, bottleneck) and the costs (cost.py: capex, power,
     rack units) of all designs as numpy arrays, one element per design. Costs are on `basis` (default:
     a purchase with `tco_years` of electricity, rented designs per job when `samples_to_train` is given,
@@ -235,7 +258,7 @@ def evaluate_space(
                               ("tensors", tensors, TensorSet), ("params", params, SystemParams)):
         if not isinstance(value, kind):
             raise InputError(f"evaluate_space: {name} must be a {kind.__name__}, got {type(value).__name__}", field=name)
-    checks.choice("precision", precision, ("fp32", "amp_bf16", "amp_fp16"))
+    checks.choice("precision", precision, ("auto", "fp32", "amp_bf16", "amp_fp16"))
     checks.choice("overlap mode", overlap, OVERLAP_MODES)
     count("batch per GPU", batch_per_gpu)
     non_negative("TCO years", tco_years)
@@ -247,12 +270,13 @@ def evaluate_space(
         raise InputError(f"evaluate_space: basis must be a CostBasis, got {type(basis).__name__}", field="basis")
     elif tco_years or samples_to_train is not None:
         raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
-    compute = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params)
-    timing = evaluate(space, compute, tensors, params, batch_per_gpu, overlap)
-    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years, facility=catalog.facility,
-                                          support_years=support_years), timing.throughput_samples_per_s, basis)
+    count("gradient accumulation steps", grad_accum)
+    compute, precisions = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
+    timing = evaluate(space, compute, tensors, params, batch_per_gpu * grad_accum, overlap)
+    costs = price_on_basis(evaluate_costs(
+        space, catalog.site, basis.tco_years, facility=catalog.facility, support_years=support_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
-                      space, compute, timing, costs, basis)
+                      space, compute, timing, costs, basis, grad_accum, precisions)
 
 
 def enumerate_for_budget(cat: Catalog, budget: float | None, basis: CostBasis, *, max_nodes: int | None = None,
@@ -279,7 +303,8 @@ def predict(
     batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
-    tco_years: float = 0.0, nics_per_node: int = 1, support_years: float = 0.0, today: date | None = None,
+    tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1, support_years: float = 0.0,
+    today: date | None = None,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README).
 
@@ -295,6 +320,7 @@ def predict(
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
+    count("gradient accumulation steps", grad_accum)
     non_negative("TCO years", tco_years)
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
@@ -302,7 +328,7 @@ def predict(
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
-                        support_years=support_years)
+                        grad_accum=grad_accum, support_years=support_years)
     d = ev.priced_design(0, today)
     d["model"] = workload.model
     return d
@@ -364,8 +390,8 @@ def solve(
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
-    include: list[str] | str | None = None, exclude_gpus: list[str] | None = None, support_years: float = 0.0,
-    today: date | None = None,
+    grad_accum: int = 1, include: list[str] | str | None = None, exclude_gpus: list[str] | None = None,
+    support_years: float = 0.0, today: date | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
     checks.choice("objective", objective, OBJECTIVES)
@@ -386,6 +412,7 @@ def solve(
     non_negative("TCO years", tco_years)
     count("max nodes", max_nodes)
     count("top", top)
+    count("gradient accumulation steps", grad_accum)
     for k in gpus_per_node or []:
         count("GPUs per node", k)
     samples = checks.samples_to_train(epochs, dataset_size)
@@ -405,7 +432,8 @@ def solve(
     space = enumerate_for_budget(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
                                  gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                        batch_per_gpu=batch, overlap=overlap, basis=basis, support_years=support_years)
+                        batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum,
+                        support_years=support_years)
     return choose(ev, budget=budget, objective=objective, top=top, max_power_kw=max_power_kw,
                   max_rack_units=max_rack_units, min_throughput=min_throughput, part_filter=part_filter, today=today)
 

@@ -63,6 +63,8 @@ Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-
 PcieGen = Literal[3, 4, 5, 6]
 Segment = Literal["datacenter", "workstation", "consumer"]
 Lifecycle = Literal["current", "legacy", "end_of_life"]
+Architecture = Literal["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                       "cdna2", "cdna3", "other"]
 
 
 class _Strict(BaseModel):
@@ -97,7 +99,7 @@ class LifeCycled(_Strict):
     """
 
     lifecycle: Lifecycle = "current"
-    end_of_life_date: str | None = None
+    end_of_life_date: Date | None = None
     lifecycle_source: str = ""
 
     @model_validator(mode="after")
@@ -144,6 +146,12 @@ class Gpu(Sourced, LifeCycled):
     pcie_gen: PcieGen
     price_usd: PositiveFloat
     launch_year: Annotated[int, Field(ge=1970, le=2100)] | None = None
+    # GPU generation: selects the achieved fractions of peak the compute roofline uses (compute.py)
+    architecture: Architecture | None = None
+    # provenance of the peak fields (tflops_*, memory_bandwidth_gbs): where they are read and when
+    peak_source: Annotated[str, Field(min_length=1)] | None = None
+    peak_date: Date | None = None
+    # a published single-GPU ResNet-50 training figure (one same-model evidence point, see compute.py)
     throughput: ReferenceThroughput | None = None
 
     @model_validator(mode="after")
@@ -153,6 +161,40 @@ class Gpu(Sourced, LifeCycled):
         if self.gpu_link != "none" and self.gpu_link_gbs <= 0:
             raise ValueError(f"gpu_link_gbs must be > 0 for gpu_link '{self.gpu_link}'")
         return self
+
+    @model_validator(mode="after")
+    def _peak_provenance(self):
+        if (self.peak_source is None) != (self.peak_date is None):
+            raise ValueError("peak_source and peak_date go together")
+        return self
+
+    def peak_flops(self, precision: str) -> float | None:
+        """Dense peak FLOP/s the GPU's fastest unit reaches at this training precision (None: no path).
+
+        fp32 training may run convolutions (cuDNN's default) and, in NGC containers, matmuls on TF32
+        tensor cores, so its ceiling is the larger of the FP32 and TF32 peaks.
+        """
+        if precision == "fp32":
+            return 1e12 * max(self.tflops_fp32, self.tflops_tf32 or 0.0)
+        if precision == "amp_bf16":
+            return None if self.tflops_bf16 is None else 1e12 * self.tflops_bf16
+        if precision == "amp_fp16":
+            return None if self.tflops_fp16 is None else 1e12 * self.tflops_fp16
+        return None
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbs * 1e9
+
+    def best_training_precision(self) -> str:
+        """The precision a 2026 buyer trains in on this GPU: bf16 AMP where the GPU has BF16 (Ampere
+        and later, MI300X), fp16 AMP where FP16 runs on tensor cores (Volta, Turing: >= 4x the FP32
+        rate), fp32 otherwise (Kepler, Pascal's FP16 is only 2x FP32 on the CUDA cores)."""
+        if self.tflops_bf16 is not None:
+            return "amp_bf16"
+        if self.tflops_fp16 is not None and self.tflops_fp16 >= 4 * self.tflops_fp32:
+            return "amp_fp16"
+        return "fp32"
 
     def supports(self, precision: str) -> bool:
         """Whether the GPU has a fast path for this training precision."""
@@ -195,12 +237,12 @@ class Nic(Sourced, LifeCycled):
     # one link (cable, or fibre with its two transceivers) from a port to a switch port; see cost.py
     cable_price_usd: NonNegativeFloat
     cable_source: str = ""
-    cable_price_date: str = ""
+    cable_price_date: Date | None = None
     power_w: NonNegativeFloat = 25.0
 
     @model_validator(mode="after")
     def _cable_sourced(self):
-        if self.cable_price_usd > 0 and not (self.cable_source.strip() and self.cable_price_date.strip()):
+        if self.cable_price_usd > 0 and not (self.cable_source.strip() and self.cable_price_date):
             raise ValueError("cable_price_usd needs cable_source and cable_price_date")
         return self
 

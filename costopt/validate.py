@@ -19,7 +19,9 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu),
   `overlap` (wfbp | none | full, default wfbp: the timing model's overlap mode for that row; `none`
   where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
-  `--gradient_repacking`, thesis_method.md §6.5 (a)).
+  `--gradient_repacking`, thesis_method.md §6.5 (a)), `grad_accum` (micro-batches of batch_per_gpu per
+  synchronisation, default 1: K forwards and K-1 backwards before the last backward, K x batch samples
+  per GPU per iteration, as api.py).
 Every other column is kept and echoed in the output.
 
 Prediction: rows sharing (model, tensor set, batch, overlap) are evaluated as one design space where each row
@@ -80,6 +82,7 @@ class Row:
     tensor_set: str = "pytorch"
     chassis: str | None = None
     overlap: str = "wfbp"
+    grad_accum: int = 1
     raw: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -202,6 +205,8 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
     )
     if "overlap" in raw:
         r.overlap = choice("overlap", OVERLAP_MODES, "wfbp") or "wfbp"
+    if raw.get("grad_accum", ""):
+        r.grad_accum = number("grad_accum", integer=True)
     if not r.strategy:
         raise _err(path, line, "strategy", f"empty (required; choose from {', '.join(ROW_STRATEGIES)})")
     if r.tensor_set not in workload.tensor_sets:
@@ -317,13 +322,15 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
             est = w.compute(g, r.precision, r.batch_per_gpu, cat)
         except InputError as exc:
             raise InputError(f"{where}: line {r.line}, column 'gpu': {exc}") from None
+        k = r.grad_accum  # K micro-batches per synchronisation (api._gpu_compute)
+        fk, bk, sk = k * est.forward_s + (k - 1) * est.backward_s, est.backward_s, est.step_s
         scale = 1.0
         if r.single_gpu_samples_per_s is not None:
-            scale = (r.batch_per_gpu / r.single_gpu_samples_per_s) / est.iteration_s
+            scale = (k * r.batch_per_gpu / r.single_gpu_samples_per_s) / (fk + bk + sk)
             basis[i] = f"calibrated to {r.single_gpu_samples_per_s:g} samples/s on 1 GPU (zoo phases x {scale:.3g})"
         else:
             basis[i] = f"{est.source}: {est.basis}"
-        f[i], b[i], st[i] = est.forward_s * scale, est.backward_s * scale, est.step_s * scale
+        f[i], b[i], st[i] = fk * scale, bk * scale, sk * scale
         if r.strategy == "single":
             continue
         strategy = r.strategy
@@ -339,11 +346,11 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         design[i] = (int(sp.chassis_idx[0]), int(sp.nic_idx[0]))
 
     single_idx = np.array([i for i, r in enumerate(rows) if r.strategy == "single"], dtype=np.int64)
-    single_pred = np.array([rows[i].batch_per_gpu / (f[i] + b[i] + st[i]) for i in single_idx])
+    single_pred = np.array([rows[i].batch_per_gpu * rows[i].grad_accum / (f[i] + b[i] + st[i]) for i in single_idx])
     keys: dict[tuple, list[int]] = {}
     for i in design:
         r = rows[i]
-        keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu, r.overlap), []).append(i)
+        keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu * r.grad_accum, r.overlap), []).append(i)
     groups = []
     for (model, ts, batch, overlap), idx in keys.items():
         idx_a = np.array(idx, dtype=np.int64)

@@ -8,20 +8,12 @@ measurements in shared/data/h200/) holds:
   `tensorflow`: tf_cnn_benchmarks definitions for the 2017 CNN benchmarks, with batch-norm moving
   statistics as load-only entries for PS placement);
 - compute profiles: forward, backward and optimizer-step time and peak memory per
-  (gpu, precision, batch), measured.
+  (gpu, precision, batch), measured;
+- `flops`: matmul FLOPs and other memory traffic per training sample (tools/zoo_flops.py).
 
-Compute on a GPU without a measurement is scaled, following the thesis (§6.8 of
-thesis_method.md: keep the model's structure, rescale T_f and T_b by the GPU speed ratio):
-
-    t_phase(gpu, b) = max( t_phase(ref, b) * R,  t_phase(ref, b_min) )      R = X_ref / X_gpu
-
-where X is the published single-GPU ResNet-50 training throughput of each GPU at that precision
-(catalog field `throughput`, one harness for all GPUs where possible) and ref is the GPU the
-profile was measured on. The second term keeps the launch-bound floor the H200 README warns about:
-a faster GPU cannot beat the per-iteration floor measured at the smallest batch. Batches between
-measured ones are interpolated linearly, larger ones extrapolated from the last two points, smaller
-ones held at the smallest measured batch (time) or extrapolated (memory). Gradients are fp32 in
-every precision (AMP keeps fp32 master weights), so gradient bytes = 4 x parameters.
+Compute on any GPU, measured or not, is predicted by costopt/compute.py (measured > published
+same-model ratio > roofline, never faster than the GPU's peak). Gradients are fp32 in every precision
+(AMP keeps fp32 master weights), so gradient bytes = 4 x parameters.
 """
 
 from __future__ import annotations
@@ -35,15 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from .catalog import Catalog, Gpu
+from .compute import PRECISIONS, PROFILE_PRECISION, ZOO_DIR, ComputeEstimate, ProfilePoint, estimate
 from .errors import InputError
-from .units import gb_to_bytes, ms_to_s
+from .units import gb_to_bytes
 
-ZOO_DIR = Path(__file__).parent / "data" / "zoo"
-PRECISIONS = ("fp32", "amp_bf16", "amp_fp16")
 GRADIENT_BYTES_PER_PARAM = 4  # fp32 gradients (AMP keeps fp32 master weights and gradients)
-# Profiles are recorded as fp32 or amp_bf16; fp16 autocast runs on the same tensor cores at the same
-# rate on the measured GPU, so amp_fp16 reads the amp_bf16 profile.
-_PROFILE_PRECISION = {"fp32": "fp32", "amp_bf16": "amp_bf16", "amp_fp16": "amp_bf16"}
+_PROFILE_PRECISION = PROFILE_PRECISION
 
 
 @dataclass(frozen=True)
@@ -99,35 +88,6 @@ class TensorSet:
 
 
 @dataclass(frozen=True)
-class ProfilePoint:
-    gpu: str
-    precision: str
-    batch: int
-    forward_ms: float
-    backward_ms: float
-    step_ms: float
-    peak_mem_bytes: float
-    source: str
-    date: str
-
-
-@dataclass(frozen=True)
-class ComputeEstimate:
-    """One GPU's iteration at one batch and precision."""
-
-    forward_s: float
-    backward_s: float
-    step_s: float
-    peak_mem_bytes: float
-    source: str  # measured | interpolated | extrapolated | scaled
-    basis: str  # one line: where the numbers come from
-
-    @property
-    def iteration_s(self) -> float:
-        return self.forward_s + self.backward_s + self.step_s
-
-
-@dataclass(frozen=True)
 class Workload:
     model: str
     description: str
@@ -137,6 +97,7 @@ class Workload:
     tensor_sets: dict[str, TensorSet]
     profiles: tuple[ProfilePoint, ...]
     path: str
+    flops: dict | None = None  # zoo `flops` (tools/zoo_flops.py); None for a profile file without it
 
     def tensors(self, tensor_set: str = "pytorch") -> TensorSet:
         if tensor_set not in self.tensor_sets:
@@ -149,96 +110,10 @@ class Workload:
         have = {p.precision for p in self.profiles}
         return [p for p in PRECISIONS if _PROFILE_PRECISION[p] in have]
 
-    def compute(self, gpu: Gpu, precision: str, batch: int, catalog: Catalog) -> ComputeEstimate:
-        """Forward/backward/step time and peak memory of one `gpu` at `batch` and `precision`."""
-        if precision not in PRECISIONS:
-            raise InputError(f"unknown precision '{precision}' (choose from {', '.join(PRECISIONS)})")
-        if batch < 1:
-            raise InputError(f"batch per GPU must be >= 1, got {batch}")
-        want = _PROFILE_PRECISION[precision]
-        points = [p for p in self.profiles if p.precision == want]
-        if not points:
-            raise InputError(
-                f"model '{self.model}' has no {want} compute profile (has: {', '.join(self.precisions()) or 'none'})"
-            )
-        by_gpu: dict[str, list[ProfilePoint]] = {}
-        for p in points:
-            by_gpu.setdefault(p.gpu, []).append(p)
-        if gpu.id in by_gpu:
-            return _from_points(sorted(by_gpu[gpu.id], key=lambda p: p.batch), batch, 1.0, "")
-        # Scale from a measured GPU that has a published reference throughput.
-        target = _reference_throughput(gpu, precision)
-        for ref_id in sorted(by_gpu):
-            ref_gpu = catalog.gpus.get(ref_id)
-            if ref_gpu is None:
-                continue
-            ref = _reference_throughput(ref_gpu, precision)
-            if ref is None or target is None:
-                continue
-            ratio = ref[0] / target[0]
-            basis = (
-                f"scaled from {ref_id} measurement by ResNet-50 throughput ratio {ref[0]:g}/{target[0]:g} "
-                f"({target[1]})"
-            )
-            return _from_points(sorted(by_gpu[ref_id], key=lambda p: p.batch), batch, ratio, basis)
-        raise InputError(
-            f"cannot estimate {self.model} compute on gpu '{gpu.id}' ({precision}): no published "
-            f"throughput for it in the catalog and no measured profile"
-        )
-
-
-def _reference_throughput(gpu: Gpu, precision: str) -> tuple[float, str] | None:
-    """Published samples/s of this GPU for the scaling ratio, with a note of where it comes from."""
-    t = gpu.throughput
-    if t is None:
-        return None
-    if precision == "fp32":
-        value = t.fp32_samples_per_s
-    else:
-        # GPUs without a published AMP figure fall back to fp32 speed (no AMP gain assumed).
-        value = t.amp_samples_per_s if t.amp_samples_per_s is not None else t.fp32_samples_per_s
-    if value is None:
-        return None
-    note = f"{t.source}, {t.date}" + (", estimate" if t.estimate else "")
-    return value, note
-
-
-def _interp(batches: np.ndarray, values: np.ndarray, batch: float, floor: bool) -> tuple[float, str]:
-    if batch in batches:
-        return float(values[list(batches).index(batch)]), "measured"
-    if batch < batches[0]:
-        if floor or len(batches) == 1:
-            return float(values[0]), "extrapolated"
-        slope = (values[1] - values[0]) / (batches[1] - batches[0])
-        return float(max(values[0] - slope * (batches[0] - batch), 0.1 * values[0])), "extrapolated"
-    if batch > batches[-1]:
-        if len(batches) == 1:
-            return float(values[-1] * batch / batches[-1]), "extrapolated"
-        slope = max((values[-1] - values[-2]) / (batches[-1] - batches[-2]), 0.0)
-        return float(values[-1] + slope * (batch - batches[-1])), "extrapolated"
-    return float(np.interp(batch, batches, values)), "interpolated"
-
-
-def _from_points(points: list[ProfilePoint], batch: int, ratio: float, basis: str) -> ComputeEstimate:
-    b = np.array([p.batch for p in points], dtype=np.float64)
-    phases = {}
-    how = "measured"
-    for name in ("forward_ms", "backward_ms", "step_ms"):
-        vals = np.array([getattr(p, name) for p in points])
-        value, kind = _interp(b, vals, batch, floor=True)
-        # floor: the smallest-batch measurement bounds a faster GPU from below
-        phases[name] = ms_to_s(max(value * ratio, float(vals[0]) if ratio < 1 else 0.0))
-        how = kind if kind != "measured" else how
-    mem, kind = _interp(b, np.array([p.peak_mem_bytes for p in points]), batch, floor=False)
-    how = kind if kind != "measured" else how
-    ref = points[0]
-    if ratio != 1.0 or basis:
-        source = "scaled"
-        basis = f"{basis}; {how} at batch {batch} from {ref.source}"
-    else:
-        source = how
-        basis = f"{how} at batch {batch} ({ref.gpu}, {ref.source}, {ref.date})"
-    return ComputeEstimate(phases["forward_ms"], phases["backward_ms"], phases["step_ms"], mem, source, basis)
+    def compute(self, gpu: Gpu, precision: str, batch: int, catalog: Catalog,
+                withhold: frozenset = frozenset()) -> ComputeEstimate:
+        """Forward/backward/step time and peak memory of one `gpu` at `batch` and `precision` (compute.py)."""
+        return estimate(self.model, self.profiles, self.flops, gpu, precision, batch, catalog, withhold=withhold)
 
 
 # Largest values a profile may hold: a step of about 3 hours, a petabyte of memory, 10^13 parameters in
@@ -353,9 +228,27 @@ def _parse_workload(data: dict, where: str) -> Workload:
             model=_text(data["model"], f"{where}: field model"), description=str(data.get("description", "")),
             sample_unit=str(data.get("sample_unit", "sample")), optimizer=str(data.get("optimizer", "")),
             default_batch=default_batch, tensor_sets=sets, profiles=profiles, path=where,
+            flops=_parse_flops(data.get("flops"), where),
         )
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise InputError(f"{where}: malformed workload: {exc}") from None
+
+
+def _parse_flops(flops, where: str) -> dict | None:
+    if flops is None:
+        return None
+    if not isinstance(flops, dict):
+        raise InputError(f"{where}: field 'flops' must be an object", field="flops")
+    f = flops.get("train_matmul_flops_per_sample")
+    other = flops.get("train_other_bytes_per_sample")
+    if not isinstance(other, dict) or not all(isinstance(other.get(k), (int, float)) and other[k] >= 0
+                                              for k in ("fp32", "amp_bf16")):
+        raise InputError(f"{where}: field 'flops.train_other_bytes_per_sample' needs fp32 and amp_bf16 byte counts >= 0",
+                         field="flops")
+    if not isinstance(f, (int, float)) or isinstance(f, bool) or not (f > 0 and math.isfinite(f)):
+        raise InputError(f"{where}: field 'flops.train_matmul_flops_per_sample' must be a positive number",
+                         field="flops")
+    return flops
 
 
 def list_models() -> list[str]:
@@ -420,6 +313,7 @@ def load_profile(path: str | Path, base: Workload | None = None) -> Workload:
         model=w.model, description=w.description or base.description, sample_unit=w.sample_unit,
         optimizer=w.optimizer, default_batch=w.default_batch,
         tensor_sets=w.tensor_sets or base.tensor_sets, profiles=merged, path=w.path,
+        flops=w.flops or base.flops,
     )
 
 

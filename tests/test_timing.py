@@ -37,21 +37,22 @@ def test_flat_ring_hand_computed_over_tcp():
     assert b_nic < b_intra
     latency = 2 * (N - 1) * (10e-6 + 30e-6)  # adapter 10 us + TCP stack 30 us, one bucket
     t_comm = V / b_nic + latency
-    t_compute = 2 * (INC_F + INC_B + INC_STEP)  # halfcard = half the H200's published throughput
+    # halfcard: half the H200's peak FLOP/s and memory bandwidth, same generation -> roofline ratio 2
+    t_compute = 2 * (INC_F + INC_B + INC_STEP)
     assert d["t_comm_s"] == pytest.approx(t_comm, rel=1e-5)
     assert d["t_compute_s"] == pytest.approx(t_compute, rel=1e-5)
     assert d["t_iter_s"] == pytest.approx(t_compute + t_comm, rel=1e-5)
     assert d["throughput_samples_per_s"] == pytest.approx(8 * 64 / (t_compute + t_comm), rel=1e-5)
     assert d["busiest_nic_bytes_per_iter"] == pytest.approx(V, rel=1e-6)
     assert d["bottleneck"] == "network"
-    assert d["compute_source"] == "scaled"
+    assert d["compute_source"] == "roofline"
 
 
 def test_hierarchical_hand_computed_nvlink_rdma():
     # 2 nodes x 8 H200 (NVLink 100 GB/s in the fixture) over 100 Gb/s RDMA, no overlap.
     p = one_bucket_params()
     d = costopt.predict("inception_v3", "h200-sxm", 8, 2, "ib100", "hierarchical", catalog=MINI, system=p,
-                        overlap="none", batch_per_gpu=64)
+                        overlap="none", batch_per_gpu=64, precision="fp32")  # INC_* are the fp32 profile
     G, M = 8, 2
     b_intra = 100e9 * 0.85
     b_nic = 100e9 / 8 * 0.85

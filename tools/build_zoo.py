@@ -11,7 +11,9 @@ Each zoo file carries
   * for alexnet, vgg16, resnet50 and inception_v3 also the TensorFlow tf_cnn_benchmarks variables
     (thesis_method.md §5), listed in backward order (reverse creation order), with the batch-norm
     moving statistics included as non-trainable load for greedy PS placement;
-  * every measured train_step profile of the model.
+  * every measured train_step profile of the model;
+  * `flops`: matmul FLOPs and other memory traffic per training sample, counted per layer by
+    tools/zoo_flops.py (its walk's parameter count must equal the measured n_params).
 
 The output is deterministic (sorted keys, indent=1, floats at 6 significant digits), so a rerun
 produces identical bytes.
@@ -27,6 +29,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zoo_flops import flops_record  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO_ROOT.parent / "shared"
@@ -374,8 +379,13 @@ def build_model(model: str, steps: list[dict], ready_records: list[dict]) -> dic
     sets = {"pytorch": pt}
     if model in TF_MODELS:
         sets["tensorflow"] = tensorflow_set(model, cx, cy, pt["source"])
+    flops = flops_record(model)
+    n_params = {int(r["n_params"]) for r in rows}
+    if n_params != {flops["param_count"]}:
+        raise SystemExit(f"{model}: layer walk counts {flops['param_count']} parameters, measured {n_params}")
     return {
         "model": model,
+        "flops": flops,
         "description": _describe(model, unit, optimizer),
         "sample_unit": unit,
         "optimizer": optimizer,

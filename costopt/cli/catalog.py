@@ -13,27 +13,43 @@ from .. import purchasing as P
 from ..catalog import load_catalog
 from ..checks import output_path, write_text
 from ..errors import CostoptError, InputError
-from .common import _console, _fail, _fmt_money
+from .common import PredictFmt, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
 
 
 @app.command("show")
-def catalog_show(path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in).")) -> None:
+def catalog_show(
+    path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in)."),
+    fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json (every field of every entry)"),
+) -> None:
     """Validate a catalog and list its GPUs, chassis and NICs with sources."""
     try:
         cat = load_catalog(path)
     except CostoptError as exc:
-        _fail(exc)
+        _fail(exc, fmt.value)
+        return
+    if fmt is PredictFmt.json:
+        out = {"catalog": cat.catalog.model_dump(mode="json"), "path": cat.path, "site": cat.site.model_dump(mode="json"),
+               "gpus": [g.model_dump(mode="json") for g in cat.gpu],
+               "chassis": [ch.model_dump(mode="json") for ch in cat.chassis],
+               "nics": [n.model_dump(mode="json") for n in cat.nic]}
+        if cat.unavailable_gpu:
+            out["unavailable_gpus"] = [g.model_dump(mode="json") for g in cat.unavailable_gpu]
+        if cat.is_cloud:
+            out["instances"] = [i.model_dump(mode="json") for i in cat.instance]
+        typer.echo(_json_dump(out))
         return
     c = _console()
     c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
     t = Table(title="GPUs", title_justify="left")
-    for col in ("id", "name", "mem GB", "fp32 TF", "bf16 TF", "link GB/s", "TDP W", "price", "price date", "estimates"):
+    for col in ("id", "name", "arch", "mem GB", "mem GB/s", "fp32 TF", "bf16 TF", "auto", "link GB/s", "TDP W", "price",
+                "price date", "estimates"):
         t.add_column(col)
     for g in cat.gpu:
-        t.add_row(g.id, g.name, f"{g.memory_gb:g}", f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}",
-                  f"{g.gpu_link_gbs:g}", f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
+        t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:g}", f"{g.memory_bandwidth_gbs:g}",
+                  f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}", g.best_training_precision(), f"{g.gpu_link_gbs:g}",
+                  f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
     c.print(t)
     t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
     for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):

@@ -27,7 +27,7 @@ def solve(
     model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
     strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
     reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
@@ -67,6 +67,7 @@ def solve(
                                  "run, so they are off by default)."),
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
+    grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
     if workload is not None:
@@ -110,8 +111,8 @@ def solve(
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
-            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, include=include,
-            exclude_gpus=exclude_gpu, support_years=support_years,
+            profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
+            include=include, exclude_gpus=exclude_gpu, support_years=support_years,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -160,7 +161,7 @@ def predict(
     strategy: str = typer.Option(..., help="ring | hierarchical | ps"),
     reduce_on: str = typer.Option("gpu", help="gpu | cpu: where gradients are reduced / variables live."),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch."),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML."),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
@@ -170,13 +171,14 @@ def predict(
     tensor_set: str = typer.Option("pytorch", help="pytorch | tensorflow (tf_cnn_benchmarks definitions, CNNs)."),
     nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
+    grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
                         precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
                         profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
-                        nics_per_node=nics_per_node)
+                        nics_per_node=nics_per_node, grad_accum=grad_accum)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -199,18 +201,37 @@ def predict(
 
 
 @app.command()
-def models() -> None:
-    """List the workload zoo."""
-    c = _console()
-    t = Table(title="Workload zoo", title_justify="left")
-    for col in ("model", "parameters", "gradient MB", "tensors", "default batch", "precisions", "description"):
-        t.add_column(col)
+def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json")) -> None:
+    """List the workload zoo (json: id, reference_batch, param_count, flops_per_sample per model)."""
+    rows = []
     try:
         for name in list_models():
             w = load_workload(name)
             ts = w.tensors("pytorch")
-            t.add_row(name, f"{int(ts.numel[ts.trainable].sum()):,}", f"{ts.total_gradient_bytes / 1e6:,.1f}",
-                      str(ts.n_trainable), str(w.default_batch), ", ".join(w.precisions()), w.description)
+            fl = w.flops or {}
+            other = fl.get("train_other_bytes_per_sample", {})
+            rows.append({
+                "id": name, "description": w.description, "sample_unit": w.sample_unit,
+                "reference_batch": w.default_batch, "param_count": int(ts.numel[ts.trainable].sum()),
+                "gradient_bytes": ts.total_gradient_bytes, "tensors": ts.n_trainable, "precisions": w.precisions(),
+                "flops_per_sample": fl.get("train_matmul_flops_per_sample"),
+                "forward_flops_per_sample": fl.get("forward_matmul_flops_per_sample"),
+                "other_bytes_per_sample": {"fp32": other.get("fp32"), "amp": other.get("amp_bf16")} if other else None,
+                "flops_method": fl.get("method"),
+            })
     except CostoptError as exc:
-        _fail(exc)
+        _fail(exc, fmt.value)
+        return
+    if fmt is PredictFmt.json:
+        typer.echo(_json_dump(rows))
+        return
+    c = _console()
+    t = Table(title="Workload zoo (GFLOP/sample: one training step, forward + backward matmuls)", title_justify="left")
+    for col in ("model", "parameters", "gradient MB", "tensors", "default batch", "GFLOP/sample", "precisions",
+                "description"):
+        t.add_column(col)
+    for r in rows:
+        gf = f"{r['flops_per_sample'] / 1e9:,.1f}" if r["flops_per_sample"] else "-"
+        t.add_row(r["id"], f"{r['param_count']:,}", f"{r['gradient_bytes'] / 1e6:,.1f}", str(r["tensors"]),
+                  str(r["reference_batch"]), gf, ", ".join(r["precisions"]), r["description"])
     c.print(t)

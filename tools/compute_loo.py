@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Leave-one-GPU-out check of the compute roofline (evidence (c) of costopt/compute.py).
+
+For every GPU k with published single-GPU cells (data/published/lambda_single_gpu.json) other than
+the measured reference, the achieved fractions are refitted WITHOUT any of k's figures (k's own
+published evidence (b) withheld, and, when k is a table's fit reference, that whole table), then each
+of k's cells is predicted from its table's reference GPU j:
+
+    X_k,pred = X_j * (r_j + h_l) / (r_k + h_l)    r = F / (P e_mm) + B / (W e_bw) per sample, h_l the
+                                                  fitted host time per sample of Lambda model l
+
+and compared with the published X_k. The same table with the fractions fitted on all cells (in
+sample) is printed after it. Cells whose reference is k itself (H100 SXM in the v1 tables) are
+skipped. Prints per-cell rows, per-GPU medians, and the median and 90th percentile of |error|.
+
+Usage:  python tools/compute_loo.py [--catalog NAME_OR_PATH] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from costopt.catalog import load_catalog
+from costopt.compute import _FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_published
+
+REFERENCE = "h200-sxm"
+
+
+def _precision(pc: str) -> str:
+    return "fp32" if pc == "fp32" else "amp_bf16"
+
+
+def cells_errors(cat, withhold_each: bool) -> list[dict]:
+    pub = load_published()
+    costs = _zoo_costs()
+    gpus = sorted({c.gpu for c in pub.cells if c.gpu in cat.gpus and c.gpu != REFERENCE})
+    rows = []
+    for k in gpus:
+        fr = fit_fractions(cat, REFERENCE, frozenset({k}) if withhold_each else frozenset())
+        for c in pub.cells:
+            if c.gpu != k or c.lambda_model not in _FIT_ZOO_MODEL:
+                continue
+            j = _TABLE_FIT_REFERENCE[c.table]
+            if j == k:
+                continue
+            xj = pub.value(c.table, c.precision, j, c.lambda_model)
+            if not xj:
+                continue
+            cost = costs[_FIT_ZOO_MODEL[c.lambda_model]]
+            gk, gj = cat.gpus[k], cat.gpus[j]
+            prec = _precision(c.precision)
+            if gk.peak_flops(prec) is None:
+                prec = "amp_fp16"
+            pj = prec if gj.peak_flops(prec) is not None else "amp_bf16"
+            um, ub, note = fr.for_gpu(gk, prec)
+            vm, vb, _ = fr.for_gpu(gj, pj)
+            h = fr.host[c.precision].get(c.lambda_model, 0.0)
+            pred = xj * (cost.roofline_s(gj, pj, vm, vb) + h) / (cost.roofline_s(gk, prec, um, ub) + h)
+            rows.append({"gpu": k, "table": c.table, "precision": c.precision, "model": c.lambda_model,
+                         "reference": j, "observed": c.samples_per_s, "predicted": pred,
+                         "error": pred / c.samples_per_s - 1.0, "fractions": note})
+    return rows
+
+
+def summary(rows: list[dict]) -> tuple[float, float]:
+    e = np.abs([r["error"] for r in rows])
+    return float(np.median(e)), float(np.percentile(e, 90))
+
+
+def print_table(title: str, rows: list[dict], quiet: bool) -> None:
+    print(f"## {title}")
+    if not quiet:
+        print(f"{'gpu':<16}{'table':<11}{'prec':<6}{'model':<18}{'vs':<10}{'published':>10}{'predicted':>11}{'error':>8}  fractions")
+        for r in rows:
+            print(f"{r['gpu']:<16}{r['table']:<11}{r['precision']:<6}{r['model']:<18}{r['reference']:<10}"
+                  f"{r['observed']:>10.1f}{r['predicted']:>11.1f}{r['error']:>+8.1%}  {r['fractions']}")
+    print(f"\n{'gpu':<16}{'cells':>6}{'median |err|':>14}{'max |err|':>11}")
+    for g in sorted({r["gpu"] for r in rows}):
+        e = np.abs([r["error"] for r in rows if r["gpu"] == g])
+        print(f"{g:<16}{len(e):>6}{np.median(e):>14.1%}{e.max():>11.1%}")
+    med, p90 = summary(rows)
+    print(f"\nall {len(rows)} cells: median |error| {med:.1%}, p90 |error| {p90:.1%}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--catalog", default=None)
+    ap.add_argument("--quiet", action="store_true", help="only the per-GPU and overall summaries")
+    args = ap.parse_args(argv)
+    cat = load_catalog(args.catalog)
+    print_table("Leave one GPU out (the GPU's published figures withheld from the fit)",
+                cells_errors(cat, True), args.quiet)
+    print_table("In sample (fractions fitted on every cell)", cells_errors(cat, False), True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
