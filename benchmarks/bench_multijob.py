@@ -1,6 +1,6 @@
 """Benchmark of the multi-job program on the reference catalog (prints figures; not a test).
 
-    /work/venv/bin/python benchmarks/bench_multijob.py [--quick]
+    python benchmarks/bench_multijob.py [--quick] [--bounded-only] [--time-limit S]
 
 For 1, 3 and 10 jobs, each objective and two settings of the shared limits:
   plain:   a budget and one NIC type for the fabric;
@@ -8,10 +8,17 @@ For 1, 3 and 10 jobs, each objective and two settings of the shared limits:
 It prints the candidates per job (feasible designs -> within the per-design and joint limits -> after
 dominance pruning), the MILP time (first solve, which proves optimality; then with the tie-break solve)
 and, where the number of combinations allows, the brute-force answer over the same candidates.
+
+Bounded work (skipped by --quick): a 40-job mix (the 10 models 4 times, the 'full' limits) through
+`solve_mix` with a time limit (default 120 s), in a child process so its peak memory is its own:
+wall time, peak resident memory, status, gap, and what each stage did.
 """
 
 from __future__ import annotations
 
+import json
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,23 +92,62 @@ def run(n_jobs: int, full: bool, objectives: list[str], cat) -> None:
             line += f" | brute force: {combos:.1e} combinations, not run"
         print(line)
     if n_jobs == 1 and not full:
-        # one job: brute force over every feasible design, no pruning at all
+        # one job: brute force over every candidate build_jobs keeps (it prunes each job as it evaluates it)
         t0 = time.perf_counter()
         best, _ = brute_force(raw, market, lim, "throughput")
         res = solve_program(reduce_jobs(raw, market, lim, "throughput"), market, lim, "throughput")
-        print(f"  unpruned brute force over {len(raw[0]):,} designs {time.perf_counter() - t0:.2f} s: {best:,.6g} vs "
+        print(f"  brute force over all {len(raw[0]):,} candidates {time.perf_counter() - t0:.2f} s: {best:,.6g} vs "
               f"MILP {res.objective_value:,.6g}")
 
 
+def bounded_child(n_jobs: int, time_limit: float) -> None:
+    """In a child process: one solve_mix of an n-job mix; prints one JSON line of figures."""
+    from costopt.multijob import solve_mix
+
+    mix = parse_mix(mix_dict(n_jobs, True), f"bench-{n_jobs}-full")
+    t0 = time.perf_counter()
+    res = solve_mix(mix, objective="throughput", time_limit=time_limit,
+                    progress=lambda line: print(f"    [{time.perf_counter() - t0:6.1f} s] {line}", file=sys.stderr,
+                                                flush=True))
+    wall = time.perf_counter() - t0
+    print(json.dumps({"wall_s": wall, "status": res.status, "gap": res.gap, "objective": res.objective_value,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+                      "stages": [s["method"] for s in res.solver["stages"]],
+                      "candidates": sum(res.solver["candidates_after_limits"])}))
+
+
+def bounded(n_jobs: int, time_limit: float) -> None:
+    print(f"\n## Bounded work: {n_jobs} jobs (10 models x {n_jobs // 10}), limits 'full', objective throughput, "
+          f"time limit {time_limit:g} s (whole solve_mix call; progress lines below are its stderr)")
+    out = subprocess.run([sys.executable, __file__, "--child", str(n_jobs), str(time_limit)], capture_output=False,
+                         stdout=subprocess.PIPE, text=True, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    gap = "n/a" if r["gap"] is None else f"{r['gap']:.2%}"
+    print(f"  wall {r['wall_s']:.1f} s (limit {time_limit:g} s: {'within' if r['wall_s'] <= time_limit else 'OVER'}), "
+          f"peak memory {r['peak_rss_mb']:,.0f} MB, {r['status']}, gap {gap}, objective {r['objective']:,.6g}, "
+          f"{r['candidates']:,} candidates")
+    for m in r["stages"]:
+        print(f"  stage: {m}")
+    print("  before (issue 13): a 40-job mix ran past 900 s using 2.4 GB")
+
+
 def main() -> None:
+    if "--child" in sys.argv:
+        i = sys.argv.index("--child")
+        bounded_child(int(sys.argv[i + 1]), float(sys.argv[i + 2]))
+        return
     quick = "--quick" in sys.argv
+    limit = float(sys.argv[sys.argv.index("--time-limit") + 1]) if "--time-limit" in sys.argv else 120.0
     cat = load_catalog()
     print(f"costopt multi-job benchmark, catalog {cat.catalog.name} ({Path(cat.path).name}); "
           "times are wall-clock on this machine")
-    objectives = ["throughput", "fair", "cost"]
-    for n in (1, 3) if quick else (1, 3, 10):
-        for full in (False, True):
-            run(n, full, objectives if n < 10 else ["throughput", "cost"], cat)
+    if "--bounded-only" not in sys.argv:
+        objectives = ["throughput", "fair", "cost"]
+        for n in (1, 3) if quick else (1, 3, 10):
+            for full in (False, True):
+                run(n, full, objectives if n < 10 else ["throughput", "cost"], cat)
+    if not quick:
+        bounded(40, limit)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ compute estimate in the cross-GPU regime). η is fitted per regime on log error,
 
 Leave-one-source-out (LOSO): a source's rows are predicted with η fitted on the *other* sources' rows of the
 same regime only. A regime that only one source measures has no LOSO baseline (NaN): nothing else informs it.
+`fit_mask` names the rows η may be fitted on (the rows `calibrate` fits on, so that model and baseline learn
+from the same rows); every row of a regime is predicted.
 
 Regimes (rows with N >= 2; `regime_of`):
 - `single node`: nodes = 1 (intra-node PS or all-reduce);
@@ -48,10 +50,20 @@ def fit_eta(measured: np.ndarray, n_gpus: np.ndarray, one_gpu: np.ndarray) -> fl
     return float(np.exp(np.mean(np.log(m / (np.asarray(n_gpus, float) * np.asarray(one_gpu, float))))))
 
 
-def baseline_predictions(frame: pd.DataFrame, one_gpu: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fit_rows(frame: pd.DataFrame) -> np.ndarray:
+    """Rows `calibrate` fits on by default: not an assumed network speed, not a stated-efficiency row."""
+    def col(name: str) -> np.ndarray:
+        return (frame[name].fillna("").astype(str).to_numpy() if name in frame
+                else np.full(len(frame), "", dtype=object))
+    return (col("nic_basis") != "assumed") & (col("measured_basis") != "efficiency")
+
+
+def baseline_predictions(frame: pd.DataFrame, one_gpu: np.ndarray | None = None,
+                         fit_mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(in-sample, leave-one-source-out) baseline predictions per row; NaN outside the regimes.
 
-    `one_gpu`: X₁ per row (default: the row's `single_gpu_samples_per_s`).
+    `one_gpu`: X₁ per row (default: the row's `single_gpu_samples_per_s`). `fit_mask`: rows η may be fitted
+    on (default all).
     """
     x1 = (frame["single_gpu_samples_per_s"].astype(float).to_numpy() if one_gpu is None
           else np.asarray(one_gpu, float))
@@ -62,15 +74,17 @@ def baseline_predictions(frame: pd.DataFrame, one_gpu: np.ndarray | None = None)
     ins = np.full(len(frame), np.nan)
     loso = np.full(len(frame), np.nan)
     usable = np.isfinite(x1) & (x1 > 0)
+    fit_ok = np.ones(len(frame), bool) if fit_mask is None else np.asarray(fit_mask, bool)
     for name in REGIMES:
         rows = (regime == name) & usable
-        if not rows.any():
+        fitted = rows & fit_ok
+        if not fitted.any():
             continue
-        eta = fit_eta(measured[rows], n[rows], x1[rows])
+        eta = fit_eta(measured[fitted], n[fitted], x1[fitted])
         ins[rows] = eta * n[rows] * x1[rows]
         for s in np.unique(source[rows]):
             test = rows & (source == s)
-            train = rows & (source != s)
+            train = fitted & (source != s)
             if train.any():
                 loso[test] = fit_eta(measured[train], n[train], x1[train]) * n[test] * x1[test]
     return ins, loso
@@ -82,4 +96,4 @@ def error_pct(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
     return (np.asarray(predicted, float) - m) / m * 100.0
 
 
-__all__ = ["REGIMES", "regime_of", "fit_eta", "baseline_predictions", "error_pct"]
+__all__ = ["REGIMES", "regime_of", "fit_eta", "fit_rows", "baseline_predictions", "error_pct"]

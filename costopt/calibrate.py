@@ -42,7 +42,10 @@ source's rows, so no row is ever predicted with parameters fitted on its own sou
 Rows whose optional `nic_basis` column says `assumed` (the link speed appears nowhere in the source,
 e.g. AWS p2.xlarge "High") are predicted and reported but not fitted on by default: an unknown line
 rate and the transport efficiency are confounded, so such rows would move the TCP efficiency of every
-other cluster to absorb one guess (`fit_assumed_network=True` fits on them too).
+other cluster to absorb one guess (`fit_assumed_network=True` fits on them too). For the same reason rows
+whose optional `measured_basis` column says `efficiency` (the source states only a scaling efficiency, and
+the row's 1-GPU calibration figure is borrowed from another measurement: its compute speed is an estimate,
+confounded with every per-step cost) are predicted but not fitted (`fit_efficiency_rows=True` fits on them).
 """
 
 from __future__ import annotations
@@ -346,12 +349,13 @@ def loso(prep: Prepared, start: SystemParams, names: tuple[str, ...] = DEFAULT_F
 
 def calibrate(file: str | Path, *, system: str | Path | SystemParams | None = None, catalog: str | Path | None = None,
               names: tuple[str, ...] = DEFAULT_FIT, with_loso: bool = True, max_iter: int = 15,
-              row_sigma: float | None = ROW_SIGMA, fit_assumed_network: bool = False,
+              row_sigma: float | None = ROW_SIGMA, fit_assumed_network: bool = False, fit_efficiency_rows: bool = False,
               robust: float | None = HUBER_K) -> CalibrationResult:
     path, rows, header = read_measurements(file)
     start = system if isinstance(system, SystemParams) else load_system(system)
     prep = prepare(rows, catalog, path, header)
-    mask = np.array([fit_assumed_network or r.raw.get("nic_basis", "") != "assumed" for r in rows])
+    mask = np.array([(fit_assumed_network or r.raw.get("nic_basis", "") != "assumed")
+                     and (fit_efficiency_rows or r.raw.get("measured_basis", "") != "efficiency") for r in rows])
     res = fit(prep, np.flatnonzero(mask), start=start, names=names, max_iter=max_iter, row_sigma=row_sigma,
               robust=robust)
     base_pred = prep.predict(start)

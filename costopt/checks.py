@@ -14,7 +14,6 @@ import math
 import numbers
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -191,6 +190,8 @@ def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path
 def write_bytes_atomic(path: str | Path, data: bytes, what: str, inputs: Iterable[Any] = ()) -> Path:
     """Write `data` to a temporary file beside `path`, then rename it over `path`: a failure never
     leaves a half-written file, and readers see the old file or the new one."""
+    import tempfile  # only when writing (its import pulls in shutil, random, ...)
+
     p = output_path(path, what, inputs)
     tmp = None
     try:

@@ -66,17 +66,52 @@ class DesignSpace:
             self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx], self.nics_per_node[idx],
         )
 
-    def sort_key(self) -> np.ndarray:
-        """Deterministic order for tie-breaking: gpu id, GPUs/node, chassis id, nodes, nic id (none
-        first), NICs per node, strategy, reduce_on. Ids, not catalog positions, so reordering a
-        catalog file does not change an answer."""
+    def order_key(self) -> np.ndarray:
+        """One int64 per design whose ascending order is the deterministic design order of `sort_key`:
+        gpu id, GPUs/node, chassis id, nodes, nic id (none first), NICs per node, strategy, reduce_on.
+
+        Mixed radix: key = ((((((g·R₁ + G)·R₂ + c)·R₃ + M)·R₄ + n)·R₅ + k)·R₆ + s)·R₇ + r, each digit below
+        its radix R (the number of values it can take), so comparing keys compares the 8-tuples
+        lexicographically. Ids, not catalog positions, so reordering a catalog file does not change an
+        answer."""
         gpu_rank = _id_rank([g.id for g in self.gpus])
         ch_rank = _id_rank([c.id for c in self.chassis])
         nic_rank = np.concatenate([_id_rank([n.id for n in self.nics]) + 1, [0]])  # last slot: no NIC
-        return np.lexsort(
-            (self.reduce_on, self.strategy, self.nics_per_node, nic_rank[self.nic_idx], self.nodes,
-             ch_rank[self.chassis_idx], self.gpus_per_node, gpu_rank[self.gpu_idx])
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        digits = (
+            (gpu_rank[self.gpu_idx], len(self.gpus)),
+            (self.gpus_per_node, int(self.gpus_per_node.max()) + 1),
+            (ch_rank[self.chassis_idx], len(self.chassis)),
+            (self.nodes, int(self.nodes.max()) + 1),
+            (nic_rank[self.nic_idx], len(self.nics) + 1),
+            (self.nics_per_node, int(self.nics_per_node.max()) + 1),
+            (self.strategy, len(STRATEGIES)),
+            (self.reduce_on, len(REDUCE_ON)),
         )
+        span = 1
+        for _, radix in digits:
+            span *= radix
+        if span >= 2**62:  # would overflow int64: rank the 8-key lexicographic order instead
+            key = np.empty(n, dtype=np.int64)
+            key[np.lexsort(tuple(d for d, _ in digits[::-1]))] = np.arange(n)
+            return key
+        key = np.zeros(n, dtype=np.int64)
+        for d, radix in digits:
+            key *= radix
+            key += d
+        return key
+
+    def sort_key(self) -> np.ndarray:
+        """Deterministic order for tie-breaking (indices, first design first): gpu id, GPUs/node,
+        chassis id, nodes, nic id (none first), NICs per node, strategy, reduce_on; see `order_key`."""
+        return np.argsort(self.order_key(), kind="stable")
+
+    def order_rank(self) -> np.ndarray:
+        """Each design's position in the deterministic order: any order-preserving integers will do for
+        comparisons, so this is `order_key` itself (no sort needed)."""
+        return self.order_key()
 
 
 def _id_rank(ids: list[str]) -> np.ndarray:
@@ -95,23 +130,37 @@ def _pick(names: list[str] | None, known: dict, what: str) -> list[str]:
     return list(names)
 
 
-def enumerate_designs(
-    catalog: Catalog,
-    *,
-    max_nodes: int,
-    strategies: tuple[str, ...] = STRATEGIES,
-    reduce_on: tuple[str, ...] = ("gpu",),
-    gpu_ids: list[str] | None = None,
-    nic_ids: list[str] | None = None,
-    gpus_per_node: list[int] | None = None,
-    chassis_ids: list[str] | None = None,
-    node_budget_usd: float | None = None,
-) -> DesignSpace:
-    """Every design the catalog allows with at most `max_nodes` nodes.
+@dataclass
+class _Blocks:
+    """The design space before expansion: (gpu, chassis, nic, first node count, last node count, NICs per
+    node) rows, and the strategy x reduce_on combinations each kind of row takes."""
 
-    `node_budget_usd` trims node counts whose node hardware alone already exceeds the budget
-    (switches only add cost, so this never drops a design that could fit).
-    """
+    gpus: list[Gpu]
+    chassis: list[Chassis]
+    nics: list[Nic]
+    rows: np.ndarray  # (B, 6) int64
+    multi_combos: np.ndarray  # (strategy, reduce_on) pairs for more than one node
+    single_combos: np.ndarray  # ... for one node of several GPUs (no hierarchical)
+
+    def designs_per_row(self) -> np.ndarray:
+        """Designs each row expands to: node counts x the combinations its kind of row takes."""
+        nodes = self.rows[:, 4] - self.rows[:, 3] + 1
+        slots = np.array([c.gpu_slots for c in self.chassis], dtype=np.int64)[self.rows[:, 1]]
+        multi = self.rows[:, 2] != NO_NIC
+        per = np.where(multi, len(self.multi_combos), np.where(slots > 1, len(self.single_combos), 1))
+        return nodes * per
+
+    def kinds(self) -> np.ndarray:
+        """0: several nodes, 1: one node of several GPUs, 2: one GPU (the order designs come in)."""
+        slots = np.array([c.gpu_slots for c in self.chassis], dtype=np.int64)[self.rows[:, 1]]
+        return np.where(self.rows[:, 2] != NO_NIC, 0, np.where(slots > 1, 1, 2))
+
+
+def _design_blocks(
+    catalog: Catalog, *, max_nodes: int, strategies: tuple[str, ...] = STRATEGIES, reduce_on: tuple[str, ...] = ("gpu",),
+    gpu_ids: list[str] | None = None, nic_ids: list[str] | None = None, gpus_per_node: list[int] | None = None,
+    chassis_ids: list[str] | None = None, node_budget_usd: float | None = None,
+) -> _Blocks:
     for s in strategies:
         if s not in STRATEGIES:
             raise InputError(f"unknown strategy '{s}' (choose from {', '.join(STRATEGIES)})")
@@ -165,7 +214,15 @@ def enumerate_designs(
         raise InputError(f"no design in {catalog.path or 'the catalog'} matches the requested "
                          + ("; ".join(asked) if asked else "GPUs, NICs and GPUs per node"))
 
-    b = np.array(blocks, dtype=np.int64)
+    return _Blocks(gpus, chassis, nics, np.array(blocks, dtype=np.int64), multi_combos, single_combos)
+
+
+def _expand(blk: _Blocks, rows: np.ndarray) -> DesignSpace:
+    """The designs of `rows` (a subset of `blk.rows`, in order): multi-node rows first, then one-node rows,
+    then one-GPU rows, each row's node counts in ascending order, each design once per combination."""
+    gpus, chassis, nics = blk.gpus, blk.chassis, blk.nics
+    multi_combos, single_combos = blk.multi_combos, blk.single_combos
+    b = rows
     counts = b[:, 4] - b[:, 3] + 1
     owner = np.repeat(np.arange(len(b)), counts)
     offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -193,6 +250,69 @@ def enumerate_designs(
     red = np.concatenate([p[2] for p in parts])
     return DesignSpace(gpus, chassis, nics, gpu_idx[rep], ch_idx[rep], nic_idx[rep], nodes[rep], strat, red,
                        nics_per_node[rep])
+
+
+def enumerate_designs(
+    catalog: Catalog,
+    *,
+    max_nodes: int,
+    strategies: tuple[str, ...] = STRATEGIES,
+    reduce_on: tuple[str, ...] = ("gpu",),
+    gpu_ids: list[str] | None = None,
+    nic_ids: list[str] | None = None,
+    gpus_per_node: list[int] | None = None,
+    chassis_ids: list[str] | None = None,
+    node_budget_usd: float | None = None,
+) -> DesignSpace:
+    """Every design the catalog allows with at most `max_nodes` nodes.
+
+    `node_budget_usd` trims node counts whose node hardware alone already exceeds the budget
+    (switches only add cost, so this never drops a design that could fit).
+    """
+    blk = _design_blocks(catalog, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on, gpu_ids=gpu_ids,
+                         nic_ids=nic_ids, gpus_per_node=gpus_per_node, chassis_ids=chassis_ids,
+                         node_budget_usd=node_budget_usd)
+    return _expand(blk, blk.rows)
+
+
+def count_designs(catalog: Catalog, **kw) -> int:
+    """How many designs `enumerate_designs(catalog, **kw)` gives, without building them."""
+    return int(_design_blocks(catalog, **kw).designs_per_row().sum())
+
+
+def iter_design_chunks(catalog: Catalog, *, max_designs: int, **kw):
+    """`enumerate_designs(catalog, **kw)` in consecutive pieces of at most about `max_designs` designs
+    (a row's node range is split when one row alone is larger): concatenated, the pieces are exactly
+    `enumerate_designs`, design for design, so memory stays bounded whatever the catalog size."""
+    blk = _design_blocks(catalog, **kw)
+    per = blk.designs_per_row()
+    if per.sum() <= max_designs:  # small enough: one piece, exactly as enumerate_designs builds it
+        yield _expand(blk, blk.rows)
+        return
+    kinds = blk.kinds()
+    for kind in (0, 1, 2):  # the order _expand puts designs in
+        rows: list[np.ndarray] = []
+        size = 0
+        for i in np.flatnonzero(kinds == kind).tolist():
+            row = blk.rows[i]
+            n_nodes = int(row[4] - row[3] + 1)
+            per_node = int(per[i]) // n_nodes
+            if per_node == 0:  # e.g. one node when only hierarchical is asked for: no design
+                continue
+            lo = int(row[3])
+            while lo <= row[4]:
+                room = max((max_designs - size) // per_node, 1)
+                hi = min(int(row[4]), lo + room - 1)
+                piece = row.copy()
+                piece[3], piece[4] = lo, hi
+                rows.append(piece)
+                size += (hi - lo + 1) * per_node
+                lo = hi + 1
+                if size >= max_designs:
+                    yield _expand(blk, np.array(rows, dtype=np.int64))
+                    rows, size = [], 0
+        if rows:
+            yield _expand(blk, np.array(rows, dtype=np.int64))
 
 
 def single_design(

@@ -154,8 +154,7 @@ def ranked_table(ev: Evaluation, budget: float | None, objective: str = "through
     c, t = ev.costs, ev.timing
     offered = (part_filter or PartFilter()).design_reasons(ev.space) == KEPT
     idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget) & offered)
-    order_rank = np.empty(len(ev), dtype=np.int64)
-    order_rank[ev.space.sort_key()] = np.arange(len(ev))
+    order_rank = ev.space.order_rank()
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
     idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
     df = ev.frame(idx)

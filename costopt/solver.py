@@ -49,13 +49,35 @@ TIE_REL_TOL = 1e-9
 
 
 def pareto_front(cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarray) -> np.ndarray:
-    """Indices of the (min cost, max throughput) front, sorted by increasing cost."""
-    if len(cost) == 0:
+    """Indices of the (min cost, max throughput) front, sorted by increasing cost.
+
+    One sort by cost; then per distinct cost the best throughput (`maximum.reduceat`); a cost level is on
+    the front when its best throughput beats every cheaper level's. Its representative is the design
+    with that throughput and the smallest `order_rank` (then the smallest index): the same set, in the
+    same order, as scanning the designs sorted by (cost, −throughput, order_rank) and keeping each one
+    faster than all before it.
+    """
+    n = len(cost)
+    if n == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((order_rank, -throughput, cost))
-    thr_sorted = throughput[order]
-    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(thr_sorted)[:-1]])
-    return order[thr_sorted > best_before]
+    order = np.argsort(cost, kind="stable")
+    c, t = cost[order], throughput[order]
+    starts = np.flatnonzero(np.concatenate(([True], c[1:] != c[:-1])))
+    level_best = np.maximum.reduceat(t, starts)
+    before = np.concatenate(([-np.inf], np.maximum.accumulate(level_best)[:-1]))
+    on_front = level_best > before
+    level = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    cand = np.flatnonzero(on_front[level] & (t == level_best[level]))
+    if len(cand) == 0:
+        return np.zeros(0, dtype=np.int64)
+    r = np.asarray(order_rank)[order[cand]]
+    lv = level[cand]
+    seg = np.flatnonzero(np.concatenate(([True], lv[1:] != lv[:-1])))
+    best_rank = np.minimum.reduceat(r, seg)
+    hit = r == np.repeat(best_rank, np.diff(np.append(seg, len(cand))))
+    hit_pos = np.flatnonzero(hit)
+    first = np.concatenate(([True], lv[hit_pos][1:] != lv[hit_pos][:-1]))
+    return order[cand[hit_pos[first]]]
 
 
 def objective_values(objective: str, cost: np.ndarray, throughput: np.ndarray) -> np.ndarray:

@@ -110,16 +110,18 @@ class Timing:
 
 def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarray]:
     """Per-design effective bandwidths (bytes/s) and per-message latencies (s)."""
-    # tables per (gpu, chassis) and per nic: small Python loops over catalog entries
+    # tables per (gpu, chassis) pair that occurs in the space, and per nic: small Python loops over
+    # catalog entries (pairs in use only: a catalog's full GPU x chassis grid is mostly unused)
     n_g, n_c = len(space.gpus), len(space.chassis)
     intra = np.zeros((n_g, n_c))
     pcie = np.zeros((n_g, n_c))
-    for gi, g in enumerate(space.gpus):
-        for ci, c in enumerate(space.chassis):
-            nv = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
-            eff = params.nvlink_efficiency if nv else params.pcie_efficiency
-            intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c)) * eff
-            pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c)) * params.pcie_efficiency
+    pairs = np.flatnonzero(np.bincount(space.gpu_idx * n_c + space.chassis_idx, minlength=n_g * n_c))
+    for gi, ci in zip((pairs // n_c).tolist(), (pairs % n_c).tolist()):
+        g, c = space.gpus[gi], space.chassis[ci]
+        nv = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
+        eff = params.nvlink_efficiency if nv else params.pcie_efficiency
+        intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c)) * eff
+        pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c)) * params.pcie_efficiency
     share = np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64)
     nic_bw = np.array(
         [gbps_to_bytes_per_s(n.line_rate_gbps) * (params.rdma_efficiency if n.transport == "rdma" else params.tcp_efficiency)
@@ -187,6 +189,11 @@ def _ps_lookup(tensors: TensorSet, M: np.ndarray, P: np.ndarray) -> tuple[np.nda
     """Vector of PS quantities per design: one placement per distinct (M, P) pair, not per design."""
     m = np.asarray(M, dtype=np.int64)
     p = np.asarray(P, dtype=np.int64)
+    if len(m) and np.array_equal(m, p):  # default layout, one shard per node: a table indexed by M
+        table = np.zeros((int(m.max()) + 1, 3))
+        for k in np.flatnonzero(np.bincount(m)).tolist():
+            table[k] = _ps_node_bytes(tensors, k, k)
+        return table[m, 0], table[m, 1], table[m, 2]
     key = m << 32 | p  # one integer per pair: a 1-D unique is far cheaper than unique(axis=0)
     uniq, inv = np.unique(key, return_inverse=True)
     vals = np.array([_ps_node_bytes(tensors, int(k >> 32), int(k & 0xFFFFFFFF)) for k in uniq]).reshape(-1, 3)

@@ -21,7 +21,9 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
   `--gradient_repacking`, thesis_method.md §6.5 (a)), `grad_accum` (micro-batches of batch_per_gpu per
   synchronisation, default 1: K forwards and K-1 backwards before the last backward, K x batch samples
-  per GPU per iteration, as api.py).
+  per GPU per iteration, as api.py),
+  `nics_per_node` (whole number >= 1, default 1: network adapters per node, each at nic_gbps; e.g. two
+  EDR adapters per node are nic_gbps 100, nics_per_node 2).
 Every other column is kept and echoed in the output.
 
 Prediction: rows sharing (model, tensor set, batch, overlap) are evaluated as one design space where each row
@@ -83,6 +85,7 @@ class Row:
     chassis: str | None = None
     overlap: str = "wfbp"
     grad_accum: int = 1
+    nics_per_node: int = 1
     raw: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -207,6 +210,8 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
         r.overlap = choice("overlap", OVERLAP_MODES, "wfbp") or "wfbp"
     if raw.get("grad_accum", ""):
         r.grad_accum = number("grad_accum", integer=True)
+    if raw.get("nics_per_node", ""):
+        r.nics_per_node = number("nics_per_node", integer=True)
     if not r.strategy:
         raise _err(path, line, "strategy", f"empty (required; choose from {', '.join(ROW_STRATEGIES)})")
     if r.tensor_set not in workload.tensor_sets:
@@ -335,7 +340,8 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
             continue
         strategy = r.strategy
         try:
-            sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis)
+            sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis,
+                               r.nics_per_node if r.nodes > 1 else 1)
         except InputError as exc:
             msg = str(exc)
             # the column at fault, from what single_design says failed; the link when no chassis takes it
@@ -363,6 +369,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
             nodes=np.array([rows[i].nodes for i in idx], dtype=np.int64),
             strategy=np.array([STRATEGIES.index(rows[i].strategy) for i in idx], dtype=np.int64),
             reduce_on=np.array([REDUCE_ON.index(rows[i].reduce_on) for i in idx], dtype=np.int64),
+            nics_per_node=np.array([rows[i].nics_per_node if rows[i].nodes > 1 else 1 for i in idx], dtype=np.int64),
         )
         compute = GpuCompute(f[idx_a], b[idx_a], st[idx_a], np.ones(n, bool), np.ones(n, bool),
                              ["calibrated"] * n, [basis[i] for i in idx])

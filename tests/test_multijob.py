@@ -604,3 +604,22 @@ def test_mix_rejects_infinite_numbers(tmp_path):
     with pytest.raises(InputError, match="min_throughput"):
         load_mix(p)
 
+
+
+def test_cli_progress_goes_to_stderr_and_json_lists_the_limits(tmp_path):
+    mix = write(tmp_path, SMALL_MIX + "max_gpu_types = 1\n")
+    r = CliRunner().invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI), "--format", "json",
+                                 "--progress"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)  # progress lines never reach stdout
+    assert "[mix] job 1/2 'vision'" in r.stderr and "in all" in r.stderr
+    assert d["limits"]["max_gpu_types"] == 1 and len(d["totals"]["gpu_types"]) == 1
+    assert len({j["design"]["gpu"] for j in d["jobs"]}) == 1
+    rows = {b["limit"]: b for b in d["limits_at_answer"]}
+    assert {"budget", "power", "GPU types"} <= set(rows)
+    for b in rows.values():  # used + slack = allowed, and a limit binds only with a change it blocks
+        assert b["used"] + b["slack"] == pytest.approx(b["allowed"])
+        assert b["binds"] == (b["blocked_change"] is not None)
+    assert rows["budget"]["used"] == pytest.approx(d["totals"]["cost_usd"])
+    quiet = CliRunner().invoke(app, ["solve", "--workload", str(mix), "--catalog", str(MINI), "--format", "json"])
+    assert quiet.exit_code == 0 and "[mix]" not in quiet.stderr  # stderr is not a terminal here

@@ -104,3 +104,70 @@ def calibrated_system():
 @pytest.mark.parametrize("strategy", ["ring", "hierarchical"])
 def test_calibrated_system_scales_nccl_resnet50_to_1024_h100_over_ndr(calibrated_system, strategy):
     assert _efficiency(calibrated_system, strategy) >= MIN_EFFICIENCY
+
+
+# ---------------------------------------------------------------------------------------------------
+# the measurement-file columns the multi-node rows need
+
+HEADER = ("source,model,gpu,gpus_per_node,nodes,batch_per_gpu,precision,strategy,nic_gbps,transport,num_ps,"
+          "reduce_on,single_gpu_samples_per_s,measured_samples_per_s")
+
+
+def _write(tmp_path, lines, extra_header=""):
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join([HEADER + extra_header, *lines]) + "\n", encoding="utf-8")
+    return p
+
+
+def test_nics_per_node_multiplies_the_node_link(tmp_path):
+    """Two 10 Gb/s TCP adapters per node are one 20 Gb/s adapter to the model (B_nic = rate x adapters), and more
+    than one: 2 MN-1-shaped nodes (8 P100 PCIe, chassis val-mn1-p100-8 takes 2 adapters), ring, VGG16 (large
+    gradients, so the NIC term shows)."""
+    from costopt.validate import validate
+
+    def pred(gbps, k):
+        row = (f"T,vgg16,p100-pcie,8,2,64,fp32,ring,{gbps},tcp,,gpu,150,1000,val-mn1-p100-8,{k}")
+        p = _write(tmp_path, [row], ",chassis,nics_per_node")
+        return validate(p).frame.predicted_samples_per_s.iloc[0]
+
+    one, two, fat, empty = pred(10, 1), pred(10, 2), pred(20, 1), pred(10, "")
+    assert two == pytest.approx(fat, rel=1e-12)
+    assert empty == pytest.approx(one, rel=1e-12)  # empty: one adapter
+    assert two > one * 1.2
+
+
+@pytest.mark.parametrize("value", ["0", "two", "1.5"])
+def test_bad_nics_per_node_names_the_column(tmp_path, value):
+    from costopt.errors import InputError
+    from costopt.validate import read_measurements
+    p = _write(tmp_path, [f"T,inception_v3,p100-pcie,1,2,64,fp32,ring,10,tcp,,gpu,200,300,{value}"], ",nics_per_node")
+    with pytest.raises(InputError, match="nics_per_node"):
+        read_measurements(p)
+
+
+def test_stated_efficiency_rows_are_predicted_not_fitted(tmp_path):
+    """A row marked measured_basis=efficiency moves no fitted parameter, however far off it is."""
+    rows = [f"A,inception_v3,p100-pcie,1,{m},64,fp32,ring,10,tcp,,gpu,200,{v}" for m, v in ((2, 330), (4, 600), (8, 1100))]
+    base = _write(tmp_path, [r + "," for r in rows], ",measured_basis")
+    far = "B,inception_v3,p100-pcie,1,16,64,fp32,ring,10,tcp,,gpu,200,20,efficiency"
+    (tmp_path / "b").mkdir()
+    withrow = _write(tmp_path / "b", [r + "," for r in rows] + [far], ",measured_basis")
+    kw = dict(names=("tcp_efficiency",), with_loso=False, max_iter=10)
+    a = calibrate(base, **kw)
+    b = calibrate(withrow, **kw)
+    assert b.fit.n_rows == a.fit.n_rows == 3
+    assert b.fit.params.tcp_efficiency == pytest.approx(a.fit.params.tcp_efficiency, rel=1e-9)
+    c = calibrate(withrow, fit_efficiency_rows=True, **kw)
+    assert c.fit.n_rows == 4 and c.fit.params.tcp_efficiency < a.fit.params.tcp_efficiency
+
+
+def test_efficiency_rows_are_stated_efficiency_times_n_times_the_calibration_figure():
+    """tools/sources/published_allreduce.csv: MIKAMI_2018 91.62% at 1,088 V100 (NVIDIA blog table), X1 = 1270 img/s
+    (NV_DLE_TF_RN50 V100 AMP 1-GPU); AKIBA_2017 80% at 1,024 P100, X1 = 219 (TF_BENCH_2017 P100)."""
+    d = pd.read_csv(resolve_dataset("published"), dtype=str, keep_default_na=False).set_index("source")
+    assert float(d.loc["MIKAMI_2018", "measured_samples_per_s"]) == pytest.approx(0.9162 * 1088 * 1270, abs=0.06)
+    assert float(d.loc["AKIBA_2017", "measured_samples_per_s"]) == pytest.approx(0.80 * 1024 * 219, abs=0.06)
+    for s in ("MIKAMI_2018", "AKIBA_2017", "GOYAL_2017"):
+        assert d.loc[s, "measured_basis"] == "efficiency"
+        assert "derived, not a stated throughput" in d.loc[s, "notes"]
+    assert int(d.loc["MIKAMI_2018", "nics_per_node"]) == 2 and d.loc["MIKAMI_2018", "nic_gbps"] == "100"

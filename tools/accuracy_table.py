@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from costopt.baseline import REGIMES, baseline_predictions, error_pct, regime_of
+from costopt.baseline import REGIMES, baseline_predictions, error_pct, fit_rows, regime_of
 from costopt.calibrate import calibrate
 from costopt.system import load_system
 from costopt.validate import error_stats, prepare, read_measurements, validation_catalog
@@ -60,22 +60,28 @@ def baseline_section(dataset: str, res) -> list[str]:
     df = res.frame
     meas = df.measured_samples_per_s.astype(float).to_numpy()
     regime = regime_of(df)
-    b_in, b_lo = baseline_predictions(df)
+    fit_mask = fit_rows(df)
+    b_in, b_lo = baseline_predictions(df, fit_mask=fit_mask)
     x1z, zoo = _cross_gpu(dataset, res)
-    z_in, z_lo = baseline_predictions(df, x1z)
+    z_in, z_lo = baseline_predictions(df, x1z, fit_mask=fit_mask)
     out = ["Model vs the one-number baseline (throughput = eta x N x one GPU's, eta fitted per regime; "
-           "`costopt.baseline`). In-sample: eta, and the model's parameters, fitted on all rows; LOSO: each source "
-           "predicted from the other sources only (\u2013: no other source measures that regime). Cells: "
+           "`costopt.baseline`). In-sample: eta, and the model's parameters, fitted on all rows that calibrate fits on "
+           "(not rows with an assumed network speed or a stated-efficiency figure; those are only predicted); LOSO: each "
+           "source predicted from the other sources only (\u2013: no other source measures that regime). Cells: "
            "median / p90 / max absolute error, %.", "",
-           "| regime | rows | sources | baseline in-sample | baseline LOSO | model defaults | model fitted (in-sample) | "
-           "model LOSO | model beats baseline (LOSO median) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+           "| regime | rows | sources | baseline in-sample | model defaults | model fitted (in-sample) | "
+           "rows with a LOSO baseline | baseline LOSO | model LOSO (same rows) | model beats baseline (LOSO median) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
 
     def line(name, mask, b_i, b_l, m_u, m_f, m_l):
-        cells = [_cell(error_stats(e[mask])) for e in (error_pct(b_i, meas), error_pct(b_l, meas), m_u, m_f, m_l)]
-        bl, ml = _median(error_pct(b_l, meas)[mask]), _median(m_l[mask])
-        verdict = "–" if not np.isfinite(bl) else ("yes" if ml < bl else "**no**")
-        out.append(f"| {name} | {int(mask.sum())} | {df.source[mask].nunique()} | " + " | ".join(cells) + f" | {verdict} |")
+        eb_i, eb_l = error_pct(b_i, meas), error_pct(b_l, meas)
+        both = mask & np.isfinite(eb_l) & np.isfinite(m_l)
+        cells = [_cell(error_stats(e[mask])) for e in (eb_i, m_u, m_f)]
+        lo = [_cell(error_stats(e[both])) for e in (eb_l, m_l)]
+        bl, ml_ = _median(eb_l[both]), _median(m_l[both])
+        verdict = "–" if not both.any() else ("yes" if ml_ < bl else "**no**")
+        out.append(f"| {name} | {int(mask.sum())} | {df.source[mask].nunique()} | " + " | ".join(cells)
+                   + f" | {int(both.sum())} | " + " | ".join(lo) + f" | {verdict} |")
 
     mu, mf, ml = (df.error_uncalibrated_pct.to_numpy(), df.error_fitted_pct.to_numpy(), df.error_loso_pct.to_numpy())
     for name in REGIMES:
@@ -85,6 +91,18 @@ def baseline_section(dataset: str, res) -> list[str]:
     for name in REGIMES:
         line(f"cross-GPU: {name}", regime == name, z_in, z_lo, zu, zf, zl)
     line("cross-GPU: all multi-GPU rows", regime != "", z_in, z_lo, zu, zf, zl)
+    ar = regime == REGIMES[2]
+    out += ["", "Multi-node all-reduce, per source (the regime `solve` recommends; measured basis `efficiency`: the source "
+            "states a scaling efficiency only, so the row is predicted, not fitted):", "",
+            "| source | rows | GPUs | measured basis | baseline in-sample | baseline LOSO | model defaults | model LOSO |",
+            "|---|---:|---|---|---:|---:|---:|---:|"]
+    basis = df["measured_basis"].fillna("").replace("", "throughput") if "measured_basis" in df else None
+    for src in sorted(set(df.source[ar])):
+        m = ar & (df.source == src).to_numpy()
+        n = sorted({int(g) * int(k) for g, k in zip(df.gpus_per_node[m], df.nodes[m])})
+        kinds = "/".join(sorted(set(basis[m]))) if basis is not None else "throughput"
+        cells = [_cell(error_stats(e[m])) for e in (error_pct(b_in, meas), error_pct(b_lo, meas), mu, ml)]
+        out.append(f"| {src} | {int(m.sum())} | {', '.join(map(str, n))} | {kinds} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -110,7 +128,10 @@ def main(dataset: str = "published") -> None:
     line("**all**", df)
     if "nic_basis" in df:
         line("all, without rows whose network speed is assumed", df[df.nic_basis.fillna("") != "assumed"])
-    out += ["", f"Fitted on all rows ({res.fit.n_rows} used; rows with an assumed network speed are predicted, not fitted) "
+    if "measured_basis" in df:
+        line("all, rows with a stated throughput (no stated-efficiency rows)",
+             df[df.measured_basis.fillna("") != "efficiency"])
+    out += ["", f"Fitted on all rows ({res.fit.n_rows} used; rows with an assumed network speed or a stated-efficiency figure are predicted, not fitted) "
             "for reference; not used in the LOSO columns:", "",
             "| parameter | default | fitted | ± 1 sd | note |", "|---|---:|---:|---:|---|"]
     for r in res.fit.table():

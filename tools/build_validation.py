@@ -38,6 +38,13 @@ rows without `assumed` separately. The p2.xlarge number is not tuned: its rows m
 Gbps" burst ceiling for instances with 16 or fewer vCPUs, not stated for p2.xlarge) across the range
 of defensible values, so they test the network assumption more than the model.
 
+`measured_basis` (optional column; empty means `throughput`): `throughput` when the source states the
+multi-GPU throughput; `efficiency` when it states only a scaling efficiency E at N GPUs and the row's
+measured figure is E x N x the row's 1-GPU calibration figure (taken from another published 1-GPU
+measurement of that GPU and model, named in the row's notes). The multi-node all-reduce rows come from
+tools/sources/published_allreduce.csv (one line per published figure, with where it is in the source);
+docs/accuracy.md lists those sources.
+
 `overlap` (the timing model's overlap mode) is left empty (wfbp) for every row: no source states a
 mode that waits for all gradients (tf_cnn_benchmarks `--gradient_repacking`; the May 2017 page lists
 variable_update and the parameter device only), and TF 1.x dataflow, Horovod and DDP all start each
@@ -61,7 +68,8 @@ OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
 COLUMNS = [
     "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
-    "tensor_set", "chassis", "overlap", "nic_basis", "system", "data", "source_line", "notes",
+    "tensor_set", "chassis", "overlap", "nic_basis", "nics_per_node", "measured_basis", "system", "data", "source_line",
+    "notes",
 ]
 
 MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152", "AlexNet": "alexnet",
@@ -83,7 +91,7 @@ def _row(**kw) -> dict:
 
 def _num(v) -> str:
     f = float(v)
-    return str(int(f)) if f.is_integer() else f"{f:g}"
+    return str(int(f)) if f.is_integer() else repr(f)  # shortest exact decimal (":g" keeps only 6 digits)
 
 
 def _tf_bench(d: pd.DataFrame) -> list[dict]:
@@ -279,54 +287,83 @@ def _nv_dle(d: pd.DataFrame) -> list[dict]:
 
 
 ALLREDUCE_SOURCES = ROOT / "tools" / "sources" / "published_allreduce.csv"
-ALLREDUCE_GPUS = {"Tesla V100-SXM2-16GB": ("v100-sxm2-16gb", "8 x V100-SXM2-16GB servers (NVLink), 1 x EDR InfiniBand per node")}
-ALLREDUCE_MODELS = {"ResNet-50 v1.5": "resnet50", "BERT-base pretraining": "bert_base"}
+# source GPU name -> (catalog gpu id, system description)
+ALLREDUCE_GPUS = {
+    "Tesla V100-SXM2-16GB": ("v100-sxm2-16gb", "8 x V100-SXM2-16GB servers (NVLink), 1 x EDR InfiniBand per node"),
+    "Tesla P100-SXM2 (Big Basin, NVLink)": ("p100-sxm2", "Facebook Big Basin servers, 8 x P100 (NVLink), 50 Gb/s Ethernet"),
+    "Tesla P100 PCIe (MN-1)": ("p100-pcie", "PFN MN-1: 8 x P100 PCIe per node, 2 x FDR InfiniBand"),
+    "Tesla V100-SXM2-16GB (ABCI)": ("v100-sxm2-16gb", "AIST ABCI: 4 x V100-SXM2 per node, 2 x EDR InfiniBand"),
+}
+ALLREDUCE_MODELS = {"ResNet-50 v1.5": "resnet50", "ResNet-50": "resnet50", "BERT-base pretraining": "bert_base"}
 # tf_cnn_benchmarks/Keras variable definitions (the zoo's `tensorflow` ResNet-50 set) for TensorFlow stacks
 TF_FRAMEWORKS = ("TensorFlow",)
 
 
 def _allreduce(path: Path = ALLREDUCE_SOURCES) -> list[dict]:
-    """Multi-GPU all-reduce rows transcribed from published tables (tools/sources/published_allreduce.csv).
+    """Multi-GPU all-reduce rows transcribed from published sources (tools/sources/published_allreduce.csv).
 
-    Each row's compute calibration is the same table's 1-GPU figure for the same framework, model, batch and
-    precision; a row without one is an error (the source's own 1-GPU figure is the only calibration used here).
+    Two kinds of line, told apart by which figure the source states (column `measured_basis` of the output):
+    - `throughput`: the source states the throughput. The compute calibration is the same table's 1-GPU
+      figure for the same framework, model, batch and precision; a row without one is an error.
+    - `efficiency`: the source states only a scaling efficiency E at N GPUs. The compute calibration X₁ is
+      another published 1-GPU figure for that GPU and model (named in the line's `single_gpu_ref`), and the
+      measured figure is E × N × X₁: the row checks the model's efficiency at the compute speed X₁.
     """
-    d = pd.read_csv(path, dtype={"notes": "string", "nic_basis": "string", "transport": "string"})
+    d = pd.read_csv(path, dtype={"notes": "string", "nic_basis": "string", "transport": "string", "stack": "string",
+                                 "single_gpu_ref": "string", "chassis": "string"})
     out = []
     keys = ["source_id", "framework", "model", "batch_per_gpu", "precision", "gpu"]
     for idx, r in d.iterrows():
         n = int(r.gpus_per_node) * int(r.nodes)
         if n < 2:
             continue
-        same = d
-        for k in keys:
-            same = same[same[k] == r[k]]
-        one = same[(same.gpus_per_node == 1) & (same.nodes == 1)]
-        if len(one) != 1:
-            raise SystemExit(f"{path.name} line {idx + 2}: no unique 1-GPU row for {r.framework} {r.model} batch {r.batch_per_gpu}")
-        single = float(one.throughput_samples_per_s.iloc[0])
         gpu, system = ALLREDUCE_GPUS[r.gpu]
         model = ALLREDUCE_MODELS[r.model]
+        stated_eff = pd.notna(r.scaling_efficiency)
+        if stated_eff:
+            single = float(r.single_gpu_samples_per_s)
+            measured = round(float(r.scaling_efficiency) * n * single, 1)
+            basis = "efficiency"
+            cal = (f"1-GPU calibration: not in the source; {single:g} samples/s from {r.single_gpu_ref} (an estimate for "
+                   f"this run); measured = stated scaling efficiency {float(r.scaling_efficiency):g} x {n} GPUs x "
+                   f"{single:g} = {_num(measured)} (derived, not a stated throughput)")
+        else:
+            same = d
+            for k in keys:
+                same = same[same[k] == r[k]]
+            one = same[(same.gpus_per_node == 1) & (same.nodes == 1)]
+            if len(one) != 1:
+                raise SystemExit(f"{path.name} line {idx + 2}: no unique 1-GPU row for {r.framework} {r.model} "
+                                 f"batch {r.batch_per_gpu}")
+            single = float(one.throughput_samples_per_s.iloc[0])
+            measured = float(r.throughput_samples_per_s)
+            basis = "throughput"
+            cal = (f"1-GPU calibration: same table's 1-GPU figure for this framework and batch ({single:g} samples/s, "
+                   f"line {one.index[0] + 2})")
         if model == "resnet50" and str(r.framework).startswith(TF_FRAMEWORKS):
             ts, ts_note = "tensorflow", "tensorflow tensor set (ResNet-50 v1 variables; v1.5 has the same tensors)"
         else:
             ts, ts_note = "pytorch", "pytorch tensor set"
         multi = int(r.nodes) > 1
-        notes = [f"1-GPU calibration: same table's 1-GPU figure for this framework and batch ({single:g} samples/s, "
-                 f"line {one.index[0] + 2})", f"{r.framework}; stack {r.stack}: NCCL all-reduce on GPUs, modelled as a ring",
-                 ts_note, f"where: {r['where']}"]
+        notes = [cal, f"{r.framework}; {r.framework_stack}: all-reduce on GPUs, modelled as {r.strategy}", ts_note,
+                 f"where: {r['where']}", f"reference: {r.reference}"]
         if multi:
-            notes.append(f"network as stated: {float(r.nic_gbps):g} Gb/s {r.transport} (InfiniBand EDR, one adapter per node)")
+            notes.append(f"network as stated: {int(r.nics_per_node)} x {float(r.nic_gbps):g} Gb/s {r.transport} per node")
         if isinstance(r.notes, str) and r.notes:
             notes.append(r.notes)
-        out.append(_row(
+        row = _row(
             source=r.source_id, model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
-            batch_per_gpu=int(r.batch_per_gpu), precision=r.precision, strategy="ring",
-            nic_gbps=_num(r.nic_gbps) if multi else "", transport=r.transport if multi else "", reduce_on="gpu",
-            single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
-            tensor_set=ts, nic_basis=(r.nic_basis if multi else ""), system=system, data=r.data,
+            batch_per_gpu=int(r.batch_per_gpu), precision=r.precision, strategy=r.strategy,
+            nic_gbps=_num(r.nic_gbps) if multi else "", nics_per_node=int(r.nics_per_node) if multi else "",
+            transport=r.transport if multi else "", reduce_on="gpu",
+            single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(measured),
+            tensor_set=ts, chassis=(r.chassis if isinstance(r.chassis, str) else ""),
+            nic_basis=(r.nic_basis if multi else ""), measured_basis=basis, system=system, data=r.data,
             source_line=f"{path.name}:{idx + 2}", notes="; ".join(notes),
-        ))
+        )
+        if "stack" in COLUMNS and isinstance(r.stack, str):
+            row["stack"] = r.stack
+        out.append(row)
     return out
 
 

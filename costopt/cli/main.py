@@ -21,15 +21,20 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from typer._click import Context
     from typer._click.exceptions import UsageError
 
+import importlib
+
 from .. import __version__
-from . import accuracy, bom, catalog, design, profile, purchasing
 from .common import one_line
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve.")
-for _module in (design, bom, purchasing, accuracy, profile):
-    app.add_typer(_module.app)
-app.add_typer(catalog.app, name="catalog")
+# Command modules in help order, and the commands each one defines: a run imports only the module of
+# its command (the help and unknown commands mount them all).
+_MODULES = ("design", "bom", "purchasing", "accuracy", "profile", "catalog")
+_COMMANDS = {
+    "solve": "design", "predict": "design", "models": "design", "bom": "bom",
+    "compare": "purchasing", "rent-vs-buy": "purchasing", "report": "purchasing", "export": "purchasing",
+    "validate": "accuracy", "calibrate": "accuracy", "profile": "profile", "catalog": "catalog",
+}
+_HELP = "Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve."
 
 
 def _show_version(value: bool) -> None:
@@ -38,10 +43,33 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(version: Optional[bool] = typer.Option(None, "--version", callback=_show_version, is_eager=True,
                                                  help="Print the version and exit.")) -> None:
     """Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve."""
+
+
+def build_app(modules: tuple[str, ...] = _MODULES) -> typer.Typer:
+    """The `costopt` Typer app with the given command modules mounted (all by default)."""
+    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=_HELP)
+    app.callback()(_root)
+    for name in _MODULES:
+        if name not in modules:
+            continue
+        module = importlib.import_module(f".{name}", __package__)
+        if name == "catalog":
+            app.add_typer(module.app, name="catalog")
+        else:
+            app.add_typer(module.app)
+    return app
+
+
+def _modules_for(args: list[str]) -> tuple[str, ...]:
+    """The command module the command line needs: the first word that names a command."""
+    for a in args:
+        if a.startswith("-"):
+            continue
+        return (_COMMANDS[a],) if a in _COMMANDS else _MODULES
+    return _MODULES
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -68,7 +96,7 @@ def _plain_flags(command, name: str = "costopt") -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; usage errors become one line (`error: ...`) instead of a boxed panel."""
     args = list(sys.argv[1:] if argv is None else argv)
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(build_app(_modules_for(args)))
     _plain_flags(command)
     try:
         code = command.main(args=args, prog_name="costopt", standalone_mode=False)
@@ -86,3 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("aborted", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def __getattr__(name: str):
+    """`app`: the whole Typer app (every command mounted), built on first use."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

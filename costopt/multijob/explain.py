@@ -64,10 +64,10 @@ class _Changes:
         for _, col, _, _ in _RESOURCES:
             out[col] = self.res[col][j] + sum(self.res[col][i][pk[i]] for i in others)
         job = self.jobs[j]
-        nics = {str(self.jobs[i].nic[pk[i]]) for i in others} - {"none"}
-        out["nic_types"] = np.array([len(nics | ({str(n)} - {"none"})) for n in job.nic])
-        models = {str(self.jobs[i].gpu[pk[i]]) for i in others}
-        out["gpu_types"] = np.array([len(models | {str(m)}) for m in job.gpu])
+        nics = sorted({str(self.jobs[i].nic[pk[i]]) for i in others} - {"none"})
+        out["nic_types"] = len(nics) + ((job.nic != "none") & ~np.isin(job.nic, nics)).astype(np.int64)
+        models = sorted({str(self.jobs[i].gpu[pk[i]]) for i in others})
+        out["gpu_types"] = len(models) + (~np.isin(job.gpu, models)).astype(np.int64)
         w = np.array([jb.weight for jb in self.jobs])
         thr_others = {i: float(self.jobs[i].throughput[pk[i]]) for i in others}
         thr = job.throughput.astype(np.float64)
@@ -159,20 +159,27 @@ def explain(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective
         if not any(len(k) for _, k in more):
             unused[p] = {"units": int(owned - need), "reason": "no_candidate"}
             continue
-        feasible_best, broken_least = None, None
+        feasible_best, broken_least = None, None  # (value, job, design); ((relative over, limit, over by), job, design)
         for j, ds in more:
+            if not len(ds):
+                continue
             c = changes[j]
-            for d in ds:
-                over = [(float(c[k][d] - a) / max(a, 1e-12), n, float(c[k][d] - a)) for n, _, a, k in limits
-                        if c[k][d] > a * (1 + _REL)]
-                if not over:
-                    v = float(c["value"][d])
-                    if feasible_best is None or (v < feasible_best[0] if objective == "cost" else v > feasible_best[0]):
-                        feasible_best = (v, j, int(d))
-                else:
-                    worst = max(over)
-                    if broken_least is None or worst[0] < broken_least[0][0]:
-                        broken_least = (worst, j, int(d))
+            rel = np.stack([np.where(c[k][ds] > a * (1 + _REL), (c[k][ds] - a) / max(a, 1e-12), -np.inf)
+                            for _, _, a, k in limits], axis=1) if limits else np.full((len(ds), 1), -np.inf)
+            worst = rel.max(axis=1)
+            ok = ~np.isfinite(worst) & (worst < 0)  # no limit broken
+            if ok.any():
+                v = c["value"][ds][ok]
+                i = int(np.argmin(v) if objective == "cost" else np.argmax(v))
+                if feasible_best is None or (v[i] < feasible_best[0] if objective == "cost" else v[i] > feasible_best[0]):
+                    feasible_best = (float(v[i]), j, int(ds[ok][i]))
+            if (~ok).any():
+                i = int(np.argmin(np.where(ok, np.inf, worst)))
+                k = int(np.argmax(rel[i]))
+                name, _, a, key = limits[k]
+                cand = ((float(worst[i]), name, float(c[key][ds[i]] - a)), j, int(ds[i]))
+                if broken_least is None or cand[0][0] < broken_least[0][0]:
+                    broken_least = cand
         if feasible_best is not None:
             v, j, d = feasible_best
             unused[p] = {"units": int(owned - need), "reason": "worse", "job": jobs[j].name,

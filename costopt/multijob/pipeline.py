@@ -18,7 +18,7 @@ from ..catalog import Catalog, load_catalog
 from ..design_space import STRATEGIES, enumerate_designs
 from ..errors import InfeasibleError, InputError
 from ..mix import PARTS, Mix, load_mix
-from .diagnose import diagnose
+from .diagnose import _limit_names, diagnose
 from .explain import explain
 from .problem import (MIX_OBJECTIVES, JobCandidates, Market, MixLimits, Progress, _check_objective, _say,
                       evaluate_picks)
@@ -27,6 +27,8 @@ from .pruning import _within_limits, prune, reduce_jobs
 
 
 DEFAULT_TIME_LIMIT_S = 300.0  # seconds for a whole mix solve unless told otherwise
+REPORT_RESERVE = 0.03  # share of the time limit (at least 2 s) kept back for the report
+BUILD_SHARE = 0.75  # building the candidates stops past this share of the time limit
 def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
     price = {("gpus", g.id): g.price_usd for g in catalog.gpu}
     price.update({("chassis", c.id): c.price_usd for c in catalog.chassis})
@@ -95,14 +97,15 @@ def _drop_timings(value: Any) -> Any:
 def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
                overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
                reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True,
-               progress: Progress | None = None) -> list[JobCandidates]:
+               progress: Progress | None = None, deadline: float | None = None) -> list[JobCandidates]:
     """Enumerate and evaluate every job's design space and keep its candidates, one job at a time.
 
     Each design space is reduced as soon as it is evaluated: designs that break a per-design limit
     (when `trim`; the diagnosis of an infeasible mix keeps them) and dominated designs (`prune`) go,
     both valid whatever the other jobs run (`pruning.py`), and only the survivors' DESIGN rows are
     kept. Memory then holds one job's evaluated design space at a time, not every job's. Jobs with the
-    same model, precision, batch, GPU list and samples to train share one evaluation."""
+    same model, precision, batch, GPU list and samples to train share one evaluation. Past `deadline`
+    (a `time.perf_counter()` value) it stops with InfeasibleError (reason "time-limit")."""
     owned_value = sum(market.price[p] * n for p, n in market.owned.items())
     # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
     node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
@@ -142,6 +145,9 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
             how = f"same designs as an earlier job ({len(base):,} kept)"
         jobs.append(replace(base, name=name, weight=spec.weight, target=spec.target, counts=dict(base.counts)))
         _say(progress, f"job {k}/{len(mix.jobs)} '{name}' ({spec.model}): {how}, {time.perf_counter() - t0:.1f} s")
+        if deadline is not None and time.perf_counter() > deadline and k < len(mix.jobs):
+            raise InfeasibleError(f"building the candidates took the time allowed for it ({k} of {len(mix.jobs)} "
+                                  "jobs done); raise --time-limit", reason="time-limit")
     return jobs
 
 
@@ -158,7 +164,8 @@ def solve_mix(
     `time_limit` (seconds, default `DEFAULT_TIME_LIMIT_S`; None: none) bounds the whole call: building the
     candidates, pruning and the program, which gets what is left. When it runs out the best selection
     found so far comes back with status "Feasible (time limit)" and its gap (relative distance to the
-    best bound proven). `progress`, when given, receives one line per step (jobs evaluated, pruning,
+    best bound proven). Building the candidates may take `BUILD_SHARE` of the limit (past it: an
+    InfeasibleError with reason "time-limit"); the diagnosis of an infeasible mix shares the same limit. `progress`, when given, receives one line per step (jobs evaluated, pruning,
     solver stages and, during long CBC runs, the best value and bound so far)."""
     t_start = time.perf_counter()
     mix = workload if isinstance(workload, Mix) else load_mix(workload)
@@ -189,24 +196,40 @@ def solve_mix(
     market = market_from(cat, mix)
     opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
                 tensor_set=tensor_set)
-    raw = build_jobs(mix, cat, market, lim, progress=progress, **opts)
+    # the candidates may take BUILD_SHARE of the time: what is left gets a heuristic answer at least
+    build_deadline = None if time_limit is None else t_start + BUILD_SHARE * time_limit
+    raw = build_jobs(mix, cat, market, lim, progress=progress, deadline=build_deadline, **opts)
     _check_objective(objective, raw)
     t0 = time.perf_counter()
     jobs = reduce_jobs(raw, market, lim, objective)
     _say(progress, f"joint limits and pruning: {sum(len(j) for j in jobs):,} candidates in all, "
                    f"{time.perf_counter() - t0:.1f} s")
-    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t_start))
+    # the program gets what is left, less a reserve for the report (explain reads every one-job change)
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t_start)
+                                               - max(2.0, REPORT_RESERVE * time_limit))
     res = solve_program(jobs, market, lim, objective, left, progress=progress)
     if res.picks is None:
         if res.status.startswith("No solution"):
             raise InfeasibleError(f"no feasible answer found within the time limit of {time_limit:g} s; "
                                   "raise --time-limit", reason="time-limit")
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        if left is not None and left < 5.0:
+            raise InfeasibleError("infeasible mix (no time left to find which limit binds; raise --time-limit)",
+                                  reason="mix-limits")
         _say(progress, "infeasible: finding which limit binds")
-        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, progress=progress, **opts), market, lim,
-                           objective, filter_limits=False)
-        msg, rows = diagnose(full, market, lim, objective)
+        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, progress=progress,
+                                      deadline=None if left is None else t_start + time_limit, **opts),
+                           market, lim, objective, filter_limits=False)
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        per_solve = 10.0 if left is None else min(10.0, max(1.0, left / (len(_limit_names(full, market, lim,
+                                                                                            objective)) + 2)))
+        msg, rows = diagnose(full, market, lim, objective, time_limit=per_solve)
         raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
-    return _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+    t0 = time.perf_counter()
+    out = _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+    _say(progress, f"{res.status}, gap {'n/a' if res.gap is None else f'{res.gap:.2%}'}; report in "
+                   f"{time.perf_counter() - t0:.1f} s, {time.perf_counter() - t_start:.1f} s in all")
+    return out
 
 
 def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Market, jobs: list[JobCandidates],
