@@ -25,7 +25,7 @@ from .bom import bom_dicts, oldest_price
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from .errors import InfeasibleError, InputError
-from .part_filter import KEPT, PartFilter, excluded_summary, segment_lifecycle
+from .part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
@@ -534,9 +534,11 @@ def _survivors(ev: Evaluation, limits: dict[str, Any]) -> tuple[np.ndarray, int]
     keep = []
     cand_all = np.flatnonzero(m_all["cand"])
     keep.append(cand_all[pareto_front(cost[cand_all], thr[cand_all], rank[cand_all])])
-    # the same selections among the designs the part filter offers (the choice) and among all (the
-    # best left-out design): families never mix the two, a filter decides by GPU, chassis and NIC
-    for m in ({k: v & offered for k, v in m_all.items()}, m_all):
+    # the same selections among the designs the part filter offers (the choice), among those it leaves
+    # out (the best left-out design) and among all: families never mix the two, as a filter decides by
+    # GPU, chassis and NIC
+    for sel in (offered, ~offered, None):
+        m = m_all if sel is None else {k: v & sel for k, v in m_all.items()}
         _keep_for_choose(m, ev, objective, budget, rank, keep)
     kept = np.zeros(len(s), dtype=bool)
     kept[np.concatenate(keep)] = True
@@ -589,14 +591,19 @@ def _concat(parts: list, kind):
 def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, workload: Workload, tensors: TensorSet,
                         params: SystemParams, precision: str, batch_per_gpu: int, overlap: str,
                         basis: CostBasis, grad_accum: int = 1,
-                        support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int]]:
+                        support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]]]:
     """Evaluate a large design space piece by piece, keeping only each piece's `_survivors`: memory is
     bounded by one piece, whatever the catalog size. Returns the survivors as one Evaluation and
-    (designs evaluated, candidates after constraints) over the whole space."""
+    (designs evaluated, candidates after constraints, designs left out per part-filter reason) over the
+    whole space."""
     spaces, timings, costs = [], [], []
     compute: GpuCompute | None = None
     n_designs = n_cand = 0
+    part_filter = limits.get("part_filter") or PartFilter()
+    n_left = np.zeros(len(REASONS), dtype=np.int64)
     for space in chunks:
+        r = part_filter.design_reasons(space)
+        n_left += np.bincount(r[r != KEPT], minlength=len(REASONS))
         ev = evaluate_space(space, catalog=catalog, workload=workload, tensors=tensors, params=params,
                             precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis,
                             grad_accum=grad_accum, support_years=support_years)
@@ -614,7 +621,7 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
                         ("gpu_idx", "chassis_idx", "nic_idx", "nodes", "strategy", "reduce_on", "nics_per_node")))
     ev = Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params, space, compute,
                     _concat(timings, Timing), _concat(costs, Costs), basis, grad_accum, gpu_precision)
-    return ev, (n_designs, n_cand)
+    return ev, (n_designs, n_cand, tuple(int(x) for x in n_left))
 
 
 def _take(arrays, idx: np.ndarray):
@@ -638,7 +645,7 @@ def _merge_compute(a: GpuCompute, b: GpuCompute, space: DesignSpace) -> GpuCompu
 
 def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
            max_rack_units: float | None = None, min_throughput: float | None = None,
-           counts: tuple[int, int] | None = None, part_filter: PartFilter | None = None,
+           counts: tuple | None = None, part_filter: PartFilter | None = None,
            today: date | None = None) -> SolveResult:
     """Apply constraints to an evaluated space, pick the best design, rank the alternatives.
 
@@ -692,10 +699,9 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
         best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
     if best_local is None:
         exc = _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
-        left = int(((reasons != KEPT) & hw_all).sum())
-        if left:
-            exc.args = (f"{exc.args[0]} ({left:,} runnable designs were left out by the part filter: "
-                        f"{part_filter.describe()}; --include consumer,legacy,eol considers them)",)
+        if ((reasons != KEPT) & hw_all).any():
+            exc.args = (f"{exc.args[0]} (the part filter left runnable designs out: {part_filter.describe()}; "
+                        f"--include consumer,legacy,eol considers them)",)
         raise exc
     best = int(cand[best_local])
 
@@ -721,7 +727,8 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     excluded = excluded_summary(
         reasons=reasons, pool=hw_all & in_budget, cost=cost, throughput=thr, order_rank=order_rank,
         budget=front_budget, min_throughput=min_throughput, objective=objective, chosen=rows[0],
-        to_design=lambda i: ev.rows([i])[0], catalog=ev.catalog, part_filter=part_filter)
+        to_design=lambda i: ev.rows([i])[0], catalog=ev.catalog, part_filter=part_filter,
+        reason_counts=counts[2] if counts is not None and len(counts) > 2 else None)
     return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:], why, info,
                        per_gpu_rows, ev, ranked, excluded)
 

@@ -150,13 +150,16 @@ def excluded_summary(
     *, reasons: np.ndarray, pool: np.ndarray, cost: np.ndarray, throughput: np.ndarray, order_rank: np.ndarray,
     budget: float | None, min_throughput: float | None, objective: str, chosen: dict[str, Any] | None,
     to_design: Callable[[int], dict[str, Any]], catalog: Catalog, part_filter: PartFilter,
+    reason_counts: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """JSON `excluded`: {counts by reason, best: DESIGN or null, best_by_reason, sentence}.
 
     `pool` marks designs that meet every per-design limit (memory, buildable, power, rack units);
     the best excluded design is the best of the left-out ones among them under the same budget and
-    objective (the same numpy search as the choice itself, no loop per design)."""
-    counts = {r: int((reasons == i).sum()) for i, r in enumerate(REASONS)}
+    objective (the same numpy search as the choice itself, no loop per design). `reason_counts` replaces
+    the counts when `reasons` covers only part of the space (a space evaluated in pieces)."""
+    counts = {r: (int(reason_counts[i]) if reason_counts is not None else int((reasons == i).sum()))
+              for i, r in enumerate(REASONS)}
     counts = {k: v for k, v in counts.items() if v}
     out: dict[str, Any] = {"offered": part_filter.describe(), "counts": counts, "best": None,
                            "best_by_reason": {}, "sentence": ""}
