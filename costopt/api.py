@@ -747,6 +747,16 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
     per_gpu_rows = ev.priced_rows(per_gpu, today)
+    # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/robustness.py)
+    from .robustness import decision_robustness, near_ties
+
+    for picked, out in ((ranked, rows), (per_gpu, per_gpu_rows)):
+        both = np.concatenate([[best], picked])
+        low, high = throughput_range(ev, both)
+        for r, flag in zip(out, near_ties(low, high, 0)[1:] & (picked != best)):
+            r["near_tie"] = bool(flag)
+    pool = idx if len(idx) else np.array([best])
+    info.update(decision_robustness(ev, best, pool, objective, min_throughput))
     excluded = excluded_summary(
         reasons=reasons, pool=hw_all & in_budget, cost=cost, throughput=thr, order_rank=order_rank,
         budget=front_budget, min_throughput=min_throughput, objective=objective, chosen=rows[0],
