@@ -283,7 +283,8 @@ class Facility(_Strict):
         "buyer's guide, 2026); no support contract"
     )
     date: str = "2026-06-11"
-    price_source: str = "estimates (see source)"
+    price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
+                         "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
     price_date: str = "2026-06-11"
     estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"]
     notes: str = ""
