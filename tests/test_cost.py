@@ -26,33 +26,36 @@ def test_four_nics_per_node_two_tier_fabric_hand_computed():
     #   node = 50,000 chassis + 8 x 30,000 GPU + 4 x 1,000 NIC = 294,000
     #   node ports 2 x 4 = 8 > 4 ports per switch: two tiers, 3 x 8 = 24 switch ports at $500 = 12,000;
     #   8 <= 4^2 / 2 = 8, buildable; 24 / 4 = 6 switches, one rack unit each
-    #   capex 2 x 294,000 + 12,000 = 600,000
+    #   links two tiers: 2 x 8 = 16 cables at $100 = 1,600 (node-leaf and leaf-spine)
+    #   racks: 9.68 kW per node, 20 kW per rack -> 2 nodes per rack, 1 rack: $1,000 + 2 PDUs x $500 = 2,000
+    #   capex 2 x 294,000 + 12,000 + 1,600 + 2,000 = 603,600
     #   power 2 x (8 x 700 + 4,000 + 4 x 20) W = 19.36 kW      (the NIC term counts all 4 adapters)
     #   rack units 2 x 8 + 6 = 22
     #   electricity 19.36 kW x 0.8 draw x 1.5 PUE x $0.10/kWh x 8766 h = $20,365.17 per year (mini [site])
     d = costopt.predict("resnet50", "h200-sxm", 8, 2, "ib100", "ring", catalog=mini_with_rails(), nics_per_node=4,
                         tco_years=3)
-    assert d["capex_usd"] == pytest.approx(600_000.0)
+    assert d["capex_usd"] == pytest.approx(603_600.0)
     assert d["power_kw"] == pytest.approx(19.36)
     assert d["rack_units"] == pytest.approx(22.0)
     assert d["energy_usd_per_year"] == pytest.approx(19.36 * 0.8 * 1.5 * 0.10 * 8766, rel=1e-9)
     assert d["energy_usd_per_year"] == pytest.approx(20_365.17, abs=0.01)
-    assert d["cost_usd"] == pytest.approx(600_000.0 + 3 * 20_365.17, abs=0.05)
+    assert d["cost_usd"] == pytest.approx(603_600.0 + 3 * 20_365.17, abs=0.05)
 
 
 def test_switches_round_up_and_count_in_rack_units():
     # 3 nodes x 2 ib100 adapters: 6 node ports > 4, two tiers: 18 switch ports, 18 / 4 = 4.5 -> 5 switches
-    #   capex 3 x (50,000 + 240,000 + 2 x 1,000) + 18 x 500 = 885,000
+    #   capex 3 x (50,000 + 240,000 + 2 x 1,000) + 18 x 500 + 12 cables x 100 + 2 racks x 2,000 = 890,200
+    #   (9.64 kW per node: 2 nodes per 20 kW rack, so 3 nodes take 2 racks)
     #   power 3 x (5,600 + 4,000 + 2 x 20) W = 28.92 kW; rack units 3 x 8 + 5 = 29
     d = costopt.predict("resnet50", "h200-sxm", 8, 3, "ib100", "ring", catalog=mini_with_rails(), nics_per_node=2)
-    assert d["capex_usd"] == pytest.approx(885_000.0)
+    assert d["capex_usd"] == pytest.approx(890_200.0)
     assert d["power_kw"] == pytest.approx(28.92)
     assert d["rack_units"] == pytest.approx(29.0)
     # one tier: 2 nodes x 1 adapter = 2 ports on one 4-port switch: 2 x 8 + 1 = 17 rack units
     one = costopt.predict("resnet50", "h200-sxm", 8, 2, "ib100", "ring", catalog=mini_with_rails())
     assert one["rack_units"] == pytest.approx(17.0)
     assert one["power_kw"] == pytest.approx(2 * (5_600 + 4_000 + 20) / 1000)
-    assert one["capex_usd"] == pytest.approx(2 * 291_000 + 2 * 500)
+    assert one["capex_usd"] == pytest.approx(2 * 291_000 + 2 * 500 + 2 * 100 + 2_000)  # 2 cables, 1 rack
 
 
 def test_fabric_beyond_two_tiers_is_not_buildable():
