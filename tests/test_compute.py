@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import costopt
 from costopt.catalog import load_catalog
-from costopt.cli.main import app
+from costopt.cli import app
 from costopt.compute import PRECISIONS
 from costopt.workload import list_models, load_workload
 
