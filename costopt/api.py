@@ -742,7 +742,20 @@ def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None
     if other_gpu.any() and objective == "throughput":
         j = np.flatnonzero(other_gpu)[np.argmax(thr[other_gpu])]
         parts.append(f"{thr[best] / thr[j] - 1.0:+.0%} vs the best {s.gpus[s.gpu_idx[j]].id} design")
+    parts.append(_compute_phrase(ev, int(s.gpu_idx[best])))
     return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
+
+
+def _compute_phrase(ev: Evaluation, gi: int) -> str:
+    """How sure the winner's compute is: measured, a published same-model ratio, or a roofline estimate."""
+    gpu, src = ev.space.gpus[gi].id, ev.compute.source[gi]
+    if src.startswith(("measured", "interpolated", "extrapolated")):
+        return f"{gpu} compute {src} on that GPU"
+    if src.startswith("published"):
+        return f"{gpu} compute from a published same-model speed ratio to the measured GPU (estimate)"
+    basis = ev.compute.basis[gi]
+    stand_in = "; fractions of another GPU generation" if "no " in basis and " data:" in basis else ""
+    return f"{gpu} compute is a roofline estimate (peak FLOP/s and bandwidth x fitted fractions{stand_in}): less sure"
 
 
 __all__ = ["predict", "solve", "choose", "evaluate_space", "infeasible_reason", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

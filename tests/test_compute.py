@@ -252,3 +252,13 @@ def test_validate_reads_grad_accum(tmp_path):
     res = validate(p)
     f, b, st = 10.9835e-3, 21.1114e-3, 0.291712e-3
     assert res.frame["predicted_samples_per_s"].iloc[0] == pytest.approx(3 * 64 / (3 * f + 3 * b + st), rel=1e-6)
+
+
+def test_solve_explains_how_sure_the_winners_compute_is():
+    # among NVIDIA SXM GPUs the B200 wins BERT-large on its published 1.49x (Lambda v2); the MI300X,
+    # with no published figure and no CDNA3 data, is a roofline estimate and the sentence says so
+    res = costopt.solve(2_000_000, "bert_large", gpus=["b200", "h200-sxm", "h100-sxm"], top=3)
+    assert res.best["gpu"] == "b200"
+    assert "published same-model speed ratio" in res.why
+    res = costopt.solve(2_000_000, "bert_large", gpus=["mi300x"], top=1)
+    assert "roofline estimate" in res.why and "another GPU generation" in res.why
