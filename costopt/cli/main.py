@@ -114,3 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("aborted", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def __getattr__(name: str):
+    """`app`: the whole Typer app (every command mounted), built on first use."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
