@@ -23,7 +23,9 @@ from .checks import count, non_negative, positive
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from .errors import InfeasibleError, InputError
+from .intervals import bounds as _interval_bounds
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
+from .stacks import AUTO, STACKS, check_stack, stack_codes
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
@@ -34,8 +36,9 @@ DEFAULT_MAX_NODES = 1024
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
     "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
-    "batch_per_gpu", "grad_accum", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd", "energy_usd_per_year", "power_kw",
-    "rack_units", "throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
+    "stack", "batch_per_gpu", "grad_accum", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd",
+    "energy_usd_per_year", "power_kw", "rack_units", "throughput_samples_per_s", "throughput_low_samples_per_s",
+    "throughput_high_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
     "t_compute_s", "t_comm_s", "t_exposed_comm_s", "bottleneck", "busiest_nic_bytes_per_iter",
     "time_to_train_h", "compute_source", "compute_basis", "feasible",
 )
@@ -88,6 +91,7 @@ class Evaluation:
         transports = np.array([n.transport for n in s.nics] + ["none"], dtype=object)
         ni = np.where(s.nic_idx[idx] < 0, len(s.nics), s.nic_idx[idx])
         thr = t.throughput_samples_per_s[idx]
+        low, high = throughput_range(self, idx)
         ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
         return {
                 "gpu": np.array([g.id for g in s.gpus], dtype=object)[gi],
@@ -100,6 +104,7 @@ class Evaluation:
                 "transport": transports[ni],
                 "strategy": np.array(STRATEGIES, dtype=object)[s.strategy[idx]],
                 "reduce_on": np.array(REDUCE_ON, dtype=object)[s.reduce_on[idx]],
+                "stack": np.array(STACKS, dtype=object)[s.stack[idx]],
                 "batch_per_gpu": np.full(len(idx), self.batch_per_gpu),
                 "grad_accum": np.full(len(idx), self.grad_accum),
                 "precision": (np.array(self.gpu_precision, dtype=object)[gi] if self.gpu_precision is not None
@@ -112,6 +117,8 @@ class Evaluation:
                 "power_kw": c.power_kw[idx],
                 "rack_units": c.rack_units[idx],
                 "throughput_samples_per_s": thr,
+                "throughput_low_samples_per_s": low,
+                "throughput_high_samples_per_s": high,
                 "usd_per_sample_per_s": c.cost_usd[idx] / thr,
                 "scaling_efficiency": t.scaling_efficiency[idx],
                 "t_iter_s": t.t_iter_s[idx],
@@ -140,6 +147,14 @@ class Evaluation:
     def rows(self, idx: np.ndarray | list[int]) -> list[dict[str, Any]]:
         """DESIGN dicts (as `design_dict` makes them) for the given design indices, without pandas."""
         return [design_dict(r) for r in self.raw_rows(idx)]
+
+
+def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """80% range of each design's throughput (costopt/intervals.py): the stack's leave-one-source-out
+    residual quantiles around the point, capped at perfect scaling of the design's own GPU."""
+    t, s = ev.timing, ev.space
+    perfect = s.total_gpus[idx] * ev.batch_per_gpu * ev.grad_accum / t.t_compute_s[idx]
+    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], perfect)
 
 
 
@@ -244,6 +259,7 @@ def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
     samples_to_train: float | None = None, basis: CostBasis | None = None, grad_accum: int = 1,
+    stack: str | None = None,
 ) -> Evaluation:
     """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
 
@@ -253,7 +269,8 @@ def evaluate_space(
     model (timing.py: iteration time, throughput, bottleneck) and the costs (cost.py: capex, power,
     rack units) of all designs as numpy arrays, one element per design. Costs are on `basis` (default:
     a purchase with `tco_years` of electricity, rented designs per job when `samples_to_train` is given,
-    else per hour). Raises InputError when an argument has the wrong type or value.
+    else per hour). `stack`: the communication stack of every design (None or auto: inferred per design,
+    costopt/stacks.py). Raises InputError when an argument has the wrong type or value.
     """
     for name, value, kind in (("space", space, DesignSpace), ("catalog", catalog, Catalog), ("workload", workload, Workload),
                               ("tensors", tensors, TensorSet), ("params", params, SystemParams)):
@@ -271,6 +288,8 @@ def evaluate_space(
         raise InputError(f"evaluate_space: basis must be a CostBasis, got {type(basis).__name__}", field="basis")
     elif tco_years or samples_to_train is not None:
         raise ValueError("give the cost basis or tco_years/samples_to_train, not both")
+    if stack is not None and stack != AUTO:
+        space.stack = stack_codes(stack, space.strategy, space.reduce_on)
     count("gradient accumulation steps", grad_accum)
     compute, precisions = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu * grad_accum, overlap)
@@ -315,14 +334,16 @@ def predict(
     batch_per_gpu: int | None = None, precision: str = DEFAULT_PRECISION, reduce_on: str = "gpu",
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
-    tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1,
+    tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1, stack: str = AUTO,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README).
 
     A design that cannot run (the batch does not fit in the GPU's memory, the GPU lacks the precision, the
     fabric cannot be built) comes back with `feasible` False; `infeasible_reason` says why. The CLI
-    exits 1 on it with that reason and prints no throughput.
+    exits 1 on it with that reason and prints no throughput. `stack`: nccl | mpi | grpc | gloo, or auto
+    (ps -> grpc, all-reduce on the CPU -> mpi, else nccl; costopt/stacks.py).
     """
+    stack = check_stack(stack)
     checks.ident("gpu", gpu)
     checks.ident("nic", nic, optional=True)
     checks.ident("chassis", chassis, optional=True)
@@ -339,7 +360,7 @@ def predict(
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
-                        grad_accum=grad_accum)
+                        grad_accum=grad_accum, stack=stack)
     d = ev.rows([0])[0]
     d["model"] = workload.model
     return d
@@ -407,9 +428,11 @@ def solve(
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
-    grad_accum: int = 1,
+    grad_accum: int = 1, stack: str = AUTO,
 ) -> SolveResult:
-    """Best design for the money; raises InfeasibleError (with the nearest design) when none fits."""
+    """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
+    `stack`: the communication stack of every design (auto: from each design's strategy, costopt/stacks.py)."""
+    stack = check_stack(stack)
     checks.choice("objective", objective, OBJECTIVES)
     checks.budget(budget)
     strategies = checks.ident_list("strategy", strategies)
@@ -453,11 +476,11 @@ def solve(
     second = next(chunks, None)
     if second is None:  # the whole space at once
         ev = evaluate_space(first, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                            batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum)
+                            batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack)
         return choose(ev, top=top, **limits)
     ev, counts = _evaluate_in_chunks(itertools.chain([first, second], chunks), limits, catalog=cat, workload=workload,
                                      tensors=tensors, params=params, precision=precision, batch_per_gpu=batch,
-                                     overlap=overlap, basis=basis, grad_accum=grad_accum)
+                                     overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack)
     return choose(ev, top=top, counts=counts, **limits)
 
 
@@ -543,7 +566,7 @@ def _concat(parts: list, kind):
 
 def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, workload: Workload, tensors: TensorSet,
                         params: SystemParams, precision: str, batch_per_gpu: int, overlap: str,
-                        basis: CostBasis, grad_accum: int = 1) -> tuple[Evaluation, tuple[int, int]]:
+                        basis: CostBasis, grad_accum: int = 1, stack: str | None = None) -> tuple[Evaluation, tuple[int, int]]:
     """Evaluate a large design space piece by piece, keeping only each piece's `_survivors`: memory is
     bounded by one piece, whatever the catalog size. Returns the survivors as one Evaluation and
     (designs evaluated, candidates after constraints) over the whole space."""
@@ -553,7 +576,7 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
     for space in chunks:
         ev = evaluate_space(space, catalog=catalog, workload=workload, tensors=tensors, params=params,
                             precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis,
-                            grad_accum=grad_accum)
+                            grad_accum=grad_accum, stack=stack)
         gpu_precision = ev.gpu_precision  # per catalog GPU: the same in every piece
         keep, k = _survivors(ev, limits)
         n_designs += len(space)
@@ -565,7 +588,8 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
         del ev
     first = spaces[0]
     space = DesignSpace(first.gpus, first.chassis, first.nics, *(np.concatenate([getattr(p, f) for p in spaces]) for f in
-                        ("gpu_idx", "chassis_idx", "nic_idx", "nodes", "strategy", "reduce_on", "nics_per_node")))
+                        ("gpu_idx", "chassis_idx", "nic_idx", "nodes", "strategy", "reduce_on", "nics_per_node",
+                          "stack")))
     ev = Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params, space, compute,
                     _concat(timings, Timing), _concat(costs, Costs), basis, grad_accum, gpu_precision)
     return ev, (n_designs, n_cand)

@@ -23,6 +23,7 @@ import numpy as np
 from .catalog import Catalog, Chassis, Gpu, Nic
 from .checks import count
 from .errors import InputError
+from .stacks import infer_stack
 
 STRATEGIES = ("ring", "hierarchical", "ps")
 REDUCE_ON = ("gpu", "cpu")
@@ -43,10 +44,13 @@ class DesignSpace:
     strategy: np.ndarray  # index into STRATEGIES
     reduce_on: np.ndarray  # index into REDUCE_ON
     nics_per_node: np.ndarray | None = None  # NIC adapters per node (None: one each)
+    stack: np.ndarray | None = None  # index into stacks.STACKS (None: inferred from strategy and reduce_on)
 
     def __post_init__(self) -> None:
         if self.nics_per_node is None:
             self.nics_per_node = np.ones(len(self.gpu_idx), dtype=np.int64)
+        if self.stack is None:
+            self.stack = infer_stack(self.strategy, self.reduce_on)
 
     def __len__(self) -> int:
         return int(self.gpu_idx.shape[0])
@@ -64,6 +68,7 @@ class DesignSpace:
         return DesignSpace(
             self.gpus, self.chassis, self.nics, self.gpu_idx[idx], self.chassis_idx[idx],
             self.nic_idx[idx], self.nodes[idx], self.strategy[idx], self.reduce_on[idx], self.nics_per_node[idx],
+            self.stack[idx],
         )
 
     def order_key(self) -> np.ndarray:
@@ -89,6 +94,7 @@ class DesignSpace:
             (self.nics_per_node, int(self.nics_per_node.max()) + 1),
             (self.strategy, len(STRATEGIES)),
             (self.reduce_on, len(REDUCE_ON)),
+            (self.stack, 4),  # stacks.STACKS
         )
         span = 1
         for _, radix in digits:

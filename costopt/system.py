@@ -1,8 +1,16 @@
-"""System parameters of the timing model (efficiencies, per-message costs, host speeds).
+"""System parameters of the timing model (efficiencies, per-message costs, host speeds, stacks).
 
-The defaults live as data in `costopt/data/system_defaults.toml`, each with its source. A user's
-`--system FILE` (written by `costopt calibrate`) overrides any subset of them; unknown keys are
-errors, as in catalogs.
+Two files of data, both with every value's source:
+
+- `costopt/data/system_priors.toml`: what public measurements of each link and stack say, before
+  any shipped row is fitted (the prior of the fit, with its width in `costopt.calibrate.PRIOR`);
+- `costopt/data/system_defaults.toml`: the defaults every command uses, FITTED on all shipped rows by
+  `tools/fit_defaults.py` (rows, date and tool version recorded in its `[fit]` section, each value's
+  prior and source beside it), with the fit's uncertainty (`[uncertainty]`, one standard deviation
+  per fitted parameter) and the 80% range factors from leave-one-source-out residuals (`[interval]`).
+
+A user's `--system FILE` (written by `costopt calibrate`) overrides any subset of the parameters;
+unknown keys are errors, as in catalogs.
 """
 
 from __future__ import annotations
@@ -15,6 +23,9 @@ from .errors import InputError
 from .files import read_toml
 
 DEFAULTS_PATH = Path(__file__).parent / "data" / "system_defaults.toml"
+PRIORS_PATH = Path(__file__).parent / "data" / "system_priors.toml"
+# sections that describe a fit rather than set a parameter (read by `fit_record`)
+RECORD_SECTIONS = ("fit", "interval", "uncertainty")
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,20 @@ class SystemParams:
     straggler_cv: float = 0.0
     sync_us_per_gpu: float = 0.0
     sync_us_per_worker: float = 0.0
+    # per communication stack (costopt/stacks.py): fraction of the transport's rate reached by bulk
+    # transfers, per-step synchronisation cost per growth unit, compute slowdown under communication
+    nccl_link_fraction: float = 1.0
+    nccl_sync_us: float = 0.0
+    nccl_compute_slowdown: float = 0.0
+    mpi_link_fraction: float = 1.0
+    mpi_sync_us: float = 0.0
+    mpi_compute_slowdown: float = 0.0
+    grpc_link_fraction: float = 1.0
+    grpc_sync_us: float = 0.0
+    grpc_compute_slowdown: float = 0.0
+    gloo_link_fraction: float = 1.0
+    gloo_sync_us: float = 0.0
+    gloo_compute_slowdown: float = 0.0
 
     def with_updates(self, **kw: float) -> "SystemParams":
         return replace(self, **kw)
@@ -62,11 +87,15 @@ _KEYS = {
     ("sync", "straggler_cv"): "straggler_cv",
     ("sync", "step_us_per_gpu"): "sync_us_per_gpu",
     ("sync", "step_us_per_worker"): "sync_us_per_worker",
+    **{(stack, key): f"{stack}_{key}" for stack in ("nccl", "mpi", "grpc", "gloo")
+       for key in ("link_fraction", "sync_us", "compute_slowdown")},
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
-              "cpu_network_efficiency", "overlap_efficiency"}
+              "cpu_network_efficiency", "overlap_efficiency",
+              "nccl_link_fraction", "mpi_link_fraction", "grpc_link_fraction", "gloo_link_fraction"}
 _MAX_VALUE = 1e9  # no speed (GB/s), per-message cost (us) or size (MB, GB) of the model comes near this
-_UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv"}  # in [0, 1], 0 allowed
+_UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv",  # in [0, 1], 0 allowed
+                  "nccl_compute_slowdown", "mpi_compute_slowdown", "grpc_compute_slowdown", "gloo_compute_slowdown"}
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 
@@ -77,7 +106,7 @@ def _read(path: Path) -> dict:
 def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     for section, body in data.items():
-        if section == "fit":  # calibration report carried along by `costopt calibrate`; not a parameter
+        if section in RECORD_SECTIONS:  # a fit's record carried along (`costopt calibrate`, the defaults); not a parameter
             continue
         if not isinstance(body, dict):
             raise InputError(f"{where}: top-level key '{section}': unknown key (expected a [section])")
@@ -99,8 +128,36 @@ def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
     return out
 
 
+_CACHE: dict[str, tuple[float, SystemParams, dict]] = {}
+
+
+def _load_full(path: Path) -> tuple[SystemParams, dict]:
+    key = str(path)
+    mtime = path.stat().st_mtime if path.exists() else 0.0
+    hit = _CACHE.get(key)
+    if hit is None or hit[0] != mtime:
+        data = _read(path)
+        hit = (mtime, SystemParams(**_values(data, key, require_all=True)), data)
+        _CACHE[key] = hit
+    return hit[1], hit[2]
+
+
 def default_system() -> SystemParams:
-    return SystemParams(**_values(_read(DEFAULTS_PATH), str(DEFAULTS_PATH), require_all=True))
+    """The shipped defaults: fitted on all shipped rows (see the module docstring)."""
+    return _load_full(DEFAULTS_PATH)[0]
+
+
+def prior_system() -> SystemParams:
+    """The values public measurements give before any shipped row is fitted: the centre of every fit."""
+    return _load_full(PRIORS_PATH)[0]
+
+
+def fit_record(path: Path = DEFAULTS_PATH) -> dict:
+    """The defaults file's record sections: `fit` (rows, date, tool version...), `uncertainty`
+    (parameter -> one standard deviation) and `interval` (`<stack>_p10_ratio`, `<stack>_p90_ratio`:
+    measured / predicted quantiles of the leave-one-source-out residuals)."""
+    data = _load_full(path)[1]
+    return {k: dict(data.get(k, {})) for k in RECORD_SECTIONS}
 
 
 def load_system(path: str | Path | None) -> SystemParams:

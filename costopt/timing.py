@@ -57,8 +57,19 @@ between the M workers (thesis_method.md §4.1: W token queues, one per worker):
                  (α_gpu = `sync_us_per_gpu`, [sync] step_us_per_gpu; α_worker = `sync_us_per_worker`,
                   [sync] step_us_per_worker; both default 0)
 
-With the defaults the PS barrier/global_step exchange (≈ 2·α_net, tens of microseconds) is left out;
-calibrated values carry it with every other per-step cost that grows with the peers. full ≤ wfbp ≤ none always, since
+These two legacy terms default to 0; the per-stack terms below carry the per-step costs.
+
+Communication stack s (costopt/stacks.py; one per design, default from strategy and reduce_on):
+
+    B_nic     = line rate × eff(transport) × f_s                     (f_s = `<s>_link_fraction`)
+    mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says
+    t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
+                                                                      (c_s = `<s>_sync_us`, added to t_serial)
+    T_b'      = T_b + k_s · min(T_b, t_stream)   (wfbp and full: compute slowed while the stack communicates;
+                                                  k_s = `<s>_compute_slowdown`; T_b' replaces T_b above)
+
+NCCL's per-step cost grows with log2 N, not N: a per-step cost fitted on 8 GPUs does not multiply
+by the thousand peers of a large cluster. full ≤ wfbp ≤ none always, since
 t_stream ≤ E ≤ T_b + t_stream. Throughput = N·b / t_iter; scaling efficiency = throughput /
 (N · b / (T_f + T_b + T_step)).
 """
@@ -72,6 +83,7 @@ import numpy as np
 from .catalog import host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
 from .placement import ps_node_traffic
+from .stacks import GLOO, MPI, per_stack, sync_growth
 from .system import SystemParams
 from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
@@ -106,43 +118,56 @@ class Timing:
     busiest_nic_bytes: np.ndarray
     bottleneck: np.ndarray  # index into BOTTLENECKS
     feasible: np.ndarray  # bool
+    stack: np.ndarray | None = None  # index into stacks.STACKS
 
 
-def _link_arrays(space: DesignSpace, params: SystemParams) -> dict[str, np.ndarray]:
-    """Per-design effective bandwidths (bytes/s) and per-message latencies (s)."""
-    # tables per (gpu, chassis) pair that occurs in the space, and per nic: small Python loops over
-    # catalog entries (pairs in use only: a catalog's full GPU x chassis grid is mostly unused)
+def _param(params: SystemParams, name: str, n: int) -> np.ndarray:
+    """A system parameter as one value per design (a parameter may be a scalar or, when resampled, an
+    array with one value per design)."""
+    return np.broadcast_to(np.asarray(getattr(params, name), dtype=np.float64), (n,))
+
+
+def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-design effective bandwidths (bytes/s) and per-message latencies (s).
+
+    Spec tables per (gpu, chassis) and per NIC are small loops over catalog entries; efficiencies are
+    applied per design afterwards, so every parameter may carry one value per design."""
+    n = len(space)
     n_g, n_c = len(space.gpus), len(space.chassis)
     intra = np.zeros((n_g, n_c))
     pcie = np.zeros((n_g, n_c))
+    nvlink = np.zeros((n_g, n_c), dtype=bool)
+    # pairs in use only: a catalog's full GPU x chassis grid is mostly unused
     pairs = np.flatnonzero(np.bincount(space.gpu_idx * n_c + space.chassis_idx, minlength=n_g * n_c))
     for gi, ci in zip((pairs // n_c).tolist(), (pairs % n_c).tolist()):
         g, c = space.gpus[gi], space.chassis[ci]
-        nv = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
-        eff = params.nvlink_efficiency if nv else params.pcie_efficiency
-        intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c)) * eff
-        pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c)) * params.pcie_efficiency
+        nvlink[gi, ci] = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
+        intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c))
+        pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c))
     share = np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64)
-    nic_bw = np.array(
-        [gbps_to_bytes_per_s(n.line_rate_gbps) * (params.rdma_efficiency if n.transport == "rdma" else params.tcp_efficiency)
-         for n in space.nics] + [np.inf]
-    )
-    nic_lat = np.array(
-        [us_to_s(n.latency_us + (params.rdma_message_overhead_us if n.transport == "rdma" else params.tcp_message_overhead_us))
-         for n in space.nics] + [0.0]
-    )
+    line = np.array([gbps_to_bytes_per_s(n_.line_rate_gbps) for n_ in space.nics] + [np.inf])
+    rdma = np.array([n_.transport == "rdma" for n_ in space.nics] + [False])
+    adapter_us = np.array([n_.latency_us for n_ in space.nics] + [0.0])
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    has_nic = space.nic_idx != NO_NIC
     g_i, c_i = space.gpu_idx, space.chassis_idx
     G = space.gpus_per_node.astype(np.float64)
-    per_gpu_pcie = pcie[g_i, c_i] / np.minimum(share[c_i], G)
+    pcie_eff = _param(params, "pcie_efficiency", n)
+    intra_eff = np.where(nvlink[g_i, c_i], _param(params, "nvlink_efficiency", n), pcie_eff)
+    pcie_one = pcie[g_i, c_i] * pcie_eff
+    is_rdma = rdma[ni]
+    wire_eff = np.where(is_rdma, _param(params, "rdma_efficiency", n), _param(params, "tcp_efficiency", n))
+    overhead_us = np.where(is_rdma, _param(params, "rdma_message_overhead_us", n),
+                           _param(params, "tcp_message_overhead_us", n))
     return {
-        # several adapters per node (one per rail) run in parallel: NCCL rings/trees stripe across them
-        "B_nic": nic_bw[ni] * space.nics_per_node,
-        "a_nic": nic_lat[ni],
-        "B_intra": intra[g_i, c_i],
-        "a_intra": np.full(len(space), us_to_s(params.intra_message_overhead_us)),
-        "B_pcie": per_gpu_pcie,
-        "B_pcie_one": pcie[g_i, c_i],
+        # several adapters per node (one per rail) run in parallel: NCCL rings/trees stripe across them;
+        # the stack reaches its own fraction of the transport's rate
+        "B_nic": line[ni] * wire_eff * per_stack(params, "link_fraction", stack) * space.nics_per_node,
+        "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),
+        "B_intra": intra[g_i, c_i] * intra_eff,
+        "a_intra": us_to_s(_param(params, "intra_message_overhead_us", n)),
+        "B_pcie": pcie_one / np.minimum(share[c_i], G),
+        "B_pcie_one": pcie_one,
         "B_gpu_mem": np.array([gb_per_s_to_bytes_per_s(g.memory_bandwidth_gbs) for g in space.gpus])[g_i],
     }
 
@@ -223,11 +248,13 @@ def evaluate(
     N = G * M
     strat = space.strategy
     cpu = space.reduce_on == 1
+    stack = np.asarray(space.stack, dtype=np.int64)
+    host_stack = (stack == MPI) | (stack == GLOO)  # all-reduce through host memory whatever reduce_on says
     S = tensors.total_gradient_bytes
-    L = _link_arrays(space, params)
+    L = _link_arrays(space, params, stack)
     B_nic, a_nic, B_intra, a_intra, B_pcie = L["B_nic"], L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
-    B_red = gb_per_s_to_bytes_per_s(params.host_reduce_gb_per_s)
-    B_hmem = gb_per_s_to_bytes_per_s(params.host_memory_gb_per_s)
+    B_red = gb_per_s_to_bytes_per_s(_param(params, "host_reduce_gb_per_s", n))
+    B_hmem = gb_per_s_to_bytes_per_s(_param(params, "host_memory_gb_per_s", n))
     multi = M > 1
     one = N <= 1
 
@@ -238,14 +265,15 @@ def evaluate(
 
     # Component times of the overlappable stream (bandwidth part) and of the serial phases. Every
     # expression runs over the full arrays and `np.select` picks per strategy: no gathers per class.
-    is_ring = (strat == RING) & ~cpu & ~one
-    is_hier = (strat == HIER) & ~cpu & ~one
-    is_cpu_ar = (strat != PS) & cpu & ~one  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
+    on_host = cpu | host_stack
+    is_ring = (strat == RING) & ~on_host & ~one
+    is_hier = (strat == HIER) & ~on_host & ~one
+    is_cpu_ar = (strat != PS) & on_host & ~one  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
     p = (strat == PS) & ~one
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
-        cpu_rate = np.where(multi, np.minimum(B_nic * params.cpu_network_efficiency, B_hmem), B_hmem)
+        cpu_rate = np.where(multi, np.minimum(B_nic * _param(params, "cpu_network_efficiency", n), B_hmem), B_hmem)
         t_nic = np.select([is_ring & multi, is_hier, is_cpu_ar], [V / B_nic, V_inter / B_nic, V / cpu_rate], 0.0)
         t_host = np.where(is_cpu_ar, 2.0 * S / B_pcie, 0.0)
         # hierarchical: intra reduce-scatter + all-gather (single node: the plain ring)
@@ -270,7 +298,7 @@ def evaluate(
             X, largest, remote = _ps_lookup(tensors, Mi, Pi)
             balanced = (Mi - 1) / Mi * S
             ps_shard_pinned[p] = (Mi > 1) & (X > 1.2 * balanced)
-            a_ps = a_nic[p] + us_to_s(params.ps_tensor_overhead_us)
+            a_ps = a_nic[p] + us_to_s(_param(params, "ps_tensor_overhead_us", n)[p])
             nic_phase = np.where(Mi > 1, X / B_nic[p], 0.0)
             cp = cpu[p]
             Gp = G[p]
@@ -279,9 +307,9 @@ def evaluate(
             t_nic[p] = nic_phase
             t_host[p] = host_copy
             t_local[p] = local
-            t_red[p] = np.where(cp, (Gp - 1) * S / B_red, 0.0)
+            t_red[p] = np.where(cp, (Gp - 1) * S / B_red[p], 0.0)
             # variables on the host apply at host-memory speed, on a GPU at that GPU's memory bandwidth
-            apply_rate = np.where(cp, B_hmem, L["B_gpu_mem"][p])
+            apply_rate = np.where(cp, B_hmem[p], L["B_gpu_mem"][p])
             pull = np.maximum(np.maximum(nic_phase + a_ps * remote, host_copy), local)
             # W = M workers each apply their averaged gradient to the shard as it arrives (TF PS, no
             # accumulation): the applies are a pipelined stage of the push (stream), and only the last
@@ -291,26 +319,32 @@ def evaluate(
             t_apply = largest * 3.0 / apply_rate
             # per-variable pulls overlap the forward of earlier layers (TF dataflow, thesis_method.md §6.5):
             # forward phase = max(T_f, pull + (1 - w)·T_f), w = pull_overlap; w = 0: pull fully serial
-            t_serial[p] = np.maximum(pull - params.ps_pull_overlap * T_f[p], 0.0) + t_apply
+            t_serial[p] = np.maximum(pull - _param(params, "ps_pull_overlap", n)[p] * T_f[p], 0.0) + t_apply
             busiest[p] = 2.0 * X
 
     # bandwidth time of the overlappable stream: pipelined stages → the slowest stage,
     # except hierarchical (sequential phases) and CPU all-reduce (unpipelined 2017-style MPI)
     summed = t_nic + t_host + t_local + t_red
     slowest = np.maximum(np.maximum(t_nic, t_host), np.maximum(t_local, t_red))
-    stream_bw = np.where(is_hier | is_cpu_ar, summed, slowest) / params.overlap_efficiency
+    stream_bw = np.where(is_hier | is_cpu_ar, summed, slowest) / _param(params, "overlap_efficiency", n)
 
-    bucket_bytes, bucket_ready, bucket_count = tensors.buckets(params.bucket_mb * 1e6)
+    bucket_bytes, bucket_ready, bucket_count = tensors.buckets(float(params.bucket_mb) * 1e6)
     n_buckets = len(bucket_bytes)
     # PS pays the per-tensor request cost on the remote share of its tensors
-    per_tensor = np.where(p, (a_nic + us_to_s(params.ps_tensor_overhead_us)) * np.where(multi, (M - 1) / M, 0.0), 0.0)
+    per_tensor = np.where(p, (a_nic + us_to_s(_param(params, "ps_tensor_overhead_us", n)))
+                          * np.where(multi, (M - 1) / M, 0.0), 0.0)
     t_stream = stream_bw + lam * n_buckets + per_tensor * tensors.n_trainable
 
+    # backward compute that runs while the stack communicates is stretched (communication kernels take
+    # SMs and memory bandwidth; host-staged stacks take PCIe and memory bandwidth): costopt/stacks.py
+    slowdown = np.where(one, 0.0, per_stack(params, "compute_slowdown", stack))
     if overlap == "none":
         t_after = T_b + t_stream
     elif overlap == "full":
+        T_b = T_b + slowdown * np.minimum(T_b, t_stream)
         t_after = np.maximum(T_b, t_stream)
     else:
+        T_b = T_b + slowdown * np.minimum(T_b, t_stream)
         beta = stream_bw / S
         suffix_bytes = np.cumsum(bucket_bytes[::-1])[::-1]
         suffix_tensors = np.cumsum(bucket_count[::-1])[::-1]
@@ -328,19 +362,24 @@ def evaluate(
             np.maximum(end, term, out=end)
         t_after = np.maximum(T_b, end)
 
-    if params.straggler_cv > 0:
+    cv = _param(params, "straggler_cv", n)
+    if (cv > 0).any():
         n_int = N.astype(np.int64)
         uniq, inv = np.unique(n_int, return_inverse=True)
         e_max = np.array([expected_max_normal(int(k)) for k in uniq])[np.asarray(inv).reshape(-1)]
-        t_serial = t_serial + params.straggler_cv * t_compute * e_max
+        t_serial = t_serial + cv * t_compute * e_max
 
-    if params.sync_us_per_gpu > 0 or params.sync_us_per_worker > 0:
+    a_gpu, a_worker = _param(params, "sync_us_per_gpu", n), _param(params, "sync_us_per_worker", n)
+    if (a_gpu > 0).any() or (a_worker > 0).any():
         # all-reduce: every GPU is a rank of the collective; PS: one worker process per node whose G
         # GPUs are towers of that process, so the barrier runs over M workers and (G - 1) per node
         gpu_peers = np.where(strat == PS, G - 1.0, N - 1.0)
         worker_peers = np.where(strat == PS, M - 1.0, 0.0)
-        t_serial = t_serial + np.where(one, 0.0, us_to_s(params.sync_us_per_gpu) * gpu_peers
-                                       + us_to_s(params.sync_us_per_worker) * worker_peers)
+        t_serial = t_serial + np.where(one, 0.0, us_to_s(a_gpu) * gpu_peers + us_to_s(a_worker) * worker_peers)
+
+    # per-step synchronisation of the stack: c_s x g_s (log2 N for NCCL's trees, per worker for gRPC,
+    # per rank for MPI and Gloo; costopt/stacks.py)
+    t_serial = t_serial + us_to_s(per_stack(params, "sync_us", stack)) * sync_growth(stack, G, M)
 
     t_iter = T_f + t_after + T_step + t_serial
     t_comm = t_stream + t_serial
@@ -378,4 +417,5 @@ def evaluate(
         busiest_nic_bytes=busiest,
         bottleneck=bottleneck,
         feasible=mem_ok & supported,
+        stack=stack,
     )

@@ -19,7 +19,12 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu),
   `overlap` (wfbp | none | full, default wfbp: the timing model's overlap mode for that row; `none`
   where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
-  `--gradient_repacking`, thesis_method.md §6.5 (a)), `grad_accum` (micro-batches of batch_per_gpu per
+  `--gradient_repacking`, thesis_method.md §6.5 (a)), `stack` (nccl | mpi | grpc | gloo: the
+  communication stack the run used, costopt/stacks.py). An empty or absent `stack` is inferred from
+  the strategy and `reduce_on`: ps -> grpc (TensorFlow parameter servers), an all-reduce with
+  reduce_on=cpu -> mpi (host-memory all-reduce), any other all-reduce -> nccl. `--stack` (the
+  `stack` argument of `validate`) predicts every row as if it ran that stack instead;
+  `grad_accum` (micro-batches of batch_per_gpu per
   synchronisation, default 1: K forwards and K-1 backwards before the last backward, K x batch samples
   per GPU per iteration, as api.py),
   `nics_per_node` (whole number >= 1, default 1: network adapters per node, each at nic_gbps; e.g. two
@@ -47,6 +52,8 @@ from .checks import MAX_COUNT
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from .errors import InputError
 from .files import read_toml
+from .intervals import bounds as interval_bounds
+from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
 from .timing import OVERLAP_MODES, GpuCompute, evaluate
 from .workload import PRECISIONS, TensorSet, load_workload
@@ -84,6 +91,8 @@ class Row:
     tensor_set: str = "pytorch"
     chassis: str | None = None
     overlap: str = "wfbp"
+    stack: str = "nccl"
+    stack_basis: str = "inferred"  # "column" when the file names it
     grad_accum: int = 1
     nics_per_node: int = 1
     raw: dict[str, str] = field(default_factory=dict)
@@ -232,6 +241,12 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
         raise _err(path, line, "num_ps", f"given for strategy '{r.strategy}' (only ps has shards)")
     if r.strategy == "hierarchical" and r.nodes < 2:
         r.strategy = "ring"  # single node: the same as a ring
+    given = choice("stack", STACKS + (AUTO,)) if "stack" in raw else None
+    if given and given != AUTO:
+        r.stack, r.stack_basis = given, "column"
+    else:
+        st = STRATEGIES.index(r.strategy) if r.strategy in STRATEGIES else 0
+        r.stack = STACKS[int(infer_stack(np.array([st]), np.array([REDUCE_ON.index(r.reduce_on)]))[0])]
     return r
 
 
@@ -296,6 +311,7 @@ class Prepared:
     measured: np.ndarray
     path: Path | None = None
     header: list[str] = field(default_factory=list)
+    t_compute: np.ndarray | None = None  # per row: one GPU's calibrated iteration time (s)
 
     def predict(self, params: SystemParams) -> np.ndarray:
         out = np.full(len(self.rows), np.nan)
@@ -368,6 +384,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
             nodes=np.array([rows[i].nodes for i in idx], dtype=np.int64),
             strategy=np.array([STRATEGIES.index(rows[i].strategy) for i in idx], dtype=np.int64),
             reduce_on=np.array([REDUCE_ON.index(rows[i].reduce_on) for i in idx], dtype=np.int64),
+            stack=np.array([STACKS.index(rows[i].stack) for i in idx], dtype=np.int64),
             nics_per_node=np.array([rows[i].nics_per_node if rows[i].nodes > 1 else 1 for i in idx], dtype=np.int64),
         )
         compute = GpuCompute(f[idx_a], b[idx_a], st[idx_a], np.ones(n, bool), np.ones(n, bool),
@@ -376,7 +393,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         groups.append(Group(idx_a, space, compute, load_workload(model).tensors(ts), int(batch), num_ps, overlap))
     del gpus_all
     measured = np.array([r.measured_samples_per_s for r in rows])
-    return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [])
+    return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [], f + b + st)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -402,6 +419,7 @@ def summarize(frame: pd.DataFrame, err_col: str = "error_pct") -> dict[str, Any]
         "multi_node": error_stats(frame.loc[multi, err_col].to_numpy()),
         "by_source": {s: error_stats(g[err_col].to_numpy()) for s, g in frame.groupby("source", sort=True)},
         "by_strategy": {s: error_stats(g[err_col].to_numpy()) for s, g in frame.groupby("strategy", sort=True)},
+        "by_stack": {s: error_stats(g[err_col].to_numpy()) for s, g in frame.groupby("stack", sort=True)},
     }
 
 
@@ -431,6 +449,7 @@ def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
     for r, p, basis in zip(prep.rows, predicted, prep.compute_basis):
         rec: dict[str, Any] = dict(r.raw)
         rec["line"] = r.line
+        rec["stack"] = r.stack
         rec["predicted_samples_per_s"] = float(p)
         rec["error_pct"] = float((p - r.measured_samples_per_s) / r.measured_samples_per_s * 100.0)
         rec["compute_basis"] = basis
@@ -441,14 +460,43 @@ def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
     return df
 
 
+def with_stack(rows: list[Row], stack: str | None) -> list[Row]:
+    """Rows predicted as if they ran `stack` (None or `auto`: each row's own, from its column or inferred)."""
+    s = check_stack(stack)
+    if s != AUTO:
+        for r in rows:
+            r.stack, r.stack_basis = s, "--stack"
+    return rows
+
+
 def validate(file: str | Path, *, system: str | Path | SystemParams | None = None,
-             catalog: str | Path | None = None) -> ValidationResult:
+             catalog: str | Path | None = None, stack: str | None = None) -> ValidationResult:
     """Predict every row of a measurement file and compare with what was measured."""
     path, rows, header = read_measurements(file)
+    rows = with_stack(rows, stack)
     params = system if isinstance(system, SystemParams) else load_system(system)
     prep = prepare(rows, catalog, path, header)
-    df = frame_for(prep, prep.predict(params))
-    return ValidationResult(path, df, header, summarize(df))
+    pred = prep.predict(params)
+    df = frame_for(prep, pred)
+    low, high = row_ranges(prep, pred)
+    at = df.columns.get_loc("predicted_samples_per_s") + 1
+    df.insert(at, "predicted_high_samples_per_s", high)
+    df.insert(at, "predicted_low_samples_per_s", low)
+    meas = prep.measured
+    inside = (meas >= low) & (meas <= high)
+    summaries = summarize(df)
+    summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
+    summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
+                             "basis": "10th-90th percentile of the shipped rows' leave-one-source-out residuals, "
+                                      "per stack (costopt/intervals.py)"}
+    return ValidationResult(path, df, header, summaries)
+
+
+def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """80% range of each row's prediction (costopt/intervals.py), capped at perfect scaling of its GPU."""
+    stack = np.array([STACKS.index(r.stack) for r in prep.rows], dtype=np.int64)
+    perfect = np.array([r.total_gpus * r.batch_per_gpu * r.grad_accum for r in prep.rows], dtype=np.float64) / prep.t_compute
+    return interval_bounds(predicted, stack, perfect)
 
 
 __all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",

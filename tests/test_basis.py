@@ -99,7 +99,7 @@ def test_compare_owned_and_cloud_per_job_like_with_like():
     # capex / (3 x 8766 x 0.5) of the purchase, plus an hour of electricity
     h = samples / own["throughput_samples_per_s"] / 3600
     expected = h * (own["capex_usd"] / (3 * HOURS_IN_A_YEAR * 0.5) + own["energy_usd_per_year"] / HOURS_IN_A_YEAR)
-    assert own["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert own["cost_usd"] == pytest.approx(expected, rel=2e-8)  # DESIGN dicts carry 9 significant digits (api.design_dict): the inputs above are rounded too
     assert own["capex_usd"] <= 300_000  # the budget still limits the purchase
     assert own["cost_usd"] < 1000  # a job's share, not the $-hundred-thousand purchase
     # rented: instances x $/h x its own time to train

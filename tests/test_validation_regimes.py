@@ -97,10 +97,6 @@ def calibrated_system():
     return calibrate("published", with_loso=False).fit.params
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "calibrate fits sync_us_per_gpu ~2 ms on the shipped rows (8-32 GPU all-reduce, 2017 TF PS); the timing "
-    "model multiplies it by N - 1 = 1023 peers, ~2 s per step against ~40 ms of compute: predicted efficiency "
-    "~2%. Needs a per-step sync cost that does not grow linearly in N for NCCL (timing model, issue 10)."))
 @pytest.mark.parametrize("strategy", ["ring", "hierarchical"])
 def test_calibrated_system_scales_nccl_resnet50_to_1024_h100_over_ndr(calibrated_system, strategy):
     assert _efficiency(calibrated_system, strategy) >= MIN_EFFICIENCY

@@ -38,6 +38,11 @@ rows without `assumed` separately. The p2.xlarge number is not tuned: its rows m
 Gbps" burst ceiling for instances with 16 or fewer vCPUs, not stated for p2.xlarge) across the range
 of defensible values, so they test the network assumption more than the model.
 
+`stack` names the communication stack each source ran (costopt/stacks.py): TensorFlow parameter
+servers and distributed_replicated over gRPC -> grpc; tf_cnn_benchmarks `replicated (with NCCL)`,
+Horovod with NCCL and PyTorch/MXNet NCCL all-reduce -> nccl; tf_cnn_benchmarks `replicated without
+NCCL` (TensorFlow's own in-process copies and reductions, no NCCL) -> grpc (TensorFlow's runtime).
+
 `measured_basis` (optional column; empty means `throughput`): `throughput` when the source states the
 multi-GPU throughput; `efficiency` when it states only a scaling efficiency E at N GPUs and the row's
 measured figure is E x N x the row's 1-GPU calibration figure (taken from another published 1-GPU
@@ -68,8 +73,8 @@ OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
 COLUMNS = [
     "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
-    "tensor_set", "chassis", "overlap", "nic_basis", "nics_per_node", "measured_basis", "system", "data", "source_line",
-    "notes",
+    "tensor_set", "chassis", "overlap", "stack", "nic_basis", "nics_per_node", "measured_basis", "system", "data",
+    "source_line", "notes",
 ]
 
 MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152", "AlexNet": "alexnet",
@@ -117,12 +122,13 @@ def _tf_bench(d: pd.DataFrame) -> list[dict]:
         notes = [f"1-GPU calibration: same table's 1-GPU row ({single:g} img/s)", ts_note,
                  "precision not stated: fp32 presumed (sources.md)"]
         nic, transport, num_ps, basis = "", "", "", ""
+        stack = "grpc"  # TensorFlow's runtime unless NCCL is stated
         if strat_text.startswith("parameter_server"):
             strategy = "ps"
             reduce_on = "cpu" if "local_parameter_device=cpu" in strat_text else "gpu"
             notes.append(f"parameter_server, variables on {'host CPU' if reduce_on == 'cpu' else 'GPUs'} (as stated)")
         elif strat_text.startswith("replicated (with NCCL)"):
-            strategy, reduce_on = "ring", "gpu"
+            strategy, reduce_on, stack = "ring", "gpu", "nccl"
             notes.append("replicated with NCCL: modelled as a ring all-reduce on GPUs")
         elif strat_text.startswith("replicated without NCCL"):
             strategy, reduce_on = "ring", "gpu"
@@ -153,7 +159,8 @@ def _tf_bench(d: pd.DataFrame) -> list[dict]:
             source="TF_BENCH_2017", model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
             batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy=strategy, nic_gbps=nic, transport=transport,
             num_ps=num_ps, reduce_on=reduce_on, single_gpu_samples_per_s=_num(single),
-            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, nic_basis=basis, system=system,
+            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, stack=stack, nic_basis=basis,
+            system=system,
             data="synthetic",
             source_line=idx + 2, notes="; ".join(notes),
         ))
@@ -195,7 +202,8 @@ def _ebug(d: pd.DataFrame) -> list[dict]:
             nodes=int(r.nodes), batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy="ps",
             nic_gbps=gbps if multi else "", transport="tcp" if multi else "", num_ps=num_ps, reduce_on="cpu",
             single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
-            tensor_set=ts, nic_basis=basis if multi else "", system=system, data="synthetic", source_line=idx + 2,
+            tensor_set=ts, stack="grpc", nic_basis=basis if multi else "", system=system, data="synthetic",
+            source_line=idx + 2,
             notes="; ".join(notes),
         ))
     return out
@@ -223,7 +231,7 @@ def _m40(d: pd.DataFrame) -> list[dict]:
             nodes=int(r.nodes), batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy="ps",
             nic_gbps=10 if multi else "", transport="tcp" if multi else "", num_ps=int(r.nodes) if multi else "",
             reduce_on="gpu", single_gpu_samples_per_s=_num(single),
-            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts,
+            measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, stack="grpc",
             nic_basis="measured" if multi else "", system="4 x Tesla M40 machines", data="not stated (tf_cnn_benchmarks default synthetic)",
             source_line=idx + 2, notes="; ".join(notes),
         ))
@@ -280,7 +288,7 @@ def _nv_dle(d: pd.DataFrame) -> list[dict]:
                 source=src, model="resnet50", gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
                 batch_per_gpu=batch, precision=_precision(str(r.precision)), strategy="ring", reduce_on="gpu",
                 single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
-                tensor_set=ts, chassis=chassis, system=system, data=str(r.data).split(" (")[0],
+                tensor_set=ts, chassis=chassis, stack="nccl", system=system, data=str(r.data).split(" (")[0],
                 source_line=idx + 2, notes="; ".join(notes),
             ))
     return out

@@ -44,11 +44,13 @@ def validate(
     catalog: Optional[Path] = typer.Option(None, help="Base catalog TOML (default: reference-2026); the validation additions are merged in."),
     fmt: ValFmt = typer.Option(ValFmt.table, "--format", help="table | json"),
     max_median_error: Optional[float] = typer.Option(None, help="Exit 1 when the median absolute error (%) is above this."),
+    stack: str = typer.Option("auto", help="Predict every row as if it ran this stack: auto (each row's `stack` "
+                              "column, else inferred) | nccl | mpi | grpc | gloo."),
 ) -> None:
-    """Predicted vs measured throughput per row, with error summaries per source and strategy."""
+    """Predicted vs measured throughput per row, with error summaries per source, strategy and stack."""
     try:
         non_negative("--max-median-error", max_median_error)
-        res = run_validate(file, system=system, catalog=catalog)
+        res = run_validate(file, system=system, catalog=catalog, stack=stack)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -58,19 +60,25 @@ def validate(
     else:
         c = _console()
         t = Table(title=f"costopt validate: {res.path}", title_justify="left")
-        for col in ("line", "source", "model", "gpu", "GxM", "batch", "strategy", "nic", "measured", "predicted", "err %"):
-            t.add_column(col, justify="right" if col in ("line", "batch", "measured", "predicted", "err %") else "left")
+        for col in ("line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured", "predicted",
+                    "80% range", "err %"):
+            t.add_column(col, justify="right" if col in ("line", "batch", "measured", "predicted", "80% range", "err %")
+                         else "left")
         for _, r in res.frame.iterrows():
             strat = r["strategy"] + ("/cpu" if r["reduce_on"] == "cpu" else "") + (f" P={r['num_ps']}" if r["num_ps"] else "")
             nic = f"{r['nic_gbps']}G {r['transport']}" if r["nic_gbps"] else "-"
             t.add_row(str(r["line"]), r["source"], r["model"], r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}",
-                      str(r["batch_per_gpu"]), strat, nic, f"{float(r['measured_samples_per_s']):,.1f}",
-                      f"{r['predicted_samples_per_s']:,.1f}", f"{r['error_pct']:+.1f}")
+                      str(r["batch_per_gpu"]), strat, r["stack"], nic, f"{float(r['measured_samples_per_s']):,.1f}",
+                      f"{r['predicted_samples_per_s']:,.1f}",
+                      f"{r['predicted_low_samples_per_s']:,.0f}-{r['predicted_high_samples_per_s']:,.0f}",
+                      f"{r['error_pct']:+.1f}")
         c.print(t)
         s = res.summaries
         c.print(_summary_table("Absolute error by source", s["by_source"]))
         c.print(_summary_table("Absolute error by strategy", s["by_strategy"]))
+        c.print(_summary_table("Absolute error by stack", s["by_stack"]))
         c.print(_summary_table("Overall", {"all rows": s["summary"], "multi-node rows": s["multi_node"]}))
+        c.print(f"Rows inside their 80% range: {s['interval']['inside_share']:.0%} of {s['interval']['n']}")
     if max_median_error is not None and med is not None and med > max_median_error:
         typer.echo(f"median absolute error {med:.2f}% is above --max-median-error {max_median_error:g}%", err=True)
         raise typer.Exit(1)

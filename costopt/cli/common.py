@@ -47,17 +47,19 @@ def _fmt_ratio(v: float) -> str:
 def _design_table(rows: list[dict], title: str) -> Table:
     t = Table(title=title, title_justify="left", show_lines=False)
     cols = [("#", "right"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"), ("strategy", "left"),
-            ("cost", "right"), ("samples/s", "right"), ("$/(sample/s)", "right"), ("scal.eff", "right"),
+            ("cost", "right"), ("samples/s", "right"), ("80% range", "right"), ("$/(sample/s)", "right"), ("scal.eff", "right"),
             ("t_iter ms", "right"), ("exposed comm ms", "right"), ("bottleneck", "left"), ("compute", "left")]
     for name, just in cols:
         t.add_column(name, justify=just)
     for i, r in enumerate(rows, 1):
-        strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu")
+        strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu") + (f" {r['stack']}" if r.get("stack") else "")
+        lo, hi = r.get("throughput_low_samples_per_s"), r.get("throughput_high_samples_per_s")
+        rng = "-" if lo is None or hi is None else f"{lo:,.0f}-{hi:,.0f}" + (" ≈best" if r.get("near_tie") else "")
         t.add_row(
             str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}",
             r["nic"] if r.get("nics_per_node", 1) <= 1 else f"{r['nics_per_node']}x {r['nic']}", strat,
             _fmt_money(r["cost_usd"]) + ("/h" if r.get("cost_basis", "").startswith("USD per hour") else ""),
-            f"{r['throughput_samples_per_s']:,.1f}", _fmt_ratio(r["usd_per_sample_per_s"]),
+            f"{r['throughput_samples_per_s']:,.1f}", rng, _fmt_ratio(r["usd_per_sample_per_s"]),
             f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
             r["bottleneck"], r["compute_source"],
         )

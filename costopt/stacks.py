@@ -1,0 +1,98 @@
+"""Communication stacks: the software that moves the gradients, an input beside strategy and transport.
+
+The same bytes move at very different rates depending on the software that moves them, so each
+design carries a stack, and the stack carries its own parameters (`SystemParams` fields
+`<stack>_link_fraction`, `<stack>_sync_us`, `<stack>_compute_slowdown`; values and sources in
+`costopt/data/system_priors.toml`, fitted values in `system_defaults.toml`):
+
+    nccl  NCCL rings/trees (PyTorch DDP, Horovod with NCCL, TF replicated with NCCL): reduction on the
+          GPUs, data stays in device memory
+    mpi   all-reduce through host memory with MPI (2017-style Horovod without GPU-aware MPI): every
+          gradient is copied device -> host, reduced by the CPU, copied back
+    grpc  TensorFlow's runtime: parameter servers (and in-graph replication) over gRPC between processes
+    gloo  Gloo collectives (PyTorch `gloo` backend): rings on host memory over TCP
+
+Default (`auto`), from the design's strategy and where it reduces:
+
+    strategy ps                              -> grpc   (the thesis's system: TF 1.x parameter servers)
+    all-reduce (ring, hierarchical), reduce_on=cpu -> mpi    (an all-reduce on host memory)
+    all-reduce, reduce_on=gpu                -> nccl
+
+The same rule fills a measurement file's optional `stack` column when it is empty.
+
+What each stack's parameters do in the timing model (costopt/timing.py has the full equations):
+
+- link fraction f_s: bulk transfers between nodes reach f_s of the transport's effective rate,
+  B = line rate x eff(transport) x f_s. RPC stacks serialise and copy every tensor, so they reach a
+  fraction of what the kernel's TCP reaches;
+- mpi and gloo reduce on host memory whatever `reduce_on` says (the copies over PCIe and the CPU
+  reduction of the host-memory all-reduce path are charged);
+- per-step synchronisation t_sync = c_s x g_s, with the growth g_s of that stack's step:
+      nccl: g = log2(N)               (tree-shaped launch/rendezvous: NCCL 2.4 double binary trees keep
+                                       latency logarithmic in the ranks)
+      grpc: g = log2(G) + (M - 1)     (in-process towers of one worker, then one barrier RPC per other
+                                       worker: TF's step-end token queues, thesis_method.md §4.1)
+      mpi, gloo: g = N - 1            (rank-0 coordination / ring steps: linear in the ranks)
+  N = all GPUs, G per node, M nodes; 0 for one GPU. Every stack counts the same GPUs: none is charged
+  per GPU while another is charged per worker for the same peers;
+- compute slowdown k_s: backward compute that runs while the stack communicates is stretched by
+  k_s x the overlapped time (communication kernels take SMs and memory bandwidth; host-staged stacks
+  take PCIe and memory bandwidth): T_b' = T_b + k_s x min(T_b, t_stream) when communication overlaps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError
+
+STACKS = ("nccl", "mpi", "grpc", "gloo")
+NCCL, MPI, GRPC, GLOO = range(4)
+AUTO = "auto"
+STACK_PARAMS = ("link_fraction", "sync_us", "compute_slowdown")
+_PS = 2  # STRATEGIES.index("ps"); kept literal to avoid importing design_space here
+_CPU = 1  # REDUCE_ON.index("cpu")
+
+
+def check_stack(stack: str | None) -> str:
+    """`auto` (or None) or one of STACKS; anything else is an input error."""
+    s = AUTO if stack is None else str(stack).lower()
+    if s != AUTO and s not in STACKS:
+        raise InputError(f"unknown stack '{stack}' (choose from {AUTO}, {', '.join(STACKS)})", field="stack")
+    return s
+
+
+def infer_stack(strategy: np.ndarray, reduce_on: np.ndarray) -> np.ndarray:
+    """Default stack index per design: ps -> grpc; all-reduce on the CPU -> mpi; else nccl."""
+    strategy = np.asarray(strategy)
+    reduce_on = np.asarray(reduce_on)
+    return np.where(strategy == _PS, GRPC, np.where(reduce_on == _CPU, MPI, NCCL)).astype(np.int64)
+
+
+def stack_codes(stack: str | None, strategy: np.ndarray, reduce_on: np.ndarray) -> np.ndarray:
+    """Stack index per design: the inferred default for `auto`, else the named stack for every design."""
+    s = check_stack(stack)
+    if s == AUTO:
+        return infer_stack(strategy, reduce_on)
+    return np.full(len(np.asarray(strategy)), STACKS.index(s), dtype=np.int64)
+
+
+def per_stack(params, name: str, stack: np.ndarray) -> np.ndarray:
+    """Per-design value of the stack parameter `name` (e.g. `sync_us`): `<stack>_<name>` of each design's
+    stack. A parameter may itself be an array (one value per design, used by resampling)."""
+    n = len(stack)
+    vals = [np.broadcast_to(np.asarray(getattr(params, f"{s}_{name}"), dtype=np.float64), (n,)) for s in STACKS]
+    return np.choose(stack, vals)
+
+
+def sync_growth(stack: np.ndarray, G: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """g_s of the per-step synchronisation cost (see the module docstring); 0 for a single GPU."""
+    N = G * M
+    with np.errstate(divide="ignore"):
+        log_n = np.log2(np.maximum(N, 1.0))
+        log_g = np.log2(np.maximum(G, 1.0))
+    g = np.select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
+    return np.where(N <= 1, 0.0, g)
+
+
+__all__ = ["STACKS", "AUTO", "STACK_PARAMS", "check_stack", "infer_stack", "stack_codes", "per_stack", "sync_growth"]
