@@ -47,7 +47,15 @@ def validate(
     stack: str = typer.Option("auto", help="Predict every row as if it ran this stack: auto (each row's `stack` "
                               "column, else inferred) | nccl | mpi | grpc | gloo."),
 ) -> None:
-    """Predicted vs measured throughput per row, with error summaries per source, strategy and stack."""
+    """Predicted vs measured throughput per row, with error summaries per source, strategy and stack. A file in the
+    large-model format (`llm_training`, the shipped one) is predicted by the large-model path."""
+    from ..llm.validate import LLM_DATASET, is_llm_csv
+
+    if file == LLM_DATASET.stem or is_llm_csv(file):
+        from .llm import run_validate as run_llm_validate
+
+        run_llm_validate(file, fmt.value, max_median_error)
+        return
     try:
         non_negative("--max-median-error", max_median_error)
         res = run_validate(file, system=system, catalog=catalog, stack=stack)

@@ -62,8 +62,31 @@ def solve(
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
+                                                "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
+    seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
+    global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
+    tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
+    from ..llm.api import is_llm_request
+
+    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
+        from ..llm.api import solve_llm
+        from .llm import print_solve
+
+        try:
+            if fmt is Fmt.csv:
+                raise InputError("large-model solves support --format table or json")
+            res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
+                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
+                            global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
+                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy)
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
+        print_solve(res, fmt.value)
+        return
     if workload is not None:
         from .. import multijob
 
@@ -161,8 +184,35 @@ def predict(
     nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
+                                                "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
+    seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
+    global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
+    tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
+    pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
+    micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
+    checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
+                                                "fastest that fits)."),
+    tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
+    from ..llm.api import is_llm_request
+
+    if is_llm_request(model, model_config, strategy, tokens, list_models()):
+        from ..llm.api import predict_llm
+        from .llm import print_predict
+
+        try:
+            d = predict_llm(model, gpu, gpus_per_node, nodes, nic, strategy, tp=tp, pp=pp, micro_batch=micro_batch,
+                            checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
+                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
+                            nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
+                            tokens=tokens)
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
+        print_predict(d, fmt.value)
+        return
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
                         precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
@@ -226,4 +276,20 @@ def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="ta
         gf = f"{r['flops_per_sample'] / 1e9:,.1f}" if r["flops_per_sample"] else "-"
         t.add_row(r["id"], f"{r['param_count']:,}", f"{r['gradient_bytes'] / 1e6:,.1f}", str(r["tensors"]),
                   str(r["reference_batch"]), gf, ", ".join(r["precisions"]), r["description"])
+    c.print(t)
+    _print_transformers(c)
+
+
+def _print_transformers(c) -> None:
+    """The transformers described by their architecture (large-model path: fsdp, tp, pp, ...)."""
+    from ..llm.arch import list_llm_models, load_llm_model
+
+    t = Table(title="Transformers by architecture (large-model path: predict/solve --strategy fsdp|hsdp|zero1|zero2|ddp)",
+              title_justify="left")
+    for col in ("model", "parameters", "layers", "hidden", "heads/kv", "seq", "GFLOP/token", "source"):
+        t.add_column(col)
+    for name in list_llm_models():
+        m = load_llm_model(name)
+        t.add_row(name, f"{m.params / 1e9:.2f} B", str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
+                  str(m.seq_len), f"{m.model_flops_per_token / 1e9:,.1f}", m.source)
     c.print(t)

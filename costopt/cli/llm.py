@@ -1,0 +1,118 @@
+"""Rendering of the large-model paths of `predict`, `solve` and `validate` (transformers described by
+their architecture; see docs/large-models.md). The commands themselves live in design.py and
+accuracy.py and hand over here when the request is a large-model one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..errors import CostoptError
+from .common import _console, _fail, _fmt_money, _json_dump
+
+_PREDICT_FIELDS = (
+    ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
+    ("strategy", "strategy", "{}"), ("tp", "tensor parallel", "{}"), ("pp", "pipeline parallel", "{}"),
+    ("dp", "data parallel", "{}"), ("micro_batch", "micro-batch (sequences)", "{}"),
+    ("grad_accum", "gradient accumulation", "{}"), ("global_batch_sequences", "global batch (sequences)", "{:,}"),
+    ("seq_len", "sequence length", "{:,}"), ("activation_checkpointing", "activation checkpointing", "{}"),
+    ("tokens_per_s", "tokens/s", "{:,.0f}"), ("tokens_per_s_per_gpu", "tokens/s per GPU", "{:,.0f}"),
+    ("mfu", "MFU", "{:.1%}"), ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
+    ("memory_model_states_gb", "  of which weights, gradients, Adam (GB)", "{:.1f}"),
+    ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
+    ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
+    ("bottleneck", "largest time term", "{}"), ("cost_usd", "cost (USD)", "money"),
+    ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("hours_to_train", "hours to train", "{:,.1f}"),
+    ("cost_to_train_usd", "cost to train (USD)", "money"), ("compute_basis", "compute", "{}"),
+)
+
+
+def _cell(v, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return _fmt_money(v) if fmt == "money" else fmt.format(v)
+
+
+def print_predict(d: dict, fmt: str) -> None:
+    if fmt == "json":
+        typer.echo(_json_dump(d))
+        return
+    t = Table(title=f"costopt predict: {d['model']} (large-model path)", title_justify="left")
+    t.add_column("field")
+    t.add_column("value")
+    for key, label, f in _PREDICT_FIELDS:
+        if key in d:
+            t.add_row(label, _cell(d[key], f))
+    _console().print(t)
+
+
+def print_solve(res: dict, fmt: str) -> None:
+    if fmt == "json":
+        typer.echo(_json_dump(res))
+        return
+    c = _console()
+    c.print(f"costopt solve: {res['model']} ({res['params'] / 1e9:.1f} B parameters, sequence {res['seq_len']:,}), "
+            f"budget {_fmt_money(res['budget_usd'])}, {res['candidates_evaluated']:,} hardware designs x "
+            f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
+    t = Table(title="Best design of each GPU type (large-model path)", title_justify="left")
+    cols = ("gpu", "GPUs", "NIC", "layout", "ckpt", "tokens/s", "tok/s/GPU", "MFU", "mem GB", "cost")
+    if res.get("tokens_to_train"):
+        cols += ("hours",)
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("gpu", "NIC", "layout", "ckpt") else "right")
+    for d in [res["best"], *res["best_per_gpu"]]:
+        nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
+        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic, f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']}",
+               d["activation_checkpointing"], f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}",
+               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"])]
+        if res.get("tokens_to_train"):
+            row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
+        t.add_row(*row)
+    c.print(t)
+    c.print(f"Why: {res['why']}")
+
+
+def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
+    from ..llm.validate import LLM_DATASET, predict_rows, read_llm_csv
+
+    try:
+        rows = read_llm_csv(LLM_DATASET if file == LLM_DATASET.stem else file)
+        recs = predict_rows(rows)
+    except CostoptError as exc:
+        _fail(exc, fmt)
+        return
+    errs = np.array([r["error_pct"] for r in recs if r.get("error_pct") is not None])
+    summary = {"rows": len(recs), "predicted": int(len(errs)), "skipped": int(sum(1 for r in recs if r["skipped"])),
+               "median_abs_error_pct": float(np.median(np.abs(errs))) if len(errs) else None,
+               "p90_abs_error_pct": float(np.percentile(np.abs(errs), 90)) if len(errs) else None}
+    by_source: dict[str, list[float]] = {}
+    for r in recs:
+        if r.get("error_pct") is not None:
+            by_source.setdefault(r["source"], []).append(r["error_pct"])
+    summary["by_source"] = {k: {"n": len(v), "median_abs_error_pct": float(np.median(np.abs(v)))}
+                            for k, v in sorted(by_source.items())}
+    if fmt == "json":
+        typer.echo(_json_dump({"path": str(file), "kind": "large-model", "rows": recs, "summary": summary}))
+    else:
+        c = _console()
+        t = Table(title=f"costopt validate (large-model rows): {file}", title_justify="left")
+        for col in ("line", "source", "model", "gpu", "GPUs", "layout", "measured tok/s/GPU", "predicted", "err %", "note"):
+            t.add_column(col, justify="right" if col in ("line", "GPUs", "measured tok/s/GPU", "predicted", "err %") else "left")
+        for r in recs:
+            err = r.get("error_pct")
+            t.add_row(str(r["line"]), r["source"], r["model"][:28], r["gpu"], str(r["total_gpus"]),
+                      f"{r['strategy']} tp{r['tp']} pp{r['pp']}", _cell(r["measured_tokens_per_s_per_gpu"], "{:,.0f}"),
+                      _cell(r.get("predicted_tokens_per_s_per_gpu"), "{:,.0f}"), "-" if err is None else f"{err:+.1f}",
+                      r["skipped"] or r["assumed"] or "")
+        c.print(t)
+        c.print(f"{summary['predicted']} rows predicted, {summary['skipped']} skipped; median |error| "
+                f"{_cell(summary['median_abs_error_pct'], '{:.1f}')}%, p90 {_cell(summary['p90_abs_error_pct'], '{:.1f}')}%")
+        for k, v in summary["by_source"].items():
+            c.print(f"  {k}: {v['n']} rows, median |error| {v['median_abs_error_pct']:.1f}%")
+    med = summary["median_abs_error_pct"]
+    if max_median_error is not None and med is not None and med > max_median_error:
+        typer.echo(f"median absolute error {med:.2f}% is above --max-median-error {max_median_error:g}%", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,214 @@
+"""Predict and solve for large transformer models (the entry points `costopt predict` / `solve` use
+when the model is a transformer described by its architecture and the strategy is a sharded one).
+
+Strategy names: `ddp` (replicas with an all-reduce; `ring` and `hierarchical` mean the same here),
+`zero1`, `zero2`, `fsdp`, `hsdp`; with tensor degree `tp` inside a node and pipeline degree `pp`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..catalog import Catalog, load_catalog
+from ..checks import count, positive
+from ..cost import evaluate_costs
+from ..design_space import enumerate_designs, single_design
+from ..errors import InfeasibleError, InputError
+from ..solver import OBJECTIVES, best_on_front
+from .arch import CHECKPOINTING, TransformerConfig, is_llm_model, load_config_file, load_llm_model
+from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
+                       design_record, evaluate_layouts)
+from .memory import LLM_STRATEGIES
+
+STRATEGY_ALIASES = {"ring": "ddp", "hierarchical": "ddp"}
+DEFAULT_MAX_NODES = 256
+
+
+def resolve_model(model: str | None, model_config: str | Path | None, seq_len: int | None) -> TransformerConfig:
+    if model_config is not None:
+        cfg = load_config_file(model_config)
+    elif model is not None:
+        cfg = load_llm_model(model)
+    else:
+        raise InputError("give --model (a zoo transformer) or --model-config FILE.toml", field="model")
+    return cfg.with_seq_len(seq_len) if seq_len is not None else cfg
+
+
+def is_llm_request(model: str | None, model_config: Any, strategy: str | list[str] | None, tokens: Any = None,
+                   dp_models: list[str] | None = None) -> bool:
+    """A transformer-by-architecture request: a model config file, a sharded strategy, `--tokens`, or a
+    zoo transformer that has no data-parallel profile (llama3_8b, ...)."""
+    strategies = [strategy] if isinstance(strategy, str) else list(strategy or [])
+    if model_config is not None or tokens is not None:
+        return True
+    if any(s in LLM_STRATEGIES for s in strategies):
+        return True
+    return model is not None and is_llm_model(model) and model not in (dp_models or [])
+
+
+def _strategy(strategy: str) -> str:
+    s = STRATEGY_ALIASES.get(strategy, strategy)
+    if s not in LLM_STRATEGIES:
+        raise InputError(f"unknown strategy '{strategy}' for a transformer (choose from "
+                         f"{', '.join(LLM_STRATEGIES)}; ring/hierarchical = ddp)", field="strategy")
+    return s
+
+
+def _catalog(catalog: str | Path | Catalog | None) -> Catalog:
+    return catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+
+
+def _add_costs(rec: dict, costs, i: int, tokens: float | None) -> dict:
+    rec["cost_usd"] = float(costs.cost_usd[i])
+    rec["capex_usd"] = float(costs.capex_usd[i])
+    rec["power_kw"] = float(costs.power_kw[i])
+    rec["rack_units"] = float(costs.rack_units[i])
+    thr = rec["tokens_per_s"]
+    ok = rec["feasible"] and thr and math.isfinite(thr)
+    rec["hours_per_1e9_tokens"] = 1e9 / thr / 3600.0 if ok else None
+    rented = costs.usd_per_hour is not None and costs.usd_per_hour[i] > 0
+    rec["usd_per_1e9_tokens"] = (float(costs.usd_per_hour[i]) * rec["hours_per_1e9_tokens"]
+                                 if ok and rented else None)
+    if tokens is not None:
+        rec["tokens_to_train"] = float(tokens)
+        rec["hours_to_train"] = tokens / thr / 3600.0 if ok else None
+        rec["cost_to_train_usd"] = (float(costs.usd_per_hour[i]) * rec["hours_to_train"] if ok and rented
+                                    else rec["cost_usd"])
+    return rec
+
+
+def _memory_phrase(rec: dict) -> str:
+    return (f"{rec['memory_per_gpu_gb']:.1f} GB per GPU needed (weights, gradients and Adam states "
+            f"{rec['memory_model_states_gb']:.1f} GB, activations and logits {rec['memory_activations_gb']:.1f} GB), "
+            f"{rec['memory_limit_gb']:.1f} GB usable of {rec['gpu_memory_gb']:g} GB")
+
+
+def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str, *,
+                tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
+                seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
+                nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
+                model_config: str | Path | None = None, tokens: float | None = None) -> dict[str, Any]:
+    """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
+    Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees, precision)."""
+    for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
+                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node)):
+        count(name, v)
+    positive("tokens", tokens)
+    if global_batch is not None:
+        count("global batch", global_batch)
+    cfg = resolve_model(model, model_config, seq_len)
+    s = _strategy(strategy)
+    cat = _catalog(catalog)
+    space = single_design(cat, gpu, gpus_per_node, nodes, nic, "ring", "gpu", chassis, nics_per_node)
+    gb = global_batch or default_global_batch(cfg)
+    ckpts = CHECKPOINTING if checkpointing is None else (checkpointing,)
+    for c in ckpts:
+        if c not in CHECKPOINTING:
+            raise InputError(f"unknown checkpointing '{c}' (choose from {', '.join(CHECKPOINTING)})", field="checkpointing")
+    one = lambda v: np.array([v])  # noqa: E731
+    evs: list[LlmEvaluation] = [
+        evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
+                                            one(CHECKPOINTING.index(c))), precision=precision, global_batch=gb)
+        for c in ckpts]
+    fitting = [e for e in evs if e.fits[0]]
+    ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
+    rec = design_record(ev, 0)
+    rec["model"] = cfg.name
+    rec["params"] = cfg.params
+    rec["flops_per_token"] = cfg.model_flops_per_token
+    if strategy != s:
+        rec["strategy_requested"] = strategy
+    costs = evaluate_costs(space, cat.site)
+    rec = _add_costs(rec, costs, 0, tokens)
+    if not rec["feasible"]:
+        reason = rec["infeasible_reason"]
+        if reason == "does not fit in GPU memory":
+            hint = {"ddp": "every GPU holds a whole replica with its Adam states (16 bytes per parameter): "
+                           "try --strategy fsdp, zero2 or hsdp, or a larger --tp/--pp"}.get(s, "try a larger --tp or --pp, "
+                                                                                         "a smaller --micro-batch or --checkpointing full")
+            msg = (f"{cfg.name} ({cfg.params / 1e9:.1f} B parameters) does not fit with {s} on {gpu}: "
+                   f"{_memory_phrase(rec)}; {hint}")
+        else:
+            msg = f"{cfg.name} cannot run as asked on {gpu}: {reason}"
+        raise InfeasibleError(msg, nearest=None, reason="memory" if "memory" in reason else "layout")
+    return rec
+
+
+def solve_llm(budget: float | None, model: str | None, *, tokens: float | None = None, objective: str = "throughput",
+              catalog: str | Path | Catalog | None = None, precision: str = "amp_bf16", seq_len: int | None = None,
+              global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
+              gpus_per_node: list[int] | None = None, max_nodes: int | None = None, top: int = 10,
+              model_config: str | Path | None = None, strategies: list[str] | None = None) -> dict[str, Any]:
+    """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing)."""
+    if objective not in OBJECTIVES or objective == "cost":
+        raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
+    if budget is None or not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
+    positive("tokens", tokens)
+    count("top", top)
+    if max_nodes is not None:
+        count("max nodes", max_nodes)
+    cfg = resolve_model(model, model_config, seq_len)
+    cat = _catalog(catalog)
+    gb = global_batch or default_global_batch(cfg)
+    space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
+                              nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
+    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
+    keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies] if strategies else None
+    layouts = all_layouts()
+    if keep is not None:
+        sel = np.isin(layouts.strategy, keep)
+        layouts = Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
+    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+    costs = evaluate_costs(space, cat.site)
+    ok = ev.fits & costs.buildable
+    if not ok.any():
+        raise InfeasibleError(f"no design in the catalog can train {cfg.name} ({cfg.params / 1e9:.1f} B parameters) "
+                              f"at sequence length {cfg.seq_len}: none fits in GPU memory with any layout",
+                              reason="memory")
+    cand = np.flatnonzero(ok)
+    order = np.empty(len(space), dtype=np.int64)
+    order[space.sort_key()] = np.arange(len(space))
+    thr = ev.timing.tokens_per_s
+    best_local, info = best_on_front(objective, costs.cost_usd[cand], thr[cand], order[cand], budget)
+    if best_local is None:
+        cheapest = cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]]
+        nearest = _add_costs(design_record(ev, int(cheapest)), costs, int(cheapest), tokens)
+        raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the cheapest "
+                              f"costs ${nearest['cost_usd']:,.0f}", nearest=nearest, reason="budget")
+    best = int(cand[best_local])
+    # alternatives: the best design of each other GPU type within the budget
+    alts = []
+    within = cand[costs.cost_usd[cand] <= budget]
+    for gi in sorted(set(space.gpu_idx[within].tolist())):
+        if gi == space.gpu_idx[best]:
+            continue
+        mine = within[space.gpu_idx[within] == gi]
+        j, _ = best_on_front(objective, costs.cost_usd[mine], thr[mine], order[mine], budget)
+        if j is not None:
+            alts.append(int(mine[j]))
+    alts.sort(key=lambda i: (-thr[i], costs.cost_usd[i], order[i]))
+    rec = lambda i: {**_add_costs(design_record(ev, i), costs, i, tokens), "model": cfg.name}  # noqa: E731
+    best_rec = rec(best)
+    return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, "budget_usd": budget,
+            "objective": objective, "global_batch_sequences": gb, "tokens_to_train": tokens,
+            "candidates_evaluated": int(len(space)), "layouts_per_design": int(len(layouts.tp)),
+            "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
+            "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
+            "why": _why(best_rec, [rec(i) for i in alts[:1]])}
+
+
+def _why(best: dict, others: list[dict]) -> str:
+    parts = [f"{best['total_gpus']} x {best['gpu']} ({best['strategy']}, tp {best['tp']}, pp {best['pp']}, "
+             f"micro-batch {best['micro_batch']}, checkpointing {best['activation_checkpointing']}) gives "
+             f"{best['tokens_per_s']:,.0f} tokens/s at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
+             f"using {best['memory_per_gpu_gb']:.0f} of {best['gpu_memory_gb']:g} GB per GPU"]
+    if others:
+        o = others[0]
+        parts.append(f"the best {o['gpu']} design gives {o['tokens_per_s']:,.0f} tokens/s for ${o['cost_usd']:,.0f}")
+    parts.append("compute is a roofline estimate fitted on published A100/H100 runs, not a measurement")
+    return "; ".join(parts) + "."

@@ -1,0 +1,249 @@
+"""Large-model designs: hardware from the catalog × a parallel layout, timed, sized and priced.
+
+A design = hardware (gpu, chassis → G GPUs per node, M nodes, NIC × NICs per node, as in
+design_space.py) + layout (strategy ∈ ddp|zero1|zero2|fsdp|hsdp, tensor degree t, pipeline degree p,
+micro-batch b, activation checkpointing). The global batch B (sequences) is fixed by the user (or
+the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉.
+
+Search: the layouts are a few hundred; for each layout every hardware design is evaluated in one
+numpy pass (a loop over layouts, never over designs), and each hardware design keeps its fastest
+layout that fits in memory (ties: the lower layout index, i.e. the simpler layout). The hardware
+designs then go through the same cost, Pareto front and exact choice as data-parallel solves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..catalog import Gpu, intra_node_gb_per_s
+from ..design_space import NO_NIC, DesignSpace
+from ..errors import InputError
+from ..files import read_toml
+from .arch import CHECKPOINTING, ArchArrays, TransformerConfig
+from .memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from .step import LlmParams, StepTiming, step_time
+
+DEFAULTS_FILE = Path(__file__).resolve().parent.parent / "data" / "llm_defaults.toml"
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024  # 4M tokens a step: Llama 2 and 3 pre-training used 4M-16M
+TP_CHOICES = (1, 2, 4, 8)
+PP_CHOICES = (1, 2, 4, 8, 16)
+MICRO_BATCH_CHOICES = (1, 2, 4, 8)
+# Node counts searched for large models: 1-2 significant bits (1, 2, 3, 4, 6, 8, 12, ...), so a search
+# over GPUs x chassis x NICs x layouts stays small; `predict` takes any count.
+NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
+_PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8"}
+# GPU generation by catalog id prefix, for catalogs whose GPUs carry no `architecture` field
+_GENERATION_BY_PREFIX = (("a100", "ampere"), ("a10", "ampere"), ("a40", "ampere"), ("rtx-3090", "ampere"),
+                         ("h100", "hopper"), ("h200", "hopper"), ("gh200", "hopper"), ("b200", "blackwell"),
+                         ("b300", "blackwell"), ("gb200", "blackwell"))
+
+
+@lru_cache(maxsize=1)
+def default_llm_params() -> LlmParams:
+    d = read_toml(DEFAULTS_FILE, "large-model defaults")
+    comp, links, mem, fit = d["compute"], d["links"], d["memory"], d["fit"]
+    def per_generation(prefix: str) -> dict[str, float]:
+        return {k.removeprefix(prefix): float(v) for k, v in comp.items()
+                if k.startswith(prefix) and k != prefix + "default"}
+
+    return LlmParams(
+        matmul_fraction=per_generation("matmul_fraction_"), matmul_fraction_default=float(comp["matmul_fraction_default"]),
+        attention_fraction=per_generation("attention_fraction_"),
+        attention_fraction_default=float(comp["attention_fraction_default"]),
+        elementwise_bytes_per_token_per_hidden=float(comp["elementwise_bytes_per_token_per_hidden"]),
+        memory_bandwidth_fraction=float(comp["memory_bandwidth_fraction"]),
+        nvlink_fraction=float(links["nvlink_fraction"]), pcie_fraction=float(links["pcie_fraction"]),
+        network_rdma_fraction=float(links["network_rdma_fraction"]),
+        network_tcp_fraction=float(links["network_tcp_fraction"]),
+        collective_latency_us=float(links["collective_latency_us"]), overlap_fraction=float(links["overlap_fraction"]),
+        reserve_gb=float(mem["reserve_gb"]), reserve_fraction=float(mem["reserve_fraction"]),
+        fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
+
+
+def gpu_generation(gpu: Gpu) -> str:
+    arch = getattr(gpu, "architecture", None)
+    if arch:
+        return str(arch)
+    for prefix, gen in _GENERATION_BY_PREFIX:
+        if gpu.id.startswith(prefix):
+            return gen
+    return "other"
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float | None:
+    field = _PRECISION_FIELD.get(precision)
+    if field is None:
+        raise InputError(f"precision '{precision}' is not a large-model training precision "
+                         f"(choose from {', '.join(_PRECISION_FIELD)})", field="precision")
+    v = getattr(gpu, field, None)
+    return None if v is None else float(v) * 1e12
+
+
+@dataclass
+class Layout:
+    strategy: np.ndarray  # index into LLM_STRATEGIES
+    tp: np.ndarray
+    pp: np.ndarray
+    micro_batch: np.ndarray
+    ckpt: np.ndarray  # index into CHECKPOINTING
+
+
+@dataclass
+class LlmEvaluation:
+    cfg: TransformerConfig
+    precision: str
+    global_batch: int
+    space: DesignSpace  # hardware of each design
+    layout: Layout
+    grad_accum: np.ndarray
+    timing: StepTiming
+    memory_per_gpu_bytes: np.ndarray
+    memory_states_bytes: np.ndarray  # weights, gradients, optimizer states (and gathered layers under fsdp)
+    memory_limit_bytes: np.ndarray
+    fits: np.ndarray
+    valid: np.ndarray  # layout possible on this hardware (degrees divide the GPUs, precision supported)
+    why_not: np.ndarray  # str: '' or the first reason the design cannot run
+
+
+def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
+    gi = space.gpu_idx
+    peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
+    bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus])[gi]
+    frac = np.array([params.matmul_fraction.get(gpu_generation(g), params.matmul_fraction_default)
+                     for g in space.gpus])[gi]
+    att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
+                    for g in space.gpus])[gi]
+    mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
+    intra = np.zeros((len(space.gpus), len(space.chassis)))
+    for a, g in enumerate(space.gpus):
+        for c, ch in enumerate(space.chassis):
+            nv = ch.intra_fabric != "pcie" and g.gpu_link_gbs > 0
+            intra[a, c] = intra_node_gb_per_s(g, ch) * 1e9 * (params.nvlink_fraction if nv else params.pcie_fraction)
+    nic_rate = np.array([n.line_rate_gbps * 1e9 / 8.0 * (params.network_rdma_fraction if n.transport != "tcp"
+                                                         else params.network_tcp_fraction) for n in space.nics] + [0.0])
+    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    node = nic_rate[ni] * space.nics_per_node
+    return {"peak": peak, "bw": bw, "frac": frac, "att": att, "mem": mem, "intra": intra[gi, space.chassis_idx],
+            "node": np.where(node > 0, node, np.inf)}
+
+
+def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
+                     global_batch: int | np.ndarray,
+                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None) -> LlmEvaluation:
+    """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
+
+    `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
+    params = params or default_llm_params()
+    arch = cfg if isinstance(cfg, ArchArrays) else ArchArrays.of(cfg, len(space))
+    hw = _hardware_arrays(space, precision, params)
+    G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    N = G * M
+    t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
+    d = N / (t * p)
+    why = np.full(len(space), "", dtype=object)
+    why = np.where(np.isnan(hw["peak"]), f"the GPU has no {precision} tensor-core path", why)
+    why = np.where((why == "") & (t > G), "tensor parallel degree above the GPUs of one node", why)
+    why = np.where((why == "") & ((d < 1) | (np.abs(d - np.round(d)) > 1e-9)),
+                   "tensor x pipeline degrees do not divide the GPUs", why)
+    why = np.where((why == "") & (p > arch.layers), "more pipeline stages than layers", why)
+    why = np.where((why == "") & (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2),
+                   "hybrid sharding needs more than one node", why)
+    d = np.maximum(np.round(d), 1.0)
+    valid = why == ""
+    grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    peak = np.where(valid, hw["peak"], 1.0)
+    timing = step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"], attention_fraction=hw["att"],
+                       intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"], gpus_per_node=G, nodes=M,
+                       strategy=layout.strategy, tp=t, pp=p, micro_batch=b, grad_accum=grad_accum, ckpt=layout.ckpt)
+    shard_group = np.minimum(d, np.maximum(G / t, 1.0))
+    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p)
+    acts = activation_bytes(arch, b, t, layout.ckpt)
+    used = states + acts
+    limit = hw["mem"] * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
+    fits = valid & (used <= limit)
+    why = np.where(valid & ~fits, "does not fit in GPU memory", why)
+    return LlmEvaluation(cfg, precision, global_batch, space, layout, grad_accum, timing, used, states, limit, fits,
+                         valid, why.astype(str))
+
+
+def all_layouts(max_tp: int = 8) -> Layout:
+    combos = [(s, t, p, b, c) for s in range(len(LLM_STRATEGIES)) for t in TP_CHOICES if t <= max_tp
+              for p in PP_CHOICES for b in MICRO_BATCH_CHOICES for c in range(len(CHECKPOINTING))]
+    a = np.array(combos, dtype=np.int64)
+    return Layout(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
+
+
+def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
+                           params: LlmParams | None = None, layouts: Layout | None = None,
+                           chunk_elements: int = 400_000) -> LlmEvaluation:
+    """For every hardware design the fastest layout that fits (module docstring). Designs × layouts are
+    evaluated as flat arrays in chunks of about `chunk_elements`, so memory stays bounded."""
+    layouts = layouts or all_layouts()
+    fields = ("strategy", "tp", "pp", "micro_batch", "ckpt")
+    n, n_lay = len(space), len(layouts.tp)
+    best_thr = np.full(n, -1.0)
+    best_k = np.zeros(n, dtype=np.int64)
+    per = max(1, chunk_elements // max(n, 1))
+    for start in range(0, n_lay, per):
+        ks = np.arange(start, min(n_lay, start + per))
+        design = np.tile(np.arange(n), len(ks))
+        lay_k = np.repeat(ks, n)
+        ev = evaluate_layouts(cfg, space.take(design), Layout(*(getattr(layouts, f)[lay_k] for f in fields)),
+                              precision=precision, global_batch=global_batch, params=params)
+        thr = np.where(ev.fits, ev.timing.tokens_per_s, -1.0).reshape(len(ks), n)
+        j = np.argmax(thr, axis=0)  # first (lowest layout index) of the fastest in this chunk
+        top = thr[j, np.arange(n)]
+        better = top > best_thr
+        best_thr = np.where(better, top, best_thr)
+        best_k = np.where(better, ks[j], best_k)
+    chosen = Layout(*(getattr(layouts, f)[best_k] for f in fields))
+    return evaluate_layouts(cfg, space, chosen, precision=precision, global_batch=global_batch, params=params)
+
+
+def default_global_batch(cfg: TransformerConfig) -> int:
+    return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
+
+
+def design_record(ev: LlmEvaluation, i: int) -> dict:
+    """One design as a DESIGN-style dict (large-model fields)."""
+    s, lay, tm = ev.space, ev.layout, ev.timing
+    g = s.gpus[s.gpu_idx[i]]
+    nic = None if s.nic_idx[i] == NO_NIC else s.nics[s.nic_idx[i]].id
+    G, M = int(s.gpus_per_node[i]), int(s.nodes[i])
+    t, p = int(lay.tp[i]), int(lay.pp[i])
+    ok = bool(ev.fits[i])
+    nan = float("nan")
+    return {
+        "gpu": g.id, "chassis": s.chassis[s.chassis_idx[i]].id, "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
+        "nic": nic, "nics_per_node": int(s.nics_per_node[i]) if nic else 0,
+        "strategy": LLM_STRATEGIES[lay.strategy[i]], "tp": t, "pp": p, "dp": (G * M) // (t * p),
+        "micro_batch": int(lay.micro_batch[i]), "grad_accum": int(ev.grad_accum[i]),
+        "global_batch_sequences": int(ev.grad_accum[i]) * int(lay.micro_batch[i]) * max((G * M) // (t * p), 1),
+        "seq_len": ev.cfg.seq_len, "activation_checkpointing": CHECKPOINTING[lay.ckpt[i]],
+        "precision": ev.precision, "feasible": ok, "infeasible_reason": ev.why_not[i] or None,
+        "tokens_per_s": float(tm.tokens_per_s[i]) if ok else nan,
+        "tokens_per_s_per_gpu": float(tm.tokens_per_s_per_gpu[i]) if ok else nan,
+        "mfu": float(tm.mfu[i]) if ok else nan,
+        "memory_per_gpu_gb": float(ev.memory_per_gpu_bytes[i]) / 1e9,
+        "memory_model_states_gb": float(ev.memory_states_bytes[i]) / 1e9,
+        "memory_activations_gb": float(ev.memory_per_gpu_bytes[i] - ev.memory_states_bytes[i]) / 1e9,
+        "memory_limit_gb": float(ev.memory_limit_bytes[i]) / 1e9,
+        "gpu_memory_gb": g.memory_gb,
+        "t_step_s": float(tm.t_step_s[i]), "t_compute_s": float(tm.t_compute_s[i]),
+        "t_pipeline_bubble_s": float(tm.t_bubble_s[i]), "t_data_parallel_exposed_s": float(tm.t_dp_exposed_s[i]),
+        "t_tensor_parallel_s": float(tm.t_tp_s[i]), "t_pipeline_p2p_s": float(tm.t_pp_s[i]),
+        "bottleneck": str(tm.bound[i]),
+        "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
+                          f"GFLOP/token at a fitted fraction of the {g.id} {ev.precision} peak "
+                          f"({gpu_generation(g)} generation); an estimate, not a measurement on this GPU"),
+    }
+
+
+def tokens_to_train_hours(tokens: float, tokens_per_s: float) -> float:
+    return tokens / tokens_per_s / 3600.0 if tokens_per_s > 0 and math.isfinite(tokens_per_s) else float("inf")
