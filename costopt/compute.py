@@ -56,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .catalog import Catalog, Gpu
+from .catalog import Catalog, Gpu, load_catalog
 from .errors import InputError
 from .units import ms_to_s
 
@@ -349,9 +349,20 @@ def _zoo_costs() -> dict:
     return out
 
 
-def fit_fractions(catalog: Catalog, ref_id: str = "h200-sxm", withhold: frozenset = frozenset()) -> Fractions:
-    """Achieved fractions per (generation, precision class); see the module docstring."""
-    return _fit_cached(_gpu_key(catalog), ref_id, withhold)
+def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
+                  withhold: frozenset = frozenset()) -> Fractions:
+    """Achieved fractions per (generation, precision class); see the module docstring.
+
+    The fit reads the specs of the GPUs its data name (published cells use the reference catalog's
+    ids) from `catalog`, by default the built-in reference catalog, so the fractions do not change
+    with the catalog a design is priced from.
+    """
+    return _fit_cached(_reference_gpu_key() if catalog is None else _gpu_key(catalog), ref_id, withhold)
+
+
+@lru_cache(maxsize=1)
+def _reference_gpu_key() -> tuple:
+    return _gpu_key(load_catalog())
 
 
 def _gpu_key(catalog: Catalog) -> tuple:
@@ -466,7 +477,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         ratio, note = pub
         source = "published"
     elif cost is not None:
-        fr = fit_fractions(catalog, ref.id, withhold)
+        fr = fit_fractions(None, ref.id, withhold)
         um, ub, fnote = fr.for_gpu(gpu, precision)
         rm, rb, _ = fr.for_gpu(ref, precision)
         r_gpu, r_ref = cost.roofline_s(gpu, precision, um, ub), cost.roofline_s(ref, precision, rm, rb)
