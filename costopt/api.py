@@ -678,6 +678,16 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     why = explain(ev, best, hw_ok, budget, objective)
     info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
     per_gpu_rows = ev.rows(per_gpu)
+    # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/robustness.py)
+    from .robustness import decision_robustness, near_ties
+
+    for picked, out in ((ranked, rows), (per_gpu, per_gpu_rows)):
+        both = np.concatenate([[best], picked])
+        low, high = throughput_range(ev, both)
+        for r, flag in zip(out, near_ties(low, high, 0)[1:] & (picked != best)):
+            r["near_tie"] = bool(flag)
+    pool = idx if len(idx) else np.array([best])
+    info.update(decision_robustness(ev, best, pool, objective, min_throughput))
     return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:], why, info,
                        per_gpu_rows, ev, ranked)
 

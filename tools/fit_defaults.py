@@ -2,7 +2,7 @@
 
     python tools/fit_defaults.py [--date YYYY-MM-DD] [--check]
 
-1. Read every shipped measurement dataset (costopt/data/validation/*.csv).
+1. Read every shipped measurement dataset (costopt/data/validation/*.csv in the measurement format).
 2. Fit `costopt.calibrate.DEFAULT_FIT` on all of them (MAP on log error, Huber loss, prior centred on
    costopt/data/system_priors.toml with the widths of `costopt.calibrate.PRIOR`; rows whose network
    speed is assumed are predicted, not fitted). Parameters not fitted keep their prior.
@@ -34,7 +34,18 @@ from costopt import __version__  # noqa: E402
 from costopt.calibrate import DEFAULT_FIT, PRIOR, calibrate_rows  # noqa: E402
 from costopt.intervals import coverage, quantile_table  # noqa: E402
 from costopt.system import DEFAULTS_PATH, FIELD_TO_KEY, PRIORS_PATH, SystemParams, prior_system  # noqa: E402
-from costopt.validate import VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
+from costopt.validate import COLUMNS, VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
+
+
+def measurement_datasets() -> list[str]:
+    """Shipped datasets in the data-parallel measurement format (costopt/validate.py columns); other files
+    in the folder (e.g. llm_training.csv, large-model runs scored by costopt/llm) are not part of this fit."""
+    out = []
+    for name in list_datasets():
+        header = (VALIDATION_DIR / f"{name}.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+        if all(c in header for c in COLUMNS):
+            out.append(name)
+    return out
 
 
 def _prior_comments() -> tuple[dict[tuple[str, str], str], list[str]]:
@@ -68,7 +79,7 @@ def _fmt(v: float) -> str:
 
 def build(date: str) -> tuple[str, dict]:
     rows, header = [], []
-    for name in list_datasets():
+    for name in measurement_datasets():
         _, r, h = read_measurements(name)
         rows += r
         header += [c for c in h if c not in header]
@@ -116,7 +127,7 @@ def build(date: str) -> tuple[str, dict]:
     sources = sorted(set(df["source"].tolist()))
     text += ["[fit]", f'date = "{date}"', f'tool = "tools/fit_defaults.py (costopt {__version__})"',
              'method = "MAP on log error, Huber loss, row sigma 0.1, prior centred on system_priors.toml"',
-             f'datasets = [{", ".join(repr(n).replace(chr(39), chr(34)) for n in list_datasets())}]',
+             f'datasets = [{", ".join(chr(34) + n + chr(34) for n in measurement_datasets())}]',
              f"rows = {len(df)}", f"rows_fitted = {res.fit.n_rows}",
              f'sources = [{", ".join(chr(34) + s + chr(34) for s in sources)}]',
              f'fitted = [{", ".join(chr(34) + n + chr(34) for n in res.fit.fitted)}]',

@@ -156,6 +156,13 @@ def solve(
             f"{b['nic']}, {b['strategy']}; {_fmt_money(b['cost_usd'])}; {b['throughput_samples_per_s']:,.1f} samples/s; "
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
+    sv = res.solver
+    if "robustness" in sv:
+        ties = sum(1 for r in res.alternatives if r.get("near_tie"))
+        c.print(f"How sure: estimated throughput {b['throughput_samples_per_s']:,.1f} samples/s, 80% range "
+                f"{b['throughput_low_samples_per_s']:,.1f} to {b['throughput_high_samples_per_s']:,.1f}; the best design "
+                f"stays best in {sv['robustness']:.0%} of {sv['robustness_resamples']} resamples of the fitted system "
+                f"parameters; {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈best)")
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
         c.print(f"Time to train: {b['time_to_train_h']:,.1f} h")

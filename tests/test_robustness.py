@@ -1,0 +1,92 @@
+"""Ranges, near-ties and decision robustness: fields present and ordered, the resample count, resampling by
+hand, same inputs same bytes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import costopt
+from costopt.intervals import bounds, coverage, quantile_table
+from costopt.robustness import near_ties, resample_params
+from costopt.system import default_system
+
+MINI = Path(__file__).parent / "fixtures" / "mini.toml"
+
+
+@pytest.fixture(scope="module")
+def solved():
+    return costopt.solve(200_000, "resnet50", catalog=MINI, top=6).to_json_dict()
+
+
+def test_design_ranges_are_ordered(solved):
+    for d in [solved["best"], *solved["alternatives"], *solved["best_per_gpu"]]:
+        assert 0 < d["throughput_low_samples_per_s"] <= d["throughput_samples_per_s"] <= d["throughput_high_samples_per_s"]
+        assert "near_tie" in d
+    assert solved["best"]["near_tie"] is False
+
+
+def test_robustness_is_a_share_of_at_least_100_resamples(solved):
+    sv = solved["solver"]
+    assert sv["robustness_resamples"] >= 100
+    assert 0.0 <= sv["robustness"] <= 1.0
+    # a share of whole resamples
+    assert abs(sv["robustness"] * sv["robustness_resamples"] - round(sv["robustness"] * sv["robustness_resamples"])) < 1e-6
+    assert sv["robustness_parameters"]
+
+
+def test_resample_count_and_draws_by_hand():
+    p = default_system().with_updates(nvlink_efficiency=0.8, nccl_sync_us=20.0)
+    r, names = resample_params(p, 150, seed=7, uncertainty={"nvlink_efficiency": 0.05, "nccl_sync_us": 10.0})
+    assert names == ["nccl_sync_us", "nvlink_efficiency"]
+    assert r.nvlink_efficiency.shape == (150,) and r.nccl_sync_us.shape == (150,)
+    z = np.random.default_rng(7).standard_normal((2, 150))  # drawn in name order
+    assert np.allclose(r.nccl_sync_us, 20.0 * np.exp(10.0 / 20.0 * z[0]))  # log-scale: lognormal around 20
+    assert np.allclose(r.nvlink_efficiency, np.clip(0.8 + 0.05 * z[1], 0.2, 1.0))  # linear, clipped to bounds
+    assert r.tcp_efficiency == p.tcp_efficiency  # not in the uncertainty: unchanged
+
+
+def test_near_ties_by_hand():
+    low = np.array([90.0, 95.0, 80.0, 101.0])
+    high = np.array([100.0, 99.0, 89.9, 120.0])
+    assert near_ties(low, high, 0).tolist() == [False, True, False, False]
+
+
+def test_interval_bounds_by_hand():
+    table = {"nccl": (0.8, 1.1), "mpi": (1.05, 1.3), "grpc": (0.7, 0.9), "gloo": (1.0, 1.0)}
+    lo, hi = bounds(np.array([100.0, 100.0, 100.0, 100.0]), np.array([0, 1, 2, 0]), np.array([200, 200, 200, 105.0]), table)
+    # low = point x min(p10, 1), high = min(point x max(p90, 1), perfect scaling)
+    assert lo.tolist() == pytest.approx([80.0, 100.0, 70.0, 80.0])
+    assert hi.tolist() == pytest.approx([110.0, 130.0, 100.0, 105.0])
+
+
+def test_quantiles_and_out_of_sample_coverage_by_hand():
+    r = np.log(np.array([1.0, 1.1, 0.9, 1.2, 0.8]))
+    st = np.array(["nccl"] * 5)
+    t = quantile_table(r, st, min_rows=3)
+    assert t["nccl"]["p10_ratio"] == pytest.approx(np.exp(np.percentile(r, 10)))
+    assert t["mpi"]["basis"] == "all rows" and t["nccl"]["basis"] == "stack"
+    # each source's range comes from the other sources' residuals only
+    inside = coverage(np.log(np.array([1.0, 1.0, 3.0])), np.array(["nccl"] * 3), np.array(["A", "B", "C"]), min_rows=1)
+    assert inside.tolist() == [True, True, False]
+
+
+def test_validate_rows_carry_ordered_ranges():
+    from costopt.validate import validate
+    res = validate("published")
+    f = res.frame
+    assert (f.predicted_low_samples_per_s <= f.predicted_samples_per_s).all()
+    assert (f.predicted_samples_per_s <= f.predicted_high_samples_per_s).all()
+    assert 0 <= res.summaries["summary"]["inside_80pct_range_share"] <= 1
+
+
+def test_same_inputs_same_bytes():
+    cmd = [sys.executable, "-m", "costopt", "solve", "--budget", "150000", "--model", "resnet50", "--catalog", str(MINI),
+           "--format", "json"]
+    a = subprocess.run(cmd, capture_output=True, check=True).stdout
+    b = subprocess.run(cmd, capture_output=True, check=True).stdout
+    assert a == b
+    assert "robustness" in json.loads(a)["solver"]
