@@ -17,6 +17,7 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported only where a DataFrame is returned (Evaluation.frame, SolveResult.table)
     import pandas as pd
 
+from .batch_limits import batch_warning
 from .catalog import Catalog, load_catalog
 from . import checks
 from .checks import count, non_negative, positive
@@ -28,6 +29,7 @@ from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pa
 from .stacks import AUTO, STACKS, check_stack, stack_codes
 from .system import SystemParams, load_system
 from .timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
+from .why import explain
 from .workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 
 DEFAULT_PRECISION = "auto"  # per GPU: the best training precision it runs (Gpu.best_training_precision)
@@ -397,6 +399,9 @@ class SolveResult:
     best_per_gpu: list[dict[str, Any]] = field(default_factory=list)
     evaluation: Evaluation | None = field(default=None, repr=False)  # where the ranked rows come from
     ranked: np.ndarray | None = field(default=None, repr=False)  # their design indices, best first
+    why_strategy: str = ""  # the strategy comparison, apart from the buyer's reasons
+    why_facts: dict[str, Any] = field(default_factory=dict)  # the designs and figures the reasons quote
+    warnings: list[str] = field(default_factory=list)  # e.g. a global batch above what the model is known to train at
 
     @property
     def table(self) -> pd.DataFrame:
@@ -414,6 +419,9 @@ class SolveResult:
             "best": self.best,
             "alternatives": self.alternatives,
             "why": self.why,
+            "why_strategy": self.why_strategy,
+            "why_facts": self.why_facts,
+            "warnings": self.warnings,
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
         }
@@ -675,7 +683,7 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     per_gpu = np.concatenate([[best], per_gpu[s.gpu_idx[per_gpu] != s.gpu_idx[best]]])
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
     rows = ev.rows(ranked)
-    why = explain(ev, best, hw_ok, budget, objective)
+    reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
     per_gpu_rows = ev.rows(per_gpu)
     # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/robustness.py)
@@ -688,8 +696,11 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
             r["near_tie"] = bool(flag)
     pool = idx if len(idx) else np.array([best])
     info.update(decision_robustness(ev, best, pool, objective, min_throughput))
-    return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:], why, info,
-                       per_gpu_rows, ev, ranked)
+    warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
+                                          rows[0]["total_gpus"])] if w]
+    return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:],
+                       reasons.why, info, per_gpu_rows, ev, ranked, why_strategy=reasons.strategy,
+                       why_facts=reasons.facts, warnings=warnings)
 
 
 def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -740,56 +751,6 @@ def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, ob
     return InfeasibleError(
         f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
         nearest=d, reason="budget")
-
-
-def _nic_phrase(row: dict[str, Any], ev: Evaluation) -> str:
-    if row["nic"] == "none":
-        return "inside one node"
-    nic = ev.catalog.nics[row["nic"]]
-    return f"over {nic.name}"
-
-
-def explain(ev: Evaluation, best: int, allowed: np.ndarray, budget: float | None, objective: str) -> str:
-    """One line: why the winner wins."""
-    s, t, c = ev.space, ev.timing, ev.costs
-    row = ev.raw_rows([best])[0]
-    strat = row["strategy"] + ("" if row["reduce_on"] == "gpu" else " (cpu)")
-    parts = []
-    bn = row["bottleneck"]
-    if bn == "compute":
-        parts.append("communication hidden behind backward" if row["total_gpus"] > 1 else "single GPU, no communication")
-    else:
-        share = row["t_exposed_comm_s"] / row["t_iter_s"]
-        parts.append(f"{bn}-bound ({share:.0%} of the iteration is exposed communication)")
-    within = allowed & ((c.cost_usd <= budget) if budget is not None else True)
-    thr = t.throughput_samples_per_s
-    is_ps = s.strategy == STRATEGIES.index("ps")
-    other = within & (is_ps != is_ps[best])
-    if other.any():
-        j = np.flatnonzero(other)[np.argmax(thr[other])]
-        label = "PS" if is_ps[j] else "all-reduce"
-        gain = thr[best] / thr[j] - 1.0
-        dg = int(s.total_gpus[best] - s.total_gpus[j])
-        more = f"{abs(dg)} {'more' if dg >= 0 else 'fewer'} GPUs, " if dg else ""
-        parts.append(f"{more}{gain:+.0%} throughput vs the best {label} design for the same money")
-    other_gpu = within & (s.gpu_idx != s.gpu_idx[best])
-    if other_gpu.any() and objective == "throughput":
-        j = np.flatnonzero(other_gpu)[np.argmax(thr[other_gpu])]
-        parts.append(f"{thr[best] / thr[j] - 1.0:+.0%} vs the best {s.gpus[s.gpu_idx[j]].id} design")
-    parts.append(_compute_phrase(ev, int(s.gpu_idx[best])))
-    return f"{strat} {_nic_phrase(row, ev)}: " + "; ".join(parts)
-
-
-def _compute_phrase(ev: Evaluation, gi: int) -> str:
-    """How sure the winner's compute is: measured, a published same-model ratio, or a roofline estimate."""
-    gpu, src = ev.space.gpus[gi].id, ev.compute.source[gi]
-    if src.startswith(("measured", "interpolated", "extrapolated")):
-        return f"{gpu} compute {src} on that GPU"
-    if src.startswith("published"):
-        return f"{gpu} compute from a published same-model speed ratio to the measured GPU (estimate)"
-    basis = ev.compute.basis[gi]
-    stand_in = "; fractions of another GPU generation" if "no " in basis and " data:" in basis else ""
-    return f"{gpu} compute is a roofline estimate (peak FLOP/s and bandwidth x fitted fractions{stand_in}): less sure"
 
 
 __all__ = ["predict", "solve", "choose", "evaluate_space", "infeasible_reason", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

@@ -164,7 +164,9 @@ class CostBasis:
         """A short code of `label` for table cells and CSV columns."""
         h = self.horizon
         if rented:
-            return {"hours": f"rent_{self.hours:g}h", "job": "rent_per_job"}.get(h or "", "rent_per_hour")
+            if h == "hours":
+                return f"rent_{self.hours:g}h"
+            return "rent_per_job" if h == "job" else "rent_per_hour"
         if self.amortize_years is not None:
             return f"own_{self.hours:g}h" if h == "hours" else "own_per_job"
         return f"capex+energy_{self.tco_years:g}y" if self.tco_years else "capex"

@@ -44,10 +44,11 @@ from . import api
 from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
 from . import checks
-from .checks import count, non_negative, output_path, positive, write_bytes_atomic, write_text
+from .checks import count, non_negative, output_path, positive, write_text
 from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
+from .export import export_table
 from .units import HOURS_PER_YEAR
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
@@ -468,70 +469,6 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
 # ------------------------------------------------------------------------------------------------
 # exports
 # ------------------------------------------------------------------------------------------------
-
-
-_XLSX_TIME = "2000-01-01T00:00:00Z"
-
-
-def _normalise_xlsx(book: bytes) -> bytes:
-    """Same table, same bytes: openpyxl stamps the save time into docProps/core.xml and every zip
-    entry; replace both with fixed values."""
-    import io
-    import zipfile
-
-    with zipfile.ZipFile(io.BytesIO(book)) as z:
-        items = [(info, z.read(info.filename)) for info in z.infolist()]
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for info, data in items:
-            if info.filename == "docProps/core.xml":
-                data = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:)",
-                              lambda m: m.group(1) + _XLSX_TIME.encode() + m.group(3), data)
-            fixed = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = info.external_attr
-            z.writestr(fixed, data)
-    return buf.getvalue()
-
-
-def export_table(df: pd.DataFrame, fmt: str, out: str | Path | None, inputs: list[Any] = ()) -> str | None:
-    """Write the table as csv, xlsx or json; returns the text when `out` is None (csv/json only).
-
-    `out` is written atomically and never over one of `inputs` (the files the command read)."""
-    if fmt == "csv":
-        text = df.to_csv(index=False, float_format="%.6g")
-    elif fmt == "json":
-        text = df.to_json(orient="records", indent=1, double_precision=9)
-    elif fmt == "xlsx":
-        if out is None:
-            raise InputError("--format xlsx needs --out FILE.xlsx")
-        if Path(out).suffix.lower() != ".xlsx":
-            raise InputError(f"--format xlsx writes an Excel workbook: --out must end in .xlsx, got '{Path(out).name}'")
-        output_path(out, "--out", inputs)
-        try:
-            import openpyxl  # noqa: F401
-        except ImportError:  # pragma: no cover - a dependency
-            raise InputError("xlsx export needs openpyxl (pip install openpyxl)") from None
-        import io
-
-        buf = io.BytesIO()
-        with pd.ExcelWriter(buf, engine="openpyxl") as xw:
-            df.to_excel(xw, index=False, sheet_name="designs")
-            sheet = xw.sheets["designs"]
-            sheet.freeze_panes = "B2"
-            for col in sheet.columns:
-                width = max(len(str(col[0].value or "")), 8)
-                sheet.column_dimensions[col[0].column_letter].width = min(width + 2, 40)
-        write_bytes_atomic(out, _normalise_xlsx(buf.getvalue()), "--out", inputs)
-        return None
-    else:
-        raise InputError(f"unknown format '{fmt}' (choose from csv, xlsx, json)")
-    if out is None:
-        return text
-    write_text(out, text, "--out", inputs)
-    return None
-
-
 
 
 # ------------------------------------------------------------------------------------------------

@@ -2,15 +2,22 @@
 
 Sections (each an element with a stable id, which the tests look for):
 
-    recommended  the recommended design and the top alternatives (the same numbers as `costopt solve`)
-    pareto       cost-throughput Pareto front of every feasible design, one line per strategy
-    scaling      throughput vs GPUs for ring, hierarchical and PS at each NIC the winner's node takes
+    recommended  the recommended design and the top alternatives (the same numbers as `costopt solve`),
+                 its bill of materials (when the design carries `bom`) and what the part filter left
+                 out (when the solve carries `excluded`)
+    gputypes     the best design of every GPU type, table and bar chart coloured by GPU type
+    pareto       cost-throughput Pareto front of every feasible design, one line per GPU type
+    scaling      throughput vs GPUs for ring, hierarchical and PS at each NIC the winner's node takes,
+                 with the winner's NIC adapters per node
     bandwidth    the NIC line rate each top design needs for 90% scaling efficiency (the thesis's
                  "network bandwidth requirement"): each design is re-evaluated over a range of line
                  rates with its own transport, and the lowest rate reaching 0.9 is reported
     budget       best throughput vs budget, overall and per strategy
-    time         time to train (`epochs` x `dataset_size` samples) of the top designs
+    time         time to train (`epochs` x `dataset_size` samples) of the top designs (only with epochs)
+    rentbuy      buy the recommended cluster or rent the same work (only with a cloud catalog)
     breakdown    the winner's iteration: forward, backward, optimizer step, exposed communication
+
+Money axes are in dollars; colours follow the GPU type (one colour per type, the same in every plot).
 
 The data behind the recommendation is embedded as JSON (`<script id="costopt-solve">`), so the
 report can be checked against `costopt solve --format json`.
@@ -38,11 +45,13 @@ from .files import json_safe
 from .cost import within_budget
 from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog, solve_catalog
 from .solver import pareto_front
+from .units import format_usd
 
 TARGET_EFFICIENCY = 0.9
 RATE_GRID_GBPS = np.geomspace(1.0, 3200.0, 49)  # line rates tried for the bandwidth requirement
 STRATEGY_COLORS = {"ring": "#1f77b4", "hierarchical": "#2ca02c", "ps": "#d62728"}
-SECTIONS = ("recommended", "pareto", "scaling", "bandwidth", "budget", "time", "breakdown")
+SECTIONS = ("recommended", "gputypes", "pareto", "scaling", "bandwidth", "budget", "breakdown")  # always present
+OPTIONAL_SECTIONS = ("time", "rentbuy")  # with epochs and dataset size; with a cloud catalog
 
 
 @dataclass
@@ -95,14 +104,31 @@ def _png(fig) -> bytes:
 
 
 def _money(v: float, cloud_rate: bool = False) -> str:
-    if v is None or not math.isfinite(v):
-        return "-"
-    return f"${v:,.2f}" if cloud_rate or abs(v) < 100 else f"${v:,.0f}"
+    return format_usd(v, cents=cloud_rate)
+
+
+def _dollar_axis(axis, cloud_rate: bool = False) -> None:
+    """Tick labels in dollars ($200,000), never in scientific notation."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: _money(v, cloud_rate)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+
+
+def _gpu_colors(gpus: list[str]) -> dict[str, Any]:
+    """One colour per GPU type, in the order given (tab10, then tab20 beyond ten types)."""
+    plt = _plt()
+    cmap = plt.get_cmap("tab10" if len(gpus) <= 10 else "tab20")
+    return {g: cmap(i % cmap.N) for i, g in enumerate(gpus)}
+
+
+def _nics(d: dict[str, Any]) -> str:
+    return "none" if d["nic"] == "none" else f"{max(int(d.get('nics_per_node') or 1), 1)}x {d['nic']}"
 
 
 def _design_label(d: dict[str, Any]) -> str:
     strat = d["strategy"] + ("" if d["reduce_on"] == "gpu" else "/cpu")
-    return f"{d['gpus_per_node']}x{d['nodes']} {d['gpu']}, {d['nic']}, {strat}"
+    return f"{d['gpus_per_node']}x{d['nodes']} {d['gpu']}, {_nics(d)}, {strat}"
 
 
 def _progress(enabled: bool):
@@ -116,11 +142,6 @@ def _progress(enabled: bool):
                     disable=not enabled or not console.is_terminal)
 
 
-def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
-    """Indices of the cost-throughput Pareto front (cheapest first): `solver.pareto_front` in design order."""
-    return pareto_front(cost, thr, np.arange(len(cost)))
-
-
 # ------------------------------------------------------------------------------------------------
 # sections
 # ------------------------------------------------------------------------------------------------
@@ -129,55 +150,120 @@ def _pareto_idx(cost: np.ndarray, thr: np.ndarray) -> np.ndarray:
 def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     rows = []
     for i, d in enumerate([res.best] + res.alternatives, 1):
-        rows.append([str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", d["nic"],
+        rows.append([str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", _nics(d),
                      d["strategy"] + ("" if d["reduce_on"] == "gpu" else "/cpu"), _money(d["cost_usd"], cloud),
-                     f"{d['throughput_samples_per_s']:,.1f}", f"{d['usd_per_sample_per_s']:,.4g}",
-                     f"{d['scaling_efficiency']:.3f}", f"{d['t_iter_s'] * 1e3:,.1f}", d["bottleneck"]])
+                     f"{d['throughput_samples_per_s']:,.1f}", _money(d["usd_per_sample_per_s"]),
+                     f"{d['power_kw']:,.1f}", f"{d['rack_units']:,.0f}", f"{d['scaling_efficiency']:.3f}",
+                     f"{d['t_iter_s'] * 1e3:,.1f}", d["bottleneck"], d["compute_source"]])
     b = res.best
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
-             f"{b['chassis']}), {b['nic']}, {b['strategy']} - cost {_money(b['cost_usd'], cloud)} ({basis}), "
-             f"{b['throughput_samples_per_s']:,.1f} samples/s. Why: {res.why}.")
-    header = ["#", "GPU", "GPUs", "NIC", "strategy", f"cost ({basis})", "samples/s", "cost per sample/s",
-              "scaling eff.", "t_iter ms", "bottleneck"]
+             f"{b['chassis']}), {_nics(b)} per node, {b['strategy']} - cost {_money(b['cost_usd'], cloud)} ({basis}), "
+             f"{b['throughput_samples_per_s']:,.1f} samples/s, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
+             f"Why: {res.why}. Strategy: {res.why_strategy}.")
+    header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
+              "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
+    designs = [res.best] + res.alternatives
+    if any(d.get("throughput_low_samples_per_s") is not None for d in designs):  # predictions with a range
+        header.insert(7, "80% range samples/s")
+        for r, d in zip(rows, designs):
+            lo, hi = d.get("throughput_low_samples_per_s"), d.get("throughput_high_samples_per_s")
+            r.insert(7, "-" if lo is None or hi is None else f"{lo:,.0f} - {hi:,.0f}"
+                     + (" (near tie)" if d.get("near_tie") else ""))
     sec = Section("recommended", "Recommended design and alternatives", intro, [(header, rows)])
+    sec.notes += [f"Warning: {w}" for w in res.warnings]
+    bom = b.get("bom")
+    if bom:
+        total = sum(float(x["subtotal_usd"]) for x in bom)
+        brows = [[str(x["item"]), str(x.get("part_id", "")), _money(float(x["unit_price_usd"]), True),
+                  f"{x['quantity']:,g}", _money(float(x["subtotal_usd"]), True), str(x.get("source", ""))] for x in bom]
+        brows.append(["total", "", "", "", _money(total, True), ""])
+        sec.tables.append((["bill of materials: item", "part", "unit price USD", "quantity", "subtotal USD", "source"],
+                           brows))
+        sec.notes.append(f"Bill of materials of the recommended design: {len(bom)} line items summing to "
+                         f"{_money(total, True)}; capex {_money(b['capex_usd'], True)}.")
+    excluded = res.to_json_dict().get("excluded")
+    if excluded:
+        counts = excluded.get("counts") or {}
+        text = ", ".join(f"{n:,} {why}" for why, n in counts.items()) or "nothing"
+        eb = excluded.get("best")
+        line = f"Part filter: left out {text}."
+        if eb:
+            ratio = (eb["throughput_samples_per_s"] / eb["cost_usd"]) / (b["throughput_samples_per_s"] / b["cost_usd"])
+            line += (f" The best excluded design: {eb['total_gpus']} x {eb['gpu']} ({eb.get('segment', '')} "
+                     f"{eb.get('lifecycle', '')}), {eb['throughput_samples_per_s']:,.1f} samples/s for "
+                     f"{_money(eb['cost_usd'], cloud)}: {ratio:.2f}x the recommended design's throughput per dollar.")
+        sec.notes.append(line)
     sec.notes.append(f"{res.candidates_evaluated:,} designs evaluated; Pareto front of {res.solver['pareto_front_size']} "
                      f"designs; solver {res.solver['solver']} ({res.solver['status']}). Compute basis of the winner: "
                      f"{b['compute_source']} - {b['compute_basis']}")
     return sec
 
 
-def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str) -> Section:
+def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis: str) -> Section:
+    """The best design of every GPU type (the solve's `best_per_gpu`), as a table and a bar chart."""
+    plt = _plt()
+    per = res.best_per_gpu or [res.best]
+    w = res.best
+    rows = []
+    for d in per:
+        rows.append([d["gpu"], _design_label(d), _money(d["cost_usd"], cloud), f"{d['throughput_samples_per_s']:,.1f}",
+                     f"{d['throughput_samples_per_s'] / w['throughput_samples_per_s']:.2f}",
+                     _money(d["usd_per_sample_per_s"]), f"{d['power_kw']:,.1f}", f"{d['rack_units']:,.0f}",
+                     d["compute_source"]])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.9 + 0.38 * len(per)), layout="constrained", sharey=True)
+    names = [d["gpu"] for d in per][::-1]
+    ax1.barh(names, [d["throughput_samples_per_s"] for d in per][::-1], color=[colors[n] for n in names])
+    ax1.set_xlabel("throughput of its best design (samples/s)")
+    ax2.barh(names, [d["usd_per_sample_per_s"] for d in per][::-1], color=[colors[n] for n in names])
+    ax2.set_xlabel("USD per sample/s of that design")
+    _dollar_axis(ax2.xaxis)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3, axis="x")
+    fig.suptitle("Best design of each GPU type within the budget")
+    intro = (f"The best design ({res.objective}) of each of the {len(per)} GPU types the search allowed, "
+             f"within the budget; cost is {basis}. The first row is the recommendation.")
+    return Section("gputypes", "Best design per GPU type", intro,
+                   [(["GPU", "design", "cost", "samples/s", "vs recommended", "USD per sample/s", "power kW",
+                      "rack units", "compute"], rows)],
+                   [Figure("gputypes", "Best design per GPU type", _png(fig))])
+
+
+def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: dict[str, Any]) -> Section:
     plt = _plt()
     c, t, s = ev.costs, ev.timing, ev.space
     ok = t.feasible & c.buildable
+    cloud = ev.catalog.is_cloud
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     ax.scatter(c.cost_usd[ok], t.throughput_samples_per_s[ok], s=4, color="#cccccc", label="all feasible designs")
     rows = []
-    for k, name in enumerate(STRATEGIES):
-        m = np.flatnonzero(ok & (s.strategy == k))
+    gpu_ids = [g.id for g in s.gpus]
+    for name in [g for g in colors if g in gpu_ids]:
+        m = np.flatnonzero(ok & (s.gpu_idx == gpu_ids.index(name)))
         if len(m) == 0:
             continue
-        front = m[_pareto_idx(c.cost_usd[m], t.throughput_samples_per_s[m])]
-        ax.step(c.cost_usd[front], t.throughput_samples_per_s[front], where="post", color=STRATEGY_COLORS[name],
-                marker="o", ms=3, label=f"{name} front ({len(front)} designs)")
-        inb = front[c.cost_usd[front] <= budget]
+        front = m[pareto_front(c.cost_usd[m], t.throughput_samples_per_s[m], np.arange(len(m)))]
+        ax.step(c.cost_usd[front], t.throughput_samples_per_s[front], where="post", color=colors[name],
+                marker="o", ms=3, lw=1.2, label=name)
+        inb = front[within_budget(c, budget)[front]]
         if len(inb):
             j = inb[-1]
             d = ev.frame([j]).iloc[0]
-            rows.append([name, str(len(front)), _money(float(d["cost_usd"])), f"{d['throughput_samples_per_s']:,.1f}",
-                         f"{d['gpus_per_node']}x{d['nodes']} {d['gpu']}, {d['nic']}"])
-    ax.axvline(budget, color="black", ls="--", lw=1, label=f"budget {_money(budget)}")
+            rows.append([name, str(len(front)), _money(float(d["cost_usd"]), cloud), f"{d['throughput_samples_per_s']:,.1f}",
+                         f"{d['gpus_per_node']}x{d['nodes']} {d['gpu']}, {_nics(d)}, {d['strategy']}"])
+    ax.axvline(budget, color="black", ls="--", lw=1, label=f"budget {_money(budget, cloud)}")
     ax.scatter([best["cost_usd"]], [best["throughput_samples_per_s"]], marker="*", s=250, color="gold",
                edgecolor="black", zorder=5, label="recommended")
+    ax.set_xscale("log")
+    _dollar_axis(ax.xaxis, cloud)
     ax.set_xlabel(f"cost ({basis})")
     ax.set_ylabel("throughput (samples/s)")
-    ax.set_title("Cost-throughput Pareto front by strategy")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    intro = ("Every feasible design (grey) and, per synchronisation strategy, the designs no cheaper design beats "
+    ax.set_title("Cost-throughput Pareto front by GPU type")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    intro = ("Every feasible design (grey) and, per GPU type, the designs no cheaper design of that type beats "
              "on throughput. The star is the recommendation.")
-    return Section("pareto", "Cost-throughput Pareto front by strategy", intro,
-                   [(["strategy", "front size", "best cost within budget", "samples/s", "design"], rows)],
+    return Section("pareto", "Cost-throughput Pareto front by GPU type", intro,
+                   [(["GPU", "front size", "best cost within budget", "samples/s", "design"], rows)],
                    [Figure("pareto", "Pareto front", _png(fig))])
 
 
@@ -193,20 +279,25 @@ def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Sec
     single = (space.nic_idx == NO_NIC)
     one_node_thr = float(np.max(t.throughput_samples_per_s[single])) if single.any() else math.nan
     G = best["gpus_per_node"]
+    adapters = max(int(best.get("nics_per_node") or 1), 1)
     rows = []
     for ax, (k, name) in zip(axes, enumerate(STRATEGIES)):
         for ni in sorted(set(space.nic_idx[~single].tolist()), key=lambda i: nic_rates[i].line_rate_gbps):
             m = np.flatnonzero((space.nic_idx == ni) & (space.strategy == k) & (space.reduce_on == 0)
-                               & (space.nics_per_node == 1))  # one adapter per node: one curve per NIC
+                               & (space.nics_per_node == adapters))  # the winner's adapters per node
+            if len(m) == 0:  # this NIC is not offered with that many adapters: its single-adapter curve
+                m = np.flatnonzero((space.nic_idx == ni) & (space.strategy == k) & (space.reduce_on == 0)
+                                   & (space.nics_per_node == 1))
             if len(m) == 0:
                 continue
             m = m[np.argsort(space.nodes[m])]
             x = np.concatenate([[G], space.total_gpus[m]])
             y = np.concatenate([[one_node_thr], t.throughput_samples_per_s[m]])
             n = nic_rates[ni]
-            ax.plot(x, y, marker=".", label=f"{n.id} ({n.line_rate_gbps:g} Gb/s {n.transport})")
+            per_node = int(space.nics_per_node[m[0]])
+            ax.plot(x, y, marker=".", label=f"{per_node}x {n.id} ({n.line_rate_gbps:g} Gb/s {n.transport})")
             last = m[-1]
-            rows.append([name, n.id, f"{n.line_rate_gbps:g}", str(int(space.total_gpus[last])),
+            rows.append([name, f"{per_node}x {n.id}", f"{n.line_rate_gbps:g}", str(int(space.total_gpus[last])),
                          f"{t.throughput_samples_per_s[last]:,.1f}", f"{t.scaling_efficiency[last]:.3f}"])
         per_gpu = one_node_thr / G
         xs = np.array([G, G * max_nodes])
@@ -218,10 +309,10 @@ def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Sec
     axes[-1].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"Scaling of {G} x {best['gpu']} nodes ({best['chassis']}) at each NIC")
     intro = (f"Throughput as nodes are added (1 to {max_nodes} nodes of {G} x {best['gpu']}), for each strategy and "
-             f"each NIC the chassis takes; the dotted line is perfect linear scaling. The table gives the largest "
-             f"cluster plotted.")
+             f"each NIC the chassis takes, with {adapters} adapter(s) per node as in the recommended design; the "
+             f"dotted line is perfect linear scaling. The table gives the largest cluster plotted.")
     return Section("scaling", "Scaling curves by strategy and NIC", intro,
-                   [(["strategy", "NIC", "Gb/s", "GPUs", "samples/s", "scaling eff."], rows)],
+                   [(["strategy", "NICs per node", "Gb/s per adapter", "GPUs", "samples/s", "scaling eff."], rows)],
                    [Figure("scaling", "Scaling curves", _png(fig))])
 
 
@@ -342,6 +433,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
         ax.plot(budgets, v, color=STRATEGY_COLORS[name], lw=1, label=name)
     ax.axvline(budget, color="grey", ls="--", lw=1, label="your budget")
     ax.set_xscale("log")
+    _dollar_axis(ax.xaxis, cat.is_cloud)
     ax.set_xlabel(f"budget ({opts.basis().label(cat.is_cloud)})")
     ax.set_ylabel("best throughput (samples/s)")
     ax.grid(alpha=0.3, which="both")
@@ -357,14 +449,9 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
 
 def _time_to_train(designs: list[dict], opts: Options) -> Section:
     plt = _plt()
-    samples = opts.samples
-    if samples is not None:
-        what, unit = f"{opts.epochs:g} epochs x {opts.dataset_size:,.0f} samples", "hours"
-        hours = [d["time_to_train_h"] if d.get("time_to_train_h") is not None
-                 else samples / d["throughput_samples_per_s"] / 3600.0 for d in designs]
-    else:
-        what, unit = "one million samples (give --epochs and --dataset-size for your job)", "hours per 1M samples"
-        hours = [1e6 / d["throughput_samples_per_s"] / 3600.0 for d in designs]
+    samples = opts.samples  # the section is built only for a stated job (epochs x dataset size)
+    what, unit = f"{opts.epochs:g} epochs x {opts.dataset_size:,.0f} samples", "hours"
+    hours = [samples / d["throughput_samples_per_s"] / 3600.0 for d in designs]
     rows = [[str(i), _design_label(d), f"{d['throughput_samples_per_s']:,.1f}", f"{h:,.2f}", f"{h / 24:,.2f}"]
             for i, (d, h) in enumerate(zip(designs, hours), 1)]
     fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(designs)), layout="constrained")
@@ -376,6 +463,29 @@ def _time_to_train(designs: list[dict], opts: Options) -> Section:
     intro = f"Time to train {what} on each of the top designs."
     return Section("time", "Time to train", intro, [(["#", "design", "samples/s", unit, "days"], rows)],
                    [Figure("time", "Time to train", _png(fig))])
+
+
+def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: Options, years: float,
+                 utilization: float | None) -> Section:
+    """`purchasing.rent_vs_buy` for the report: the owned recommendation against renting the same work."""
+    from .purchasing import rent_vs_buy
+
+    r = rent_vs_buy(model, budget, cloud, cat, years=years, opts=opts, utilization=utilization)
+    rows = []
+    for what, v, unit in r.rows:
+        if unit.startswith("USD"):
+            val = _money(v, "hour" in unit or abs(v) < 100)
+        elif unit.startswith("fraction"):
+            val = f"{v:.1%}"
+        else:
+            val = f"{v:,.1f}"
+        rows.append([what, val, unit])
+    b, k = r.buy, r.rent
+    intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {b['strategy']}) from "
+             f"{r.owned_catalog}, or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}) from "
+             f"{r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour for the same work, over "
+             f"{r.years:g} years. Verdict: {r.verdict}.")
+    return Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
 
 
 def _breakdown(ev: api.Evaluation, best: dict) -> Section:
@@ -416,20 +526,32 @@ def _breakdown(ev: api.Evaluation, best: dict) -> Section:
 
 
 def build_report(model: str, budget: float, catalog: str | Path | Catalog | None = None, opts: Options | None = None,
-                 *, top: int = 8, progress: bool = True) -> Report:
-    opts = _options(opts)
+                 *, top: int = 8, progress: bool = True, cloud: str | Path | Catalog | None = None,
+                 years: float = 3.0, utilization: float | None = None) -> Report:
+    """The report's sections (see the module docstring); `cloud`: a cloud catalog for the rent-or-buy
+    section (the owned catalog is `catalog`)."""
+    opts = opts or Options()
+    opts.check()
     check_budget(budget)
     count("top", top)
     cat = _as_catalog(catalog)
+    cloud_cat = _as_catalog(cloud) if cloud is not None else None
+    if cloud_cat is not None and not cloud_cat.is_cloud:
+        raise InputError(f"--cloud {cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
     basis = opts.basis().label(cat.is_cloud)
+    steps = len(SECTIONS) + (opts.samples is not None) + (cloud_cat is not None)
     with _progress(progress) as prog:
-        task = prog.add_task("report", total=len(SECTIONS))
+        task = prog.add_task("report", total=steps)
         res, ev = solve_catalog(cat, model, budget, opts, top=top)  # the pipeline of `costopt solve`
         best = res.best
         designs = [best] + res.alternatives
+        ranked = [d["gpu"] for d in (res.best_per_gpu or [best])]
+        colors = _gpu_colors(ranked + [g.id for g in cat.gpu if g.id not in ranked])
         sections = [_recommended(res, basis, cat.is_cloud)]
         prog.advance(task)
-        sections.append(_pareto(ev, best, budget, basis))
+        sections.append(_gpu_types(res, colors, cat.is_cloud, basis))
+        prog.advance(task)
+        sections.append(_pareto(ev, best, budget, basis, colors))
         prog.advance(task)
         sections.append(_scaling(cat, ev, best, opts))
         prog.advance(task)
@@ -437,12 +559,16 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
         prog.advance(task)
         sections.append(_budget_sweep(cat, model, budget, opts, prog))
         prog.advance(task)
-        sections.append(_time_to_train(designs, opts))
-        prog.advance(task)
+        if opts.samples is not None:
+            sections.append(_time_to_train(designs, opts))
+            prog.advance(task)
+        if cloud_cat is not None:
+            sections.append(_rent_vs_buy(model, budget, cat, cloud_cat, opts, years, utilization))
+            prog.advance(task)
         sections.append(_breakdown(ev, best))
         prog.advance(task)
     title = f"costopt report: {res.model}, budget {_money(budget, cat.is_cloud)}"
-    subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); cost = {basis}; precision {opts.precision}; "
+    subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); cost = {basis}; precision {ev.precision}; "
                 f"objective {res.objective}")
     return Report(title, subtitle, res.to_json_dict(), sections)
 
@@ -550,4 +676,5 @@ def write_report(rep: Report, out: str | Path, inputs: list = ()) -> list[Path]:
     raise InputError(f"--out must end in .html or .md, got '{out.name}'")
 
 
-__all__ = ["build_report", "write_report", "to_html", "to_markdown", "bandwidth_requirement", "Report", "SECTIONS"]
+__all__ = ["build_report", "write_report", "to_html", "to_markdown", "bandwidth_requirement", "Report", "SECTIONS",
+           "OPTIONAL_SECTIONS"]

@@ -46,3 +46,26 @@ PCIE_X16_GB_PER_S = {3: 16.0, 4: 31.0, 5: 63.0, 6: 121.0}
 def pcie_x16_gbps(gen: int) -> float:
     """Line capacity of a PCIe x16 slot in Gb/s, to check that a NIC fits the slot."""
     return PCIE_X16_GB_PER_S[gen] * BITS_PER_BYTE
+
+
+def format_usd(v: float | None, cents: bool = False) -> str:
+    """USD for people, never in scientific notation: whole dollars from $100 ($1,265,920), cents below
+    (or always with `cents`), and two significant digits under a cent ($0.000065)."""
+    import math
+
+    if v is None or not math.isfinite(v):
+        return "-"
+    if abs(v) >= 100 and not cents:
+        return f"${v:,.0f}"
+    if abs(v) >= 0.01 or v == 0:
+        return f"${v:,.2f}"
+    decimals = -math.floor(math.log10(abs(v))) + 1
+    return f"${v:.{decimals}f}"
+
+
+def plain_number(v: float, significant: int = 6) -> str:
+    """A number for CSV cells: `significant` digits, positional, never in scientific notation
+    (1265920.4 -> 1265920, 6.5e-05 -> 0.000065, 187418000.0 -> 187418000)."""
+    import numpy as np
+
+    return np.format_float_positional(float(v), precision=significant, unique=True, fractional=False, trim="-")

@@ -278,6 +278,7 @@ def test_export_full_ranked_table(tmp_path):
                              "-o", out)
         assert rc == 0, err
         back = {"csv": pd.read_csv, "json": pd.read_json, "xlsx": pd.read_excel}[fmt](out)
+        back.columns = [c.split(" [")[0] for c in back.columns]  # xlsx headers carry the unit: "cost_usd [USD]"
         assert len(back) == len(df) and "usd_per_hour" in back.columns and "cost_basis" in back.columns
         assert back["throughput_samples_per_s"].iloc[0] == pytest.approx(df["throughput_samples_per_s"].iloc[0], rel=1e-5)
 

@@ -59,11 +59,12 @@ def test_every_section_and_plot_present(built):
     rep, path = built
     doc = _Collect()
     doc.feed(path.read_text())
-    for sid in R.SECTIONS:
+    for sid in R.SECTIONS + ("time",):  # epochs given: time to train is there
         assert sid in doc.ids, sid
-    for fig in ("pareto", "scaling", "bandwidth", "budget", "time", "breakdown"):
+    assert "rentbuy" not in doc.ids  # no cloud catalog given
+    for fig in ("gputypes", "pareto", "scaling", "bandwidth", "budget", "time", "breakdown"):
         assert f"fig-{fig}" in doc.ids, fig
-    assert len(doc.imgs) == 6
+    assert len(doc.imgs) == 7
     for src in doc.imgs:  # self-contained: every plot is an embedded PNG
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -125,7 +126,7 @@ def test_markdown_report(built, tmp_path):
     md = files[0].read_text()
     for sec in rep.sections:
         assert f"## {sec.title}" in md
-    assert len(files) == 7 and all(f.exists() for f in files)
+    assert len(files) == 8 and all(f.exists() for f in files)
     assert "(r_files/pareto.png)" in md
 
 
@@ -159,3 +160,87 @@ def test_renders_in_headless_chromium(built, tmp_path):
     colours = len(np.unique((img[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
     assert non_white > 0.05, non_white
     assert colours > 50, colours
+
+
+# ---- what a buyer asks of the report -----------------------------------------------------------------
+
+
+def test_best_per_gpu_type_table(built, solved):
+    rep, _ = built
+    header, rows = rep.section("gputypes").tables[0]
+    per = solved["best_per_gpu"]
+    assert len(rows) >= 5 and len({r[0] for r in rows}) == len(rows)  # at least 5 GPU types, one row each
+    assert [r[0] for r in rows] == [d["gpu"] for d in per]
+    for r, d in zip(rows, per):
+        assert r[3] == f"{d['throughput_samples_per_s']:,.1f}"
+        assert r[4] == f"{d['throughput_samples_per_s'] / solved['best']['throughput_samples_per_s']:.2f}"
+    assert rows[0][0] == solved["best"]["gpu"]
+
+
+def test_dollar_axis_labels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    R._dollar_axis(ax.xaxis)
+    fmt = ax.xaxis.get_major_formatter()
+    assert fmt(200_000, 0) == "$200,000" and fmt(1.5e6, 0) == "$1,500,000" and fmt(25, 0) == "$25.00"
+    plt.close(fig)
+
+
+def test_scaling_curves_use_the_designs_adapters():
+    from costopt.catalog import load_catalog
+    from costopt.purchasing import evaluate_catalog
+
+    best = costopt.solve(2_000_000, MODEL, gpus=["h100-sxm"]).best
+    assert best["nics_per_node"] == 8  # an HGX node with one adapter per GPU
+    cat = load_catalog(None)
+    ev = evaluate_catalog(cat, MODEL, 2_000_000, Options())
+    sec = R._scaling(cat, ev, best, Options())
+    rows = sec.tables[0][1]
+    assert rows and all(r[1].startswith("8x ") for r in rows if r[1].split()[-1] == best["nic"])
+    ring = next(r for r in rows if r[0] == best["strategy"] and r[1] == f"8x {best['nic']}")
+    gpus = int(ring[3])
+    d = costopt.predict(MODEL, "h100-sxm", 8, gpus // 8, best["nic"], best["strategy"], nics_per_node=8,
+                        chassis=best["chassis"])
+    assert ring[4] == f"{d['throughput_samples_per_s']:,.1f}"
+
+
+def test_bom_and_filter_summary_rendered_when_present(solved):
+    """Another helper adds DESIGN `bom` and solve's `excluded`; the report shows them when they are there."""
+    import dataclasses
+
+    res = costopt.solve(BUDGET, MODEL, top=2)
+    b = res.best
+    bom = [{"item": "GPU", "part_id": b["gpu"], "unit_price_usd": 1000.0, "quantity": 3, "subtotal_usd": 3000.0,
+            "source": "test"},
+           {"item": "chassis", "part_id": b["chassis"], "unit_price_usd": 250.5, "quantity": 2, "subtotal_usd": 501.0,
+            "source": "test"}]
+    with_bom = dataclasses.replace(res, best={**b, "bom": bom})
+    sec = R._recommended(with_bom, "USD capex", False)
+    (header, rows), = [t for t in sec.tables if t[0][0].startswith("bill of materials")]
+    assert rows[-1] == ["total", "", "", "", "$3,501.00", ""]  # 3 x 1000 + 2 x 250.50
+    assert rows[1][2] == "$250.50" and rows[1][3] == "2"
+    plain = R._recommended(res, "USD capex", False)
+    assert not [t for t in plain.tables if t[0][0].startswith("bill of materials")]
+
+
+def test_rent_or_buy_section_and_no_time_without_epochs(tmp_path):
+    from pathlib import Path
+
+    aws = Path(__file__).resolve().parents[1] / "catalogs" / "aws-on-demand-2025.toml"
+    rep = R.build_report("alexnet", 20_000, None, Options(), top=3, progress=False, cloud=aws, years=3,
+                         utilization=0.5)
+    ids = [s.id for s in rep.sections]
+    assert "time" not in ids and "rentbuy" in ids
+    rows = {r[0]: r for r in rep.section("rentbuy").tables[0][1]}
+    capex = float(rows["buy: capex"][1].strip("$").replace(",", ""))
+    assert capex <= 20_000 and capex == pytest.approx(rep.solve_json["best"]["capex_usd"], abs=0.5)
+    assert "Verdict:" in rep.section("rentbuy").intro
+    path = tmp_path / "r.html"
+    R.write_report(rep, path)
+    doc = _Collect()
+    doc.feed(path.read_text())
+    assert "rentbuy" in doc.ids and "time" not in doc.ids

@@ -4,16 +4,20 @@ table and the one-line error exit."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from enum import Enum
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from ..errors import CostoptError, InfeasibleError
 from ..files import json_safe
+from ..units import format_usd
 
 
 class Fmt(str, Enum):
@@ -28,41 +32,119 @@ class PredictFmt(str, Enum):
 
 
 def _console() -> Console:
-    # Wide enough for the ranked table when piped; a terminal keeps its own width.
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
+    return Console(width=width, highlight=False)
 
 
 def _json_dump(obj: Any) -> str:
     return json.dumps(json_safe(obj), indent=2, sort_keys=False)
 
 
-def _fmt_money(v: float) -> str:
-    return f"${v:,.0f}"
+def _fmt_money(v: float | None) -> str:
+    """USD, never in scientific notation (`units.format_usd`)."""
+    return format_usd(v)
 
 
-def _fmt_ratio(v: float) -> str:
-    return f"{v:,.2f}" if v >= 1 else f"{v:.3g}"
+def _fmt_number(v: float) -> str:
+    """A plain number, never in scientific notation (thousands separated; small values to 4 significant digits)."""
+    if not math.isfinite(v):
+        return str(v)
+    if v == 0 or abs(v) >= 1000:
+        return f"{v:,.1f}".removesuffix(".0")
+    decimals = max(0, 3 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}"
 
 
-def _design_table(rows: list[dict], title: str) -> Table:
-    t = Table(title=title, title_justify="left", show_lines=False)
-    cols = [("#", "right"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"), ("strategy", "left"),
-            ("cost", "right"), ("samples/s", "right"), ("80% range", "right"), ("$/(sample/s)", "right"), ("scal.eff", "right"),
-            ("t_iter ms", "right"), ("exposed comm ms", "right"), ("bottleneck", "left"), ("compute", "left")]
-    for name, just in cols:
-        t.add_column(name, justify=just)
+def _fmt_short(v: float) -> str:
+    """A throughput in at most 6 characters: 812, 8,088, 81.2k, 4.17M."""
+    if not math.isfinite(v):
+        return "-"
+    if abs(v) < 10_000:
+        return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.2g}"
+    if abs(v) < 1e6:
+        return f"{v / 1e3:.1f}k"
+    return f"{v / 1e6:.2f}M"
+
+
+def _nic_cell(r: dict) -> str:
+    """NIC adapters per node and type: '8x ib-ndr'; a rented instance's own network: the instance type."""
+    if r.get("nic", "none") == "none":
+        return "none"
+    if r["nic"] == f"{r.get('chassis')}-net":
+        return r["chassis"]
+    return f"{max(int(r.get('nics_per_node') or 1), 1)}x {r['nic']}"
+
+
+def _is_hourly(r: dict) -> bool:
+    return str(r.get("cost_basis", "")).startswith("USD per hour")
+
+
+def _range_cell(r: dict) -> str:
+    """The 80% range relative to the prediction: '-4/+6%'."""
+    lo, hi, mid = (r.get(k) for k in ("throughput_low_samples_per_s", "throughput_high_samples_per_s",
+                                      "throughput_samples_per_s"))
+    if lo is None or hi is None or not mid:
+        return "-"
+    return f"{(lo / mid - 1) * 100:+.0f}/{(hi / mid - 1) * 100:+.0f}%" + ("≈" if r.get("near_tie") else "")
+
+
+def _kw(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+_STRATEGY_SHORT = {"ring": "ring", "hierarchical": "hier", "ps": "ps"}
+
+
+def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool = True) -> Table:
+    """Designs as a table. Compact by default (fits 120 columns with the shipped catalogs; a cell too wide
+    folds onto a second line, it is never cut); `wide` adds every column. A range column appears when the
+    rows carry one (`throughput_low_samples_per_s`, `throughput_high_samples_per_s`)."""
+    hourly = any(_is_hourly(r) for r in rows)
+    has_range = any(r.get("throughput_low_samples_per_s") is not None for r in rows)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+              collapse_padding=True, caption_justify="left",
+              caption=None if not legend else "GxM=N: G GPUs per node x M nodes = N GPUs; NICs/node: adapters per node x type (a rented "
+                      "instance: its own network); hier: hierarchical all-reduce; compute: measured on that GPU, "
+                      "or an estimate (scaled, published, roofline)" + ("; range: 80% range of throughput, ≈: a near "
+                                                                         "tie with the best" if has_range else ""))
+    cols: list[tuple[str, str, Any]] = [
+        ("#", "right", lambda i, r: str(r.get("rank", i))),
+        ("GPU", "left", lambda i, r: r["gpu"]),
+        ("GPUs\nGxM=N", "right", lambda i, r: f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}"),
+        ("NICs/node", "left", lambda i, r: _nic_cell(r)),
+        ("strat.", "left", lambda i, r: _STRATEGY_SHORT.get(r["strategy"], r["strategy"])
+         + ("" if r.get("reduce_on", "gpu") == "gpu" else "/cpu") + (f" {r['stack']}" if r.get("stack") else "")),
+        ("cost\nUSD/h" if hourly and all(_is_hourly(r) for r in rows) else "cost\nUSD", "right",
+         lambda i, r: _fmt_money(r["cost_usd"]) + ("/h" if _is_hourly(r) and not hourly else "")),
+        ("throughput\nsamples/s", "right", lambda i, r: f"{r['throughput_samples_per_s']:,.0f}"),
+    ]
+    if has_range:
+        cols.append(("range\n80%", "right", lambda i, r: _range_cell(r)))
+    cols += [
+        ("USD per\nsample/s", "right", lambda i, r: _fmt_money(r["usd_per_sample_per_s"])),
+        ("power\nkW", "right", lambda i, r: _kw(r["power_kw"])),
+        ("rack\nRU", "right", lambda i, r: f"{r['rack_units']:,.0f}"),
+        ("compute", "left", lambda i, r: r["compute_source"]),
+    ]
+    if wide:
+        cols += [
+            ("scaling\neff.", "right", lambda i, r: f"{r['scaling_efficiency']:.3f}"),
+            ("chassis", "left", lambda i, r: r["chassis"]),
+            ("precision", "left", lambda i, r: r.get("precision", "")),
+            ("transport", "left", lambda i, r: r.get("transport", "")),
+            ("capex\nUSD", "right", lambda i, r: _fmt_money(r.get("capex_usd"))),
+            ("electricity\nUSD/year", "right", lambda i, r: _fmt_money(r.get("energy_usd_per_year"))),
+            ("t_iter\nms", "right", lambda i, r: f"{r['t_iter_s'] * 1e3:,.1f}"),
+            ("exposed\ncomm ms", "right", lambda i, r: f"{r['t_exposed_comm_s'] * 1e3:,.1f}"),
+            ("bottleneck", "left", lambda i, r: r["bottleneck"]),
+            ("time to\ntrain h", "right", lambda i, r: "-" if r.get("time_to_train_h") is None
+             or not math.isfinite(r["time_to_train_h"]) else _fmt_number(r["time_to_train_h"])),
+        ]
+    for name, just, _ in cols:
+        t.add_column(name, justify=just, overflow="fold")
     for i, r in enumerate(rows, 1):
-        strat = r["strategy"] + ("" if r["reduce_on"] == "gpu" else "/cpu") + (f" {r['stack']}" if r.get("stack") else "")
-        lo, hi = r.get("throughput_low_samples_per_s"), r.get("throughput_high_samples_per_s")
-        rng = "-" if lo is None or hi is None else f"{lo:,.0f}-{hi:,.0f}" + (" ≈best" if r.get("near_tie") else "")
-        t.add_row(
-            str(r.get("rank", i)), r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}={r['total_gpus']}",
-            r["nic"] if r.get("nics_per_node", 1) <= 1 else f"{r['nics_per_node']}x {r['nic']}", strat,
-            _fmt_money(r["cost_usd"]) + ("/h" if r.get("cost_basis", "").startswith("USD per hour") else ""),
-            f"{r['throughput_samples_per_s']:,.1f}", rng, _fmt_ratio(r["usd_per_sample_per_s"]),
-            f"{r['scaling_efficiency']:.2f}", f"{r['t_iter_s'] * 1e3:,.1f}", f"{r['t_exposed_comm_s'] * 1e3:,.1f}",
-            r["bottleneck"], r["compute_source"],
-        )
+        t.add_row(*[fn(i, r) for _, _, fn in cols])
     return t
 
 

@@ -10,9 +10,10 @@ import typer
 from rich.table import Table
 
 from .. import api
+from ..units import plain_number
 from ..errors import CostoptError, InfeasibleError, InputError
 from ..workload import list_models, load_workload
-from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money, _json_dump
+from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
 
 app = typer.Typer()
 
@@ -59,6 +60,7 @@ def solve(
                                             "lines on stderr (default: when stderr is a terminal)."),
     timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
                                  "run, so they are off by default)."),
+    wide: bool = typer.Option(False, "--wide", help="Every column in the tables (the default fits 120 columns)."),
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
@@ -138,7 +140,7 @@ def solve(
         typer.echo(_json_dump(res.to_json_dict()))
         return
     if fmt is Fmt.csv:
-        typer.echo(res.table.to_csv(index=False, float_format="%.6g"), nl=False)
+        typer.echo(res.table.to_csv(index=False, float_format=plain_number), nl=False)
         return
     c = _console()
     budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"
@@ -148,24 +150,32 @@ def solve(
     rows = [res.best] + res.alternatives
     for i, r in enumerate(rows, 1):
         r["rank"] = i
-    c.print(_design_table(rows, "Ranked designs (best of each gpu / chassis / nic / strategy family)"))
+    c.print(_design_table(rows, "Ranked designs (best of each gpu / chassis / nic / strategy family)", wide))
     if res.best_per_gpu:
-        c.print(_design_table(res.best_per_gpu, "Best design per GPU type"))
+        c.print(_design_table(res.best_per_gpu, "Best design per GPU type", wide, legend=False))
     b = res.best
+    nics = "no network (one node)" if b["nic"] == "none" else f"{max(int(b['nics_per_node']), 1)} x {b['nic']} per node"
+    rng = ""
+    if b.get("throughput_low_samples_per_s") is not None and b.get("throughput_high_samples_per_s") is not None:
+        rng = f" (80% range {_fmt_number(b['throughput_low_samples_per_s'])}-{_fmt_number(b['throughput_high_samples_per_s'])})"
     c.print(f"Best: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, {b['chassis']}), "
-            f"{b['nic']}, {b['strategy']}; {_fmt_money(b['cost_usd'])}; {b['throughput_samples_per_s']:,.1f} samples/s; "
+            f"{nics}, {b['strategy']}; {_fmt_money(b['cost_usd'])} ({b['cost_basis']}); "
+            f"{b['throughput_samples_per_s']:,.1f} samples/s{rng}; {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU; "
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
+    c.print(f"Strategy: {res.why_strategy}")
     sv = res.solver
     if "robustness" in sv:
         ties = sum(1 for r in res.alternatives if r.get("near_tie"))
         c.print(f"How sure: estimated throughput {b['throughput_samples_per_s']:,.1f} samples/s, 80% range "
                 f"{b['throughput_low_samples_per_s']:,.1f} to {b['throughput_high_samples_per_s']:,.1f}; the best design "
                 f"stays best in {sv['robustness']:.0%} of {sv['robustness_resamples']} resamples of the fitted system "
-                f"parameters; {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈best)")
+                f"parameters; {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈)")
+    for w in res.warnings:
+        c.print(f"Warning: {w}")
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
-        c.print(f"Time to train: {b['time_to_train_h']:,.1f} h")
+        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
 
 
 @app.command()
@@ -242,7 +252,9 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        t.add_row(k, f"{v:,.6g}" if isinstance(v, float) else str(v))
+        if isinstance(v, float):
+            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        t.add_row(k, str(v))
     c.print(t)
     c.print(f"Estimated throughput {d['throughput_samples_per_s']:,.1f} samples/s; 80% range "
             f"{d['throughput_low_samples_per_s']:,.1f} to {d['throughput_high_samples_per_s']:,.1f} "

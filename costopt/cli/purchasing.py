@@ -16,9 +16,10 @@ from rich.table import Table
 from .. import purchasing as P
 from ..api import choose
 from ..checks import output_path
-from .common import _console, _fail, _fmt_money, _json_dump
+from .common import _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from ..errors import CostoptError, InputError
+from ..export import spreadsheet_about
 
 app = typer.Typer()
 
@@ -42,7 +43,7 @@ def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs,
 
 
 def _cost(v: float, rate: bool = False) -> str:
-    return f"${v:,.2f}" if rate or abs(v) < 100 else _fmt_money(v)
+    return f"${v:,.2f}" if rate and abs(v) >= 0.01 else _fmt_money(v)
 
 
 _PRECISION = typer.Option("auto", help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)")
@@ -104,7 +105,7 @@ def compare(
     row("scaling efficiency", lambda a: f"{a.best['scaling_efficiency']:.3f}")
     row("bottleneck", lambda a: a.best["bottleneck"])
     if epochs and dataset_size:
-        row("time to train", lambda a: f"{a.best['time_to_train_h']:,.1f} h per job")
+        row("time to train", lambda a: f"{_fmt_number(a.best['time_to_train_h'])} h per job")
     c.print(t)
     w = cmp.answers[cmp.winner]
     if cmp.margin:
@@ -182,12 +183,15 @@ def report(
     top: int = typer.Option(8, help="Designs in the recommendation table."),
     all_designs: Optional[Path] = typer.Option(None, "--all", help="Also export the full ranked table (.csv/.xlsx/.json)."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
+    cloud: Optional[Path] = typer.Option(None, help="Cloud catalog: add a rent-or-buy section against it."),
+    years: float = typer.Option(3.0, help="With --cloud: years the purchase is used."),
+    utilization: Optional[float] = typer.Option(None, help="With --cloud: fraction of the time the owned cluster is busy."),
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown)."""
     from .. import report as R
 
     try:
-        inputs = [catalog, system]
+        inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
         output_path(out, "--out", inputs)
@@ -199,11 +203,13 @@ def report(
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
             output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
-        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress)
+        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress, cloud=cloud, years=years,
+                             utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             ev = P.evaluate_catalog(catalog, model, budget, opts)
-            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out])
+            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
+                           **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -235,7 +241,7 @@ def export(
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
             choose(ev, budget=budget, objective=objective, top=1)
-        text = P.export_table(table, fmt.value, out, inputs)
+        text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
