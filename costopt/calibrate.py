@@ -53,10 +53,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas only where a DataFrame is made (validate.frame_for): `solve` imports this module
+    import pandas as pd
 
 from .errors import InputError
 from .system import FIELD_TO_KEY, SystemParams, load_system, prior_system, system_to_toml

@@ -510,4 +510,4 @@ def _slug(text: str) -> str:
 
 def write_profile(data: dict, path: str | Path, inputs: list = ()) -> Path:
     """Write a profile JSON atomically, never over one of `inputs` (the files the command read)."""
-    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", "--output", inputs)
+    return write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", "--out", inputs)

@@ -42,10 +42,12 @@ import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is made (frame_for), not by `solve`
+    import pandas as pd
 
 from .catalog import REFERENCE_CATALOG, Catalog, parse_catalog
 from .checks import MAX_COUNT
@@ -454,6 +456,8 @@ def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
         rec["error_pct"] = float((p - r.measured_samples_per_s) / r.measured_samples_per_s * 100.0)
         rec["compute_basis"] = basis
         recs.append(rec)
+    import pandas as pd
+
     df = pd.DataFrame.from_records(recs)
     df["nodes"] = df["nodes"].astype(int)
     df["gpus_per_node"] = df["gpus_per_node"].astype(int)

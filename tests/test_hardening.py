@@ -365,3 +365,25 @@ def test_version_and_help_have_no_bool_metavar():
         rc, out, err, _ = cli(*args)
         assert rc == 0 and "<bool>" not in out, out
         assert "thin typer" not in out.lower()
+
+
+def test_every_output_file_option_is_spelt_out():
+    """`--out`/-o everywhere a command writes a file; `--output`, the old spelling of two commands, is still
+    accepted but hidden."""
+    for cmd in (["catalog", "import"], ["report"], ["export"], ["calibrate"], ["profile"]):
+        rc, out, err, _ = cli(*cmd, "--help")
+        assert rc == 0 and "--out" in out and "--output" not in out, (cmd, out)
+    from costopt.cli.common import out_option
+    assert out_option(None, Path("a")) == Path("a") and out_option(Path("b"), None) == Path("b")
+    with pytest.raises(InputError, match="give --out once"):
+        out_option(Path("a"), Path("b"))
+
+
+def test_build_zoo_without_the_shared_folder_is_one_clean_line(tmp_path):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "build_zoo.py"), "--shared", str(tmp_path / "nowhere"),
+                        "--out", str(tmp_path / "zoo")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "--shared DIR" in p.stderr
+    assert not (tmp_path / "zoo").exists()

@@ -407,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="output folder (default: costopt/data/zoo in the repo)")
     args = ap.parse_args(argv)
     data = args.shared / "data" / "h200"
+    missing = [f for f in ("train_step.jsonl", "grad_ready.jsonl") if not (data / f).is_file()]
+    if missing:  # one clear line, not a traceback: the shared folder is not always beside the repo
+        print(f"error: {data} has no {' or '.join(missing)}: give the shared folder with --shared DIR "
+              f"(it holds data/h200/ with the H200 measurements)", file=sys.stderr)
+        return 2
     steps = _read_jsonl(data / "train_step.jsonl")
     ready = _read_jsonl(data / "grad_ready.jsonl")
     args.out.mkdir(parents=True, exist_ok=True)

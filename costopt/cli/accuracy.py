@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
 from ..checks import non_negative, output_path, write_text
-from .common import _console, _fail, _json_dump
+from .common import _console, _fail, _json_dump, out_option
 
 from ..errors import CostoptError, InputError
 from ..validate import validate as run_validate
@@ -95,7 +95,8 @@ def validate(
 @app.command()
 def calibrate(
     file: str = typer.Argument(..., help="Measurement CSV, or a shipped dataset name (e.g. 'published')."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the fitted system TOML here."),
+    output: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the fitted system TOML here."),
+    output_alias: Optional[Path] = typer.Option(None, "--output", hidden=True, help="Old spelling of --out."),
     system: Optional[Path] = typer.Option(None, help="Starting system parameters TOML (default: built-in defaults)."),
     catalog: Optional[Path] = typer.Option(None, help="Base catalog TOML (as for validate)."),
     fit_param: Optional[list[str]] = typer.Option(None, "--fit", help=f"Parameter to fit (repeatable; default: {', '.join(DEFAULT_FIT)}; any of {', '.join(BOUNDS)})."),
@@ -109,11 +110,12 @@ def calibrate(
         if bad:
             raise InputError(f"cannot fit {', '.join(bad)} (fittable: {', '.join(BOUNDS)})")
         inputs = [file, system, catalog]
+        output = out_option(output, output_alias)
         if output is not None:
-            output_path(output, "--output", inputs)  # before the fit, which takes a while
+            output_path(output, "--out", inputs)  # before the fit, which takes a while
         res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
         if output is not None:
-            write_text(output, res.toml(), "--output", inputs)
+            write_text(output, res.toml(), "--out", inputs)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

@@ -23,7 +23,7 @@ def catalog_show(
     path: Optional[Path] = typer.Argument(None, help="Catalog TOML (default: built-in)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json (every field of every entry)"),
 ) -> None:
-    """Validate a catalog and list its GPUs, chassis and NICs with sources."""
+    """Validate a catalog and list its GPUs, chassis and NICs: prices, price dates, estimated fields."""
     try:
         cat = load_catalog(path)
     except CostoptError as exc:

@@ -148,6 +148,16 @@ def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool
     return t
 
 
+def out_option(out, alias):
+    """`--out` (every command's name for the file it writes), or the old spelling `--output` that some
+    commands used (still accepted, hidden from the help); both at once is an error."""
+    from ..errors import InputError
+
+    if out is not None and alias is not None and out != alias:
+        raise InputError("give --out once (--output is its old spelling)", field="--out")
+    return out if out is not None else alias
+
+
 def one_line(message: str) -> str:
     """A message as one line: newlines and other control characters (from a user's id or file name)
     are shown escaped instead of breaking the line."""

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from ..checks import output_path
-from .common import _fail
+from .common import _fail, out_option
 
 from ..errors import CostoptError, InputError
 
@@ -35,7 +35,8 @@ def profile(
     input_size: Optional[int] = typer.Option(None, help="Image side or sequence length (default: the zoo's)."),
     warmup: int = typer.Option(3, help="Untimed steps before timing, per batch size."),
     repeat: int = typer.Option(10, help="Timed steps per batch size (the median is kept)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Profile JSON to write (zoo format)."),
+    output: Optional[Path] = typer.Option(None, "--out", "-o", help="Profile JSON to write (zoo format; required)."),
+    output_alias: Optional[Path] = typer.Option(None, "--output", hidden=True, help="Old spelling of --out."),
 ) -> None:
     """Measure one device's training step and write a zoo-format profile for --profile."""
     from .. import profile as prof  # imports torch lazily inside its functions
@@ -44,7 +45,10 @@ def profile(
         if (model is None) == (model_module is None):
             raise InputError("give exactly one of --model and --model-module")
         inputs = [model_module.split(":", 1)[0]] if model_module else []
-        output_path(output, "--output", inputs)  # before minutes of measuring
+        output = out_option(output, output_alias)
+        if output is None:
+            raise InputError("give --out FILE.json: where to write the profile")
+        output_path(output, "--out", inputs)  # before minutes of measuring
         spec = (prof.build_zoo_model(model, input_size) if model
                 else prof.load_user_model(model_module, name))
         if name:
