@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,11 @@ from .batch_limits import batch_warning
 from .catalog import Catalog, load_catalog
 from . import checks
 from .checks import count, non_negative, positive
+from .bom import bom_dicts, oldest_price
 from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from .errors import InfeasibleError, InputError
+from .part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
 from .intervals import bounds as _interval_bounds
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
 from .stacks import AUTO, STACKS, check_stack, stack_codes
@@ -37,7 +40,7 @@ DEFAULT_MAX_NODES = 1024
 
 # Columns of a DESIGN (JSON object / table row), in output order.
 DESIGN_FIELDS = (
-    "gpu", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
+    "gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node", "transport", "strategy", "reduce_on",
     "stack", "batch_per_gpu", "grad_accum", "precision", "overlap", "cost_usd", "cost_basis", "capex_usd",
     "energy_usd_per_year", "power_kw", "rack_units", "throughput_samples_per_s", "throughput_low_samples_per_s",
     "throughput_high_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s",
@@ -95,8 +98,11 @@ class Evaluation:
         thr = t.throughput_samples_per_s[idx]
         low, high = throughput_range(self, idx)
         ttt = (self.samples_to_train / thr / 3600.0) if self.samples_to_train else np.full(len(idx), np.nan)
+        segment, lifecycle = segment_lifecycle(s, idx)
         return {
                 "gpu": np.array([g.id for g in s.gpus], dtype=object)[gi],
+                "segment": segment,
+                "lifecycle": lifecycle,
                 "chassis": np.array([ch.id for ch in s.chassis], dtype=object)[s.chassis_idx[idx]],
                 "gpus_per_node": s.gpus_per_node[idx],
                 "nodes": s.nodes[idx],
@@ -149,6 +155,17 @@ class Evaluation:
     def rows(self, idx: np.ndarray | list[int]) -> list[dict[str, Any]]:
         """DESIGN dicts (as `design_dict` makes them) for the given design indices, without pandas."""
         return [design_dict(r) for r in self.raw_rows(idx)]
+
+    def priced_rows(self, idx: np.ndarray | list[int], today: date | None = None) -> list[dict[str, Any]]:
+        """DESIGN dicts with each design's bill of materials (`bom`, bom.py), its oldest price date and a
+        warning when that price is over a year old. For the few designs a command shows, never the space."""
+        out = self.rows(idx)
+        for d, i in zip(out, np.asarray(idx, dtype=np.int64).tolist()):
+            d["bom"] = bom_dicts(self.catalog, self.space, self.costs, int(i))
+            age = oldest_price(d["bom"], today or date.today())
+            d["oldest_price_date"] = age["oldest_price_date"]
+            d["price_warning"] = age["warning"]
+        return out
 
 
 def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +278,7 @@ def evaluate_space(
     space: DesignSpace, *, catalog: Catalog, workload: Workload, tensors: TensorSet, params: SystemParams,
     precision: str, batch_per_gpu: int, overlap: str = "wfbp", tco_years: float = 0.0,
     samples_to_train: float | None = None, basis: CostBasis | None = None, grad_accum: int = 1,
-    stack: str | None = None,
+    stack: str | None = None, support_years: float = 0.0,
 ) -> Evaluation:
     """Timing and costs of every design in `space` (from `enumerate_designs` or `single_design`).
 
@@ -295,7 +312,8 @@ def evaluate_space(
     count("gradient accumulation steps", grad_accum)
     compute, precisions = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu * grad_accum, overlap)
-    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years), timing.throughput_samples_per_s, basis)
+    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years, facility=catalog.facility,
+                                          support_years=support_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
                       space, compute, timing, costs, basis, grad_accum, precisions)
 
@@ -337,6 +355,7 @@ def predict(
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
     tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1, stack: str = AUTO,
+    support_years: float = 0.0, today: date | None = None,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README).
 
@@ -362,8 +381,8 @@ def predict(
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                         precision=precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
-                        grad_accum=grad_accum, stack=stack)
-    d = ev.rows([0])[0]
+                        grad_accum=grad_accum, stack=stack, support_years=support_years)
+    d = ev.priced_rows([0], today)[0]
     d["model"] = workload.model
     return d
 
@@ -402,6 +421,7 @@ class SolveResult:
     why_strategy: str = ""  # the strategy comparison, apart from the buyer's reasons
     why_facts: dict[str, Any] = field(default_factory=dict)  # the designs and figures the reasons quote
     warnings: list[str] = field(default_factory=list)  # e.g. a global batch above what the model is known to train at
+    excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (part_filter.py)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -424,6 +444,7 @@ class SolveResult:
             "warnings": self.warnings,
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
+            "excluded": self.excluded,
         }
 
 
@@ -436,7 +457,8 @@ def solve(
     tco_years: float = 0.0, overlap: str = "wfbp", system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", gpus: list[str] | None = None,
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
-    grad_accum: int = 1, stack: str = AUTO,
+    grad_accum: int = 1, stack: str = AUTO, include: list[str] | str | None = None,
+    exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
     `stack`: the communication stack of every design (auto: from each design's strategy, costopt/stacks.py)."""
@@ -474,22 +496,25 @@ def solve(
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
+    part_filter = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     basis = CostBasis(tco_years=tco_years, hours=hours, samples=samples)
     kw = _space_kwargs(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
                        gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     limits = dict(budget=budget, objective=objective, max_power_kw=max_power_kw, max_rack_units=max_rack_units,
-                  min_throughput=min_throughput)
+                  min_throughput=min_throughput, part_filter=part_filter)
     chunks = iter_design_chunks(cat, max_designs=CHUNK_DESIGNS, **kw)
     first = next(chunks)
     second = next(chunks, None)
     if second is None:  # the whole space at once
         ev = evaluate_space(first, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                            batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack)
-        return choose(ev, top=top, **limits)
+                            batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack,
+                            support_years=support_years)
+        return choose(ev, top=top, today=today, **limits)
     ev, counts = _evaluate_in_chunks(itertools.chain([first, second], chunks), limits, catalog=cat, workload=workload,
                                      tensors=tensors, params=params, precision=precision, batch_per_gpu=batch,
-                                     overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack)
-    return choose(ev, top=top, counts=counts, **limits)
+                                     overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack,
+                                     support_years=support_years)
+    return choose(ev, top=top, counts=counts, today=today, **limits)
 
 
 # Designs evaluated at once (about 0.5 GB of arrays); a larger space is evaluated in pieces of this size
@@ -497,7 +522,8 @@ def solve(
 CHUNK_DESIGNS = 1_000_000
 
 
-def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_throughput) -> dict[str, np.ndarray]:
+def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_throughput,
+           part_filter=None) -> dict[str, np.ndarray]:
     """The per-design masks `choose` works with (one definition for both the whole space and its pieces)."""
     t, c = ev.timing, ev.costs
     ok = t.feasible & c.buildable
@@ -529,12 +555,31 @@ def _survivors(ev: Evaluation, limits: dict[str, Any]) -> tuple[np.ndarray, int]
     within budget of each strategy kind (PS or all-reduce) and of each GPU type (first in design order on
     ties); for an infeasible request, each pool's nearest design by every ordering `_infeasible` uses.
     """
-    m = _masks(ev, **limits)
+    m_all = _masks(ev, **limits)
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
     rank = s.order_rank()
     objective, budget = limits["objective"], limits["budget"]
+    offered = (limits.get("part_filter") or PartFilter()).design_reasons(s) == KEPT
     keep = []
+    cand_all = np.flatnonzero(m_all["cand"])
+    keep.append(cand_all[pareto_front(cost[cand_all], thr[cand_all], rank[cand_all])])
+    # the same selections among the designs the part filter offers (the choice), among those it leaves
+    # out (the best left-out design) and among all: families never mix the two, as a filter decides by
+    # GPU, chassis and NIC
+    for sel in (offered, ~offered, None):
+        m = m_all if sel is None else {k: v & sel for k, v in m_all.items()}
+        _keep_for_choose(m, ev, objective, budget, rank, keep)
+    kept = np.zeros(len(s), dtype=bool)
+    kept[np.concatenate(keep)] = True
+    return np.flatnonzero(kept), int((m_all["cand"] & offered).sum())
+
+
+def _keep_for_choose(m: dict[str, np.ndarray], ev: Evaluation, objective: str, budget: float | None,
+                     rank: np.ndarray, keep: list) -> None:
+    """Append to `keep` the designs of the masks `m` that `choose` may pick or name (see `_survivors`)."""
+    t, c, s = ev.timing, ev.costs, ev.space
+    cost, thr = c.cost_usd, t.throughput_samples_per_s
     cand = np.flatnonzero(m["cand"])
     keep.append(cand[pareto_front(cost[cand], thr[cand], rank[cand])])
     idx = np.flatnonzero(m["within"])
@@ -556,35 +601,42 @@ def _survivors(ev: Evaluation, limits: dict[str, Any]) -> tuple[np.ndarray, int]
             zero = np.zeros(len(j), dtype=np.int64)
             for score, second in ((-cost[j], -thr[j]), (thr[j], cost[j]), (thr[j], spend[j])):
                 keep.append(j[best_per_group(zero, score, second, rank[j])])
-    kept = np.zeros(len(s), dtype=bool)
-    kept[np.concatenate(keep)] = True
-    return np.flatnonzero(kept), int(len(cand))
 
 
 def _concat(parts: list, kind):
-    """Concatenate dataclasses of per-design arrays field by field (None stays None)."""
+    """Concatenate dataclasses of per-design arrays field by field (None stays None; a scalar field, the
+    same for every piece, is kept)."""
     from dataclasses import fields as dc_fields
 
     out = {}
     for f in dc_fields(kind):
         values = [getattr(p, f.name) for p in parts]
-        out[f.name] = None if values[0] is None else np.concatenate(values)
+        if values[0] is None or not isinstance(values[0], np.ndarray):
+            out[f.name] = values[0]
+        else:
+            out[f.name] = np.concatenate(values)
     return kind(**out)
 
 
 def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, workload: Workload, tensors: TensorSet,
                         params: SystemParams, precision: str, batch_per_gpu: int, overlap: str,
-                        basis: CostBasis, grad_accum: int = 1, stack: str | None = None) -> tuple[Evaluation, tuple[int, int]]:
+                        basis: CostBasis, grad_accum: int = 1, stack: str | None = None,
+                        support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]]]:
     """Evaluate a large design space piece by piece, keeping only each piece's `_survivors`: memory is
     bounded by one piece, whatever the catalog size. Returns the survivors as one Evaluation and
-    (designs evaluated, candidates after constraints) over the whole space."""
+    (designs evaluated, candidates after constraints, designs left out per part-filter reason) over the
+    whole space."""
     spaces, timings, costs = [], [], []
     compute: GpuCompute | None = None
     n_designs = n_cand = 0
+    part_filter = limits.get("part_filter") or PartFilter()
+    n_left = np.zeros(len(REASONS), dtype=np.int64)
     for space in chunks:
+        r = part_filter.design_reasons(space)
+        n_left += np.bincount(r[r != KEPT], minlength=len(REASONS))
         ev = evaluate_space(space, catalog=catalog, workload=workload, tensors=tensors, params=params,
                             precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis,
-                            grad_accum=grad_accum, stack=stack)
+                            grad_accum=grad_accum, stack=stack, support_years=support_years)
         gpu_precision = ev.gpu_precision  # per catalog GPU: the same in every piece
         keep, k = _survivors(ev, limits)
         n_designs += len(space)
@@ -600,14 +652,15 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
                           "stack")))
     ev = Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params, space, compute,
                     _concat(timings, Timing), _concat(costs, Costs), basis, grad_accum, gpu_precision)
-    return ev, (n_designs, n_cand)
+    return ev, (n_designs, n_cand, tuple(int(x) for x in n_left))
 
 
 def _take(arrays, idx: np.ndarray):
     """A dataclass of per-design arrays, restricted to `idx` (None fields stay None)."""
     from dataclasses import fields as dc_fields
 
-    return type(arrays)(**{f.name: (None if getattr(arrays, f.name) is None else getattr(arrays, f.name)[idx])
+    return type(arrays)(**{f.name: (getattr(arrays, f.name) if not isinstance(getattr(arrays, f.name), np.ndarray)
+                                    else getattr(arrays, f.name)[idx])
                            for f in dc_fields(arrays)})
 
 
@@ -623,11 +676,15 @@ def _merge_compute(a: GpuCompute, b: GpuCompute, space: DesignSpace) -> GpuCompu
 
 def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
            max_rack_units: float | None = None, min_throughput: float | None = None,
-           counts: tuple[int, int] | None = None) -> SolveResult:
+           counts: tuple | None = None, part_filter: PartFilter | None = None,
+           today: date | None = None) -> SolveResult:
     """Apply constraints to an evaluated space, pick the best design, rank the alternatives.
 
     `counts` (designs evaluated, candidates after constraints) replaces the counts of `ev` when `ev`
-    holds only the survivors of a space evaluated in pieces (`_evaluate_in_chunks`)."""
+    holds only the survivors of a space evaluated in pieces (`_evaluate_in_chunks`; the left-out counts
+    in `excluded` then count survivors only). `part_filter` (None: the default one, current data-centre
+    and workstation parts) leaves designs out of the choice; the result's `excluded` says what the best
+    of them would have given (part_filter.py)."""
     if not isinstance(ev, Evaluation):
         raise InputError(f"choose: ev must be an Evaluation (from evaluate_space), got {type(ev).__name__}", field="ev")
     checks.choice("objective", objective, OBJECTIVES)
@@ -638,20 +695,28 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     positive("min throughput", min_throughput)
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
-    ok = t.feasible & c.buildable
+    part_filter = part_filter if part_filter is not None else PartFilter()
+    reasons = part_filter.design_reasons(s)
+    ok_all = t.feasible & c.buildable
+    ok = ok_all & (reasons == KEPT)
     why_not = []
     if not ok.any():
-        reasons = sorted({b for b, f in zip(ev.compute.basis, ev.compute.supported) if b} )
+        if ok_all.any():
+            raise InfeasibleError(f"no design the part filter offers ({part_filter.describe()}) can run {ev.model} at "
+                                  f"batch {ev.batch_per_gpu} ({ev.precision}); --include consumer,legacy,eol considers "
+                                  f"the rest", reason="part-filter")
+        bases = sorted({b for b, f in zip(ev.compute.basis, ev.compute.supported) if b})
         raise InfeasibleError(
             f"no design can run {ev.model} at batch {ev.batch_per_gpu} ({ev.precision}): "
-            + "; ".join(reasons[:4]), reason="memory/precision")
-    hw_ok = ok.copy()
+            + "; ".join(bases[:4]), reason="memory/precision")
+    hw_all = ok_all.copy()
     if max_power_kw is not None:
-        hw_ok &= c.power_kw <= max_power_kw
+        hw_all &= c.power_kw <= max_power_kw
         why_not.append(f"power <= {max_power_kw:g} kW")
     if max_rack_units is not None:
-        hw_ok &= c.rack_units <= max_rack_units
+        hw_all &= c.rack_units <= max_rack_units
         why_not.append(f"rack units <= {max_rack_units:g}")
+    hw_ok = hw_all & ok
     order_rank = s.order_rank()
 
     in_budget = within_budget(c, budget)
@@ -664,7 +729,11 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     if len(cand):
         best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
     if best_local is None:
-        raise _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
+        exc = _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
+        if ((reasons != KEPT) & hw_all).any():
+            exc.args = (f"{exc.args[0]} (the part filter left runnable designs out: {part_filter.describe()}; "
+                        f"--include consumer,legacy,eol considers them)",)
+        raise exc
     best = int(cand[best_local])
 
     # alternatives: the best design of each (gpu, chassis, nic, strategy, reduce_on) family
@@ -682,10 +751,10 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     per_gpu = ranked[np.sort(first_pos)]
     per_gpu = np.concatenate([[best], per_gpu[s.gpu_idx[per_gpu] != s.gpu_idx[best]]])
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
-    rows = ev.rows(ranked)
-    reasons = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
+    rows = ev.priced_rows(ranked, today)  # bills of materials only for the designs shown
+    expl = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
     info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
-    per_gpu_rows = ev.rows(per_gpu)
+    per_gpu_rows = ev.priced_rows(per_gpu, today)
     # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/robustness.py)
     from .robustness import decision_robustness, near_ties
 
@@ -696,11 +765,16 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
             r["near_tie"] = bool(flag)
     pool = idx if len(idx) else np.array([best])
     info.update(decision_robustness(ev, best, pool, objective, min_throughput))
+    excluded = excluded_summary(
+        reasons=reasons, pool=hw_all & in_budget, cost=cost, throughput=thr, order_rank=order_rank,
+        budget=front_budget, min_throughput=min_throughput, objective=objective, chosen=rows[0],
+        to_design=lambda i: ev.rows([i])[0], catalog=ev.catalog, part_filter=part_filter,
+        reason_counts=counts[2] if counts is not None and len(counts) > 2 else None)
     warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
                                           rows[0]["total_gpus"])] if w]
     return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:],
-                       reasons.why, info, per_gpu_rows, ev, ranked, why_strategy=reasons.strategy,
-                       why_facts=reasons.facts, warnings=warnings)
+                       expl.why, info, per_gpu_rows, ev, ranked, why_strategy=expl.strategy,
+                       why_facts=expl.facts, warnings=warnings, excluded=excluded)
 
 
 def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> np.ndarray:

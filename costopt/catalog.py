@@ -61,6 +61,8 @@ def _calendar_date(v: str) -> str:
 Date = Annotated[str, Field(min_length=4), AfterValidator(_calendar_date)]
 Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
 PcieGen = Literal[3, 4, 5, 6]
+Segment = Literal["datacenter", "workstation", "consumer"]
+Lifecycle = Literal["current", "legacy", "end_of_life"]
 Architecture = Literal["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
                        "cdna2", "cdna3", "other"]
 
@@ -88,6 +90,27 @@ class Sourced(_Strict):
         return self
 
 
+class LifeCycled(_Strict):
+    """Where a part stands in its vendor's line-up, with the source that says so.
+
+    `current`: on sale as a new part; `legacy`: superseded, still sold or supported but not what a
+    vendor quotes for a new cluster; `end_of_life`: discontinued (`end_of_life_date` says since when).
+    Part filters (costopt/part_filter.py) leave legacy and end-of-life parts out of default searches.
+    """
+
+    lifecycle: Lifecycle = "current"
+    end_of_life_date: Date | None = None
+    lifecycle_source: str = ""
+
+    @model_validator(mode="after")
+    def _lifecycle_sourced(self):
+        if self.lifecycle == "end_of_life" and not self.end_of_life_date:
+            raise ValueError("lifecycle 'end_of_life' needs end_of_life_date")
+        if self.lifecycle != "current" and not self.lifecycle_source.strip():
+            raise ValueError(f"lifecycle '{self.lifecycle}' needs lifecycle_source")
+        return self
+
+
 class ReferenceThroughput(_Strict):
     """Published single-GPU training throughput used to scale measured compute times to this GPU.
 
@@ -103,9 +126,12 @@ class ReferenceThroughput(_Strict):
     estimate: bool = False
 
 
-class Gpu(Sourced):
+class Gpu(Sourced, LifeCycled):
     id: Id
     name: str
+    # datacenter: sold and licensed for servers; workstation: pro cards (RTX PRO / RTX Ada) sold for
+    # desks and servers; consumer: GeForce / Radeon gaming cards, whose driver licence excludes data-centre use
+    segment: Segment
     vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
     form_factor: Literal["pcie", "sxm", "oam"]
     memory_gb: PositiveFloat
@@ -181,7 +207,7 @@ class Gpu(Sourced):
         return False
 
 
-class Chassis(Sourced):
+class Chassis(Sourced, LifeCycled):
     id: Id
     name: str
     form_factor: Literal["pcie", "sxm", "oam"]
@@ -199,7 +225,7 @@ class Chassis(Sourced):
     usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
 
 
-class Nic(Sourced):
+class Nic(Sourced, LifeCycled):
     id: Id
     name: str
     line_rate_gbps: PositiveFloat
@@ -208,7 +234,17 @@ class Nic(Sourced):
     price_usd: PositiveFloat
     switch_port_price_usd: PositiveFloat
     switch_ports: Annotated[int, Field(ge=4, le=1024)]
+    # one link (cable, or fibre with its two transceivers) from a port to a switch port; see cost.py
+    cable_price_usd: NonNegativeFloat
+    cable_source: str = ""
+    cable_price_date: Date | None = None
     power_w: NonNegativeFloat = 25.0
+
+    @model_validator(mode="after")
+    def _cable_sourced(self):
+        if self.cable_price_usd > 0 and not (self.cable_source.strip() and self.cable_price_date):
+            raise ValueError("cable_price_usd needs cable_source and cable_price_date")
+        return self
 
 
 class Site(_Strict):
@@ -223,6 +259,35 @@ class Site(_Strict):
         "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
     )
     date: Date = "2025-06-20"
+
+
+class Facility(_Strict):
+    """Racks, power distribution and hardware support: what a cluster needs besides nodes and network.
+
+    Racks are counted in cost.py: as many as the nodes need by space (`rack_units_per_rack`) or by
+    power (`rack_power_kw`, what one feed carries when each rack has A and B feeds), whichever is more.
+    Each rack gets `pdus_per_rack` power distribution units. Support is a share of the hardware price
+    per year, bought up front for the years asked (`--support-years`; none by default).
+    """
+
+    rack_price_usd: NonNegativeFloat = 1500.0
+    rack_units_per_rack: Annotated[int, Field(ge=4, le=60)] = 42
+    rack_power_kw: PositiveFloat = 17.3
+    pdu_price_usd: NonNegativeFloat = 1500.0
+    pdus_per_rack: Annotated[int, Field(ge=0, le=8)] = 2
+    support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = 0.0
+    source: str = (
+        "built-in defaults, all estimates: 42U cabinet $1,500; rack power 17.3 kW = one 208 V 3-phase 60 A PDU at the "
+        "NEC 80% continuous rating, two PDUs per rack on A/B feeds (aiinfrasource.com 'How to choose rack PDU for GPU "
+        "servers', 2026-06-11); PDU $1,500 inside the switched-PDU range $700-1,800 (ipsecuritydepot.com rack PDU "
+        "buyer's guide, 2026); no support contract"
+    )
+    date: str = "2026-06-11"
+    price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
+                         "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
+    price_date: str = "2026-06-11"
+    estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"]
+    notes: str = ""
 
 
 class CatalogInfo(_Strict):
@@ -253,6 +318,7 @@ class Instance(Sourced):
 class Catalog(_Strict):
     catalog: CatalogInfo
     site: Site = Site()
+    facility: Facility = Facility()
     gpu: list[Gpu]
     chassis: list[Chassis]
     nic: list[Nic]
@@ -429,6 +495,10 @@ def _apply_overlay(base: dict, over: dict, where: str, base_name: str) -> dict:
         if not isinstance(over["site"], dict):
             raise InputError(f"{where}: [site]: must be a table")
         out["site"] = {**out.get("site", {}), **over["site"]}
+    if "facility" in over:
+        if not isinstance(over["facility"], dict):
+            raise InputError(f"{where}: [facility]: must be a table")
+        out["facility"] = {**out.get("facility", {}), **over["facility"]}
     for kind, model in _KINDS.items():
         entries = over.get(kind, [])
         if not isinstance(entries, list):
@@ -555,7 +625,7 @@ def _expand_instances(data: dict, where: str) -> dict:
         nics.append(dict(
             id=nic_id, name=f"{inst.id} network ({inst.network_gbps:g} Gb/s {inst.transport})",
             line_rate_gbps=inst.network_gbps, transport=inst.transport, latency_us=_RENTED_LATENCY_US[inst.transport],
-            price_usd=tiny, switch_port_price_usd=tiny, switch_ports=1024, power_w=0.0,
+            price_usd=tiny, switch_port_price_usd=tiny, switch_ports=1024, cable_price_usd=0.0, power_w=0.0,
             estimates=["latency_us"] + (["line_rate_gbps"] if "network_gbps" in inst.estimates else []),
             notes="built from the instance; its price is inside the instance's hourly price",
             **prov))

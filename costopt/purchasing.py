@@ -45,6 +45,7 @@ from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, e
 from .catalog import Catalog, load_catalog
 from . import checks
 from .checks import count, non_negative, output_path, positive, write_text
+from .part_filter import KEPT, PartFilter
 from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
@@ -145,13 +146,15 @@ def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 
     return choose(ev, budget=budget, objective=opts.objective, top=top), ev
 
 
-def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput") -> pd.DataFrame:
-    """Every feasible design within the budget, best first by the objective (`solver.objective_values`;
-    ties: cheaper, then catalog order).
+def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput",
+                 part_filter: PartFilter | None = None) -> pd.DataFrame:
+    """Every feasible design within the budget that the part filter offers (default: the default search,
+    as `solve`), best first by the objective (`solver.objective_values`; ties: cheaper, then catalog order).
 
     Adds `rank` and `usd_per_hour` (rented designs) to the DESIGN columns."""
     c, t = ev.costs, ev.timing
-    idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget))
+    offered = (part_filter or PartFilter()).design_reasons(ev.space) == KEPT
+    idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget) & offered)
     order_rank = ev.space.order_rank()
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
     idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
@@ -237,7 +240,8 @@ def _rescaled(ev: Evaluation, kind: str, part_id: str, factor: float, opts: Opti
     else:
         chs = [c.model_copy(update={"usd_per_hour": c.usd_per_hour * factor}) if c.id == part_id else c for c in s.chassis]
         space = dataclasses.replace(s, chassis=chs)
-    costs = price_on_basis(evaluate_costs(space, ev.catalog.site, ev.basis.tco_years),
+    costs = price_on_basis(evaluate_costs(space, ev.catalog.site, ev.basis.tco_years, facility=ev.catalog.facility,
+                                          support_years=ev.costs.support_years),
                            ev.timing.throughput_samples_per_s, ev.basis)
     return dataclasses.replace(ev, space=space, costs=costs)
 

@@ -279,7 +279,8 @@ def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Ca
         merged["nic"].append({
             "id": nid, "name": f"{r.nic_gbps:g} Gb/s {r.transport} (measurement file)", "line_rate_gbps": float(r.nic_gbps),
             "transport": r.transport, "latency_us": ADHOC_LATENCY_US[r.transport], "price_usd": 1.0,
-            "switch_port_price_usd": 1.0, "switch_ports": 64, "source": "measurement file row", "date": "2026",
+            "switch_port_price_usd": 1.0, "switch_ports": 64, "cable_price_usd": 0.0, "source": "measurement file row",
+            "date": "2026",
             "price_source": "placeholder: validation only", "price_date": "2026",
             "estimates": ["latency_us", "price_usd", "switch_port_price_usd"],
         })

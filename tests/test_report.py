@@ -223,7 +223,8 @@ def test_bom_and_filter_summary_rendered_when_present(solved):
     (header, rows), = [t for t in sec.tables if t[0][0].startswith("bill of materials")]
     assert rows[-1] == ["total", "", "", "", "$3,501.00", ""]  # 3 x 1000 + 2 x 250.50
     assert rows[1][2] == "$250.50" and rows[1][3] == "2"
-    plain = R._recommended(res, "USD capex", False)
+    # solve now always carries the bill (bom.py): without it, no table
+    plain = R._recommended(dataclasses.replace(res, best={k: v for k, v in b.items() if k != "bom"}), "USD capex", False)
     assert not [t for t in plain.tables if t[0][0].startswith("bill of materials")]
 
 

@@ -200,11 +200,15 @@ def test_tco_years_add_electricity():
 
 
 def test_switch_tiers_cost():
-    # mini catalog: ib100 has 4-port switches at $500/port; nodes = 1x halfcard boxes at 5000 + 5000 + 1000
+    # mini catalog: ib100 has 4-port switches at $500/port and $100 per cable; nodes = 1x halfcard boxes at
+    # 5000 + 5000 + 1000; one 42 U / 20 kW rack at $1,000 with 2 PDUs at $500 holds them all (5-9 U, 0.52 kW
+    # per node), so every design below needs exactly one rack: $2,000.
     one_tier = costopt.predict("resnet50", "halfcard", 1, 4, "ib100", "ring", catalog=MINI)
     two_tier = costopt.predict("resnet50", "halfcard", 1, 5, "ib100", "ring", catalog=MINI)
-    assert one_tier["capex_usd"] == pytest.approx(4 * 11_000 + 4 * 500)
-    assert two_tier["capex_usd"] == pytest.approx(5 * 11_000 + 3 * 5 * 500)
+    # one tier: 4 node ports, 4 cables
+    assert one_tier["capex_usd"] == pytest.approx(4 * 11_000 + 4 * 500 + 4 * 100 + 2_000)  # 48,400
+    # two tiers: 3 x 5 switch ports, 2 x 5 links (node-leaf and leaf-spine)
+    assert two_tier["capex_usd"] == pytest.approx(5 * 11_000 + 3 * 5 * 500 + 2 * 5 * 100 + 2_000)  # 65,500
     too_big = costopt.predict("resnet50", "halfcard", 1, 9, "ib100", "ring", catalog=MINI)  # > 4*4/2 nodes
     assert too_big["feasible"] is False
 
@@ -232,7 +236,8 @@ def test_auto_precision_is_the_best_each_gpu_trains_in():
     # issue 11: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, fp32 before; per design
     want = {"k80": "fp32", "p100-sxm2": "fp32", "v100-sxm2-16gb": "amp_fp16", "t4": "amp_fp16",
             "a100-sxm-80gb": "amp_bf16", "h200-sxm": "amp_bf16", "mi300x": "amp_bf16"}
-    res = costopt.solve(300_000, "resnet50", top=50)
+    # every part class, so old generations (fp32 / fp16 ones) are in the search too (part_filter.py)
+    res = costopt.solve(300_000, "resnet50", top=50, include="consumer,legacy,eol")
     for r in [res.best] + res.alternatives + res.best_per_gpu:
         if r["gpu"] in want:
             assert r["precision"] == want[r["gpu"]], r["gpu"]

@@ -181,3 +181,18 @@ def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -
     if fmt == "json":
         typer.echo(_json_dump({"error": msg, "reason": "input", "exit_code": exc.exit_code}))
     raise typer.Exit(exc.exit_code)
+
+
+def _bom_table(lines: list[dict], title: str) -> Table:
+    """A bill of materials: one row per line item, then the total (= capex, or USD per hour when rented)."""
+    t = Table(title=title, title_justify="left")
+    for name, just in (("item", "left"), ("part", "left"), ("unit price", "right"), ("qty", "right"),
+                       ("subtotal", "right"), ("price date", "left"), ("source", "left")):
+        t.add_column(name, justify=just, overflow="fold")
+    for ln in lines:
+        unit = ln["unit_price_usd"]
+        t.add_row(ln["item"], ln["part_id"], f"${unit:,.2f}", f"{ln['quantity']:,}", f"${ln['subtotal_usd']:,.2f}",
+                  ln.get("price_date", ""), ln["source"])
+    total = round(sum(ln["subtotal_usd"] for ln in lines), 2)
+    t.add_row("total", "", "", "", f"${total:,.2f}", "", "")
+    return t

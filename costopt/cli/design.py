@@ -13,7 +13,7 @@ from .. import api
 from ..units import plain_number
 from ..errors import CostoptError, InfeasibleError, InputError
 from ..workload import list_models, load_workload
-from .common import Fmt, PredictFmt, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
 
 app = typer.Typer()
 
@@ -49,9 +49,17 @@ def solve(
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML (from `costopt calibrate`)."),
     profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format) overriding built-in compute."),
-    gpu: Optional[list[str]] = typer.Option(None, help="Only these GPUs (repeatable)."),
+    gpu: Optional[list[str]] = typer.Option(None, help="Only these GPUs (repeatable; a named GPU is offered whatever "
+                                            "its class)."),
+    exclude_gpu: Optional[list[str]] = typer.Option(None, "--exclude-gpu", help="Leave this GPU out (repeatable)."),
+    include: Optional[list[str]] = typer.Option(None, help="Also offer these part classes: consumer, legacy, eol (comma "
+                                                "separated or repeated; default: current data-centre and "
+                                                "workstation parts only)."),
     nic: Optional[list[str]] = typer.Option(None, help="Only these NICs (repeatable)."),
     gpus_per_node: Optional[list[int]] = typer.Option(None, help="Only these GPUs-per-node counts (repeatable)."),
+    support_years: float = typer.Option(0.0, help="Buy this many years of hardware support up front (catalog "
+                                        "[facility] support_pct_per_year); it is part of capex."),
+    bom: bool = typer.Option(False, "--bom", help="Print the best design's bill of materials."),
     workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
     time_limit: Optional[float] = typer.Option(None, help="With --workload: seconds for the whole solve (default "
@@ -131,7 +139,7 @@ def solve(
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
-            stack=stack,
+            stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -176,6 +184,13 @@ def solve(
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
         c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
+    c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']}"
+            + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
+    if res.excluded.get("sentence"):
+        c.print(res.excluded["sentence"])
+    if bom:
+        c.print(_bom_table(b["bom"], f"Bill of materials ({b['cost_basis']}, total = capex "
+                                     f"{_fmt_money(b['capex_usd'])})"))
 
 
 @app.command()

@@ -28,9 +28,9 @@ from .common import one_line
 
 # Command modules in help order, and the commands each one defines: a run imports only the module of
 # its command (the help and unknown commands mount them all).
-_MODULES = ("design", "purchasing", "accuracy", "profile", "catalog")
+_MODULES = ("design", "bom", "purchasing", "accuracy", "profile", "catalog")
 _COMMANDS = {
-    "solve": "design", "predict": "design", "models": "design",
+    "solve": "design", "predict": "design", "models": "design", "bom": "bom",
     "compare": "purchasing", "rent-vs-buy": "purchasing", "report": "purchasing", "export": "purchasing",
     "validate": "accuracy", "calibrate": "accuracy", "profile": "profile", "catalog": "catalog",
 }

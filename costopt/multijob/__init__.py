@@ -9,6 +9,7 @@ the network fabric are shared. Data flows one way through the modules:
     formulation  the MILP (variables, constraints, objectives) and running CBC on it
     fair         the `fair` objective by bisection over ratio levels (enumeration, CBC fallback)
     program      `solve_program`: first solve, then the tie-break
+    explain      an answer: which limits bind (with slack for the rest), why owned parts stay unused
     diagnose     an infeasible mix: which limit binds and by how much
     pipeline     `solve_mix`: mix file -> candidates (timing model) -> reduce -> solve -> `MixResult`
     render       `MixResult` as rich tables (the solver returns data; only this module prints)

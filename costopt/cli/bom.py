@@ -1,0 +1,48 @@
+"""`costopt bom`: the bill of materials of one named design (the same design `predict` takes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import api
+from ..errors import CostoptError
+from .common import PredictFmt, _bom_table, _console, _fail, _fmt_money, _json_dump
+
+app = typer.Typer()
+
+
+@app.command()
+def bom(
+    gpu: str = typer.Option(..., help="GPU id from the catalog."),
+    gpus_per_node: int = typer.Option(..., help="GPUs per node."),
+    nodes: int = typer.Option(..., help="Number of nodes."),
+    nic: Optional[str] = typer.Option(None, help="NIC id (needed for more than one node)."),
+    nics_per_node: int = typer.Option(1, help="NIC adapters per node."),
+    chassis: Optional[str] = typer.Option(None, help="Chassis id (default: cheapest that fits)."),
+    model: Optional[str] = typer.Option("resnet50", help="Zoo model (only for the throughput shown beside the bill)."),
+    strategy: str = typer.Option("ring", help="ring | hierarchical | ps (does not change the bill)."),
+    catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
+    support_years: float = typer.Option(0.0, help="Years of hardware support bought up front (part of capex)."),
+    fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
+) -> None:
+    """Bill of materials of one design: line items with unit price, quantity, subtotal and source, summing to capex."""
+    try:
+        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, catalog=catalog, chassis=chassis,
+                        nics_per_node=nics_per_node, support_years=support_years)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if fmt is PredictFmt.json:
+        keys = ("gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node",
+                "capex_usd", "cost_basis", "power_kw", "rack_units", "oldest_price_date", "price_warning", "bom")
+        typer.echo(_json_dump({k: d[k] for k in keys}))
+        return
+    c = _console()
+    c.print(f"costopt bom: {d['total_gpus']} x {d['gpu']} ({d['segment']}, {d['lifecycle']}), {d['gpus_per_node']} per "
+            f"node x {d['nodes']} nodes, {d['chassis']}, {d['nics_per_node']} x {d['nic']}; capex "
+            f"{_fmt_money(d['capex_usd'])}; {d['power_kw']:,.1f} kW; {d['rack_units']:,.0f} U")
+    c.print(_bom_table(d["bom"], "Bill of materials"))
+    c.print(f"Oldest price: {d['oldest_price_date']}" + (f" — warning: {d['price_warning']}" if d["price_warning"] else ""))
