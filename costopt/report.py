@@ -187,8 +187,8 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
         text = ", ".join(f"{n:,} {why}" for why, n in counts.items()) or "nothing"
         eb = excluded.get("best")
         line = f"Part filter: left out {text}."
-        if excluded.get("sentence"):  # the solve's own wording (part_filter.excluded_sentence)
-            line += f" {excluded['sentence']}"
+        if excluded.get("sentence"):  # the solve's own wording (part_filter.excluded_sentence), counts included
+            line = excluded["sentence"]
         elif eb:
             ratio = (eb["throughput_samples_per_s"] / eb["cost_usd"]) / (b["throughput_samples_per_s"] / b["cost_usd"])
             line += (f" The best excluded design: {eb['total_gpus']} x {eb['gpu']} ({eb.get('segment', '')} "
