@@ -207,6 +207,18 @@ def test_solve_large_model_restricted():
     assert b["strategy"] != "ddp" or b["tp"] * b["pp"] >= 16
 
 
+def test_large_model_solve_applies_the_part_filter():
+    from costopt.catalog import load_catalog
+    from costopt.llm.api import solve_llm
+
+    cat = load_catalog(None)
+    res = solve_llm(400_000, "llama_1b", max_nodes=2)
+    for d in [res["best"], *res["best_per_gpu"]]:
+        g = cat.gpus[d["gpu"]]
+        assert g.segment in ("datacenter", "workstation") and g.lifecycle == "current", d["gpu"]
+    assert res["designs_left_out_by_part_filter"] > 0
+
+
 def test_validate_llm_rows_and_skips():
     r = run("validate", "llm_training", "--format", "json")
     assert r.returncode == 0, r.stderr

@@ -91,7 +91,8 @@ def solve(
             res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
-                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy)
+                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
+                            include=include, exclude_gpus=exclude_gpu)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return

@@ -57,6 +57,8 @@ def print_solve(res: dict, fmt: str) -> None:
     c.print(f"costopt solve: {res['model']} ({res['params'] / 1e9:.1f} B parameters, sequence {res['seq_len']:,}), "
             f"budget {_fmt_money(res['budget_usd'])}, {res['candidates_evaluated']:,} hardware designs x "
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
+    c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
+            "--include consumer,legacy,eol opens them)")
     t = Table(title="Best design of each GPU type (large-model path)", title_justify="left")
     cols = ("gpu", "GPUs", "NIC", "layout", "ckpt", "tokens/s", "tok/s/GPU", "MFU", "mem GB", "cost")
     if res.get("tokens_to_train"):

@@ -18,6 +18,7 @@ from ..checks import count, positive
 from ..cost import evaluate_costs
 from ..design_space import enumerate_designs, single_design
 from ..errors import InfeasibleError, InputError
+from ..part_filter import KEPT, PartFilter
 from ..solver import OBJECTIVES, best_on_front
 from .arch import CHECKPOINTING, TransformerConfig, is_llm_model, load_config_file, load_llm_model
 from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
@@ -142,8 +143,11 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               catalog: str | Path | Catalog | None = None, precision: str = "amp_bf16", seq_len: int | None = None,
               global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
               gpus_per_node: list[int] | None = None, max_nodes: int | None = None, top: int = 10,
-              model_config: str | Path | None = None, strategies: list[str] | None = None) -> dict[str, Any]:
-    """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing)."""
+              model_config: str | Path | None = None, strategies: list[str] | None = None,
+              include: list[str] | None = None, exclude_gpus: list[str] | None = None) -> dict[str, Any]:
+    """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing).
+    The same part filter as data-parallel solves: current data-centre and workstation parts unless
+    `include` opens consumer, legacy or end-of-life ones (part_filter.py)."""
     if objective not in OBJECTIVES or objective == "cost":
         raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
     if budget is None or not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
@@ -154,6 +158,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
         count("max nodes", max_nodes)
     cfg = resolve_model(model, model_config, seq_len)
     cat = _catalog(catalog)
+    parts = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
@@ -165,7 +170,8 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
         layouts = Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
     ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
     costs = evaluate_costs(space, cat.site)
-    ok = ev.fits & costs.buildable
+    offered = parts.design_reasons(space) == KEPT
+    ok = ev.fits & costs.buildable & offered
     if not ok.any():
         raise InfeasibleError(f"no design in the catalog can train {cfg.name} ({cfg.params / 1e9:.1f} B parameters) "
                               f"at sequence length {cfg.seq_len}: none fits in GPU memory with any layout",
@@ -199,6 +205,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
             "candidates_evaluated": int(len(space)), "layouts_per_design": int(len(layouts.tp)),
             "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
             "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
+            "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
             "why": _why(best_rec, [rec(i) for i in alts[:1]])}
 
 
