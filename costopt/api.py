@@ -312,7 +312,7 @@ def evaluate_space(
     count("gradient accumulation steps", grad_accum)
     compute, precisions = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu * grad_accum, overlap)
-    costs = price_on_basis(evaluate_costs(space, catalog.site, basis.tco_years, facility=catalog.facility,
+    costs = price_on_basis(evaluate_costs(space, catalog.site, facility=catalog.facility,
                                           support_years=support_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
                       space, compute, timing, costs, basis, grad_accum, precisions)

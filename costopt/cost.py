@@ -57,12 +57,12 @@ class Costs:
     support_years: float = 0.0
 
 
-def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, facility: Facility | None = None,
+def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = None,
                    support_years: float = 0.0) -> Costs:
-    """Capex, electricity, power, space of every design; cost = capex + tco_years × electricity per year
-    (owned) or USD per hour (rented). Put on another basis with `price_on_basis`. `facility` (racks,
+    """Capex, electricity, power, space of every design; cost = capex (owned) or USD per hour (rented).
+    Every other basis (TCO over years, per job, per hour amortised) is `price_on_basis`, the one place
+    that rule lives. `facility` (racks,
     PDUs, support; default: catalog.Facility's stated defaults) and `support_years` complete capex."""
-    non_negative("TCO years", tco_years)
     non_negative("support years", support_years)
     fac = facility if facility is not None else Facility()
     gpu_price = np.array([g.price_usd for g in space.gpus])
@@ -100,7 +100,7 @@ def evaluate_costs(space: DesignSpace, site: Site, tco_years: float = 0.0, facil
     support = np.round(hardware * fac.support_pct_per_year / 100.0, 2)
     capex = hardware + support_years * support
     energy = power_kw * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
-    cost = capex + tco_years * energy
+    cost = capex
     buildable = (M <= 1) | (node_ports <= P * P / 2.0)
     hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
     rented = hourly > 0

@@ -240,7 +240,7 @@ def _rescaled(ev: Evaluation, kind: str, part_id: str, factor: float, opts: Opti
     else:
         chs = [c.model_copy(update={"usd_per_hour": c.usd_per_hour * factor}) if c.id == part_id else c for c in s.chassis]
         space = dataclasses.replace(s, chassis=chs)
-    costs = price_on_basis(evaluate_costs(space, ev.catalog.site, ev.basis.tco_years, facility=ev.catalog.facility,
+    costs = price_on_basis(evaluate_costs(space, ev.catalog.site, facility=ev.catalog.facility,
                                           support_years=ev.costs.support_years),
                            ev.timing.throughput_samples_per_s, ev.basis)
     return dataclasses.replace(ev, space=space, costs=costs)

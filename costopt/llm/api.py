@@ -123,7 +123,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     rec["flops_per_token"] = cfg.model_flops_per_token
     if strategy != s:
         rec["strategy_requested"] = strategy
-    costs = evaluate_costs(space, cat.site)
+    costs = evaluate_costs(space, cat.site, facility=cat.facility)
     rec = _add_costs(rec, costs, 0, tokens)
     if not rec["feasible"]:
         reason = rec["infeasible_reason"]
@@ -169,7 +169,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
         sel = np.isin(layouts.strategy, keep)
         layouts = Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
     ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
-    costs = evaluate_costs(space, cat.site)
+    costs = evaluate_costs(space, cat.site, facility=cat.facility)
     offered = parts.design_reasons(space) == KEPT
     ok = ev.fits & costs.buildable & offered
     if not ok.any():
