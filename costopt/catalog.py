@@ -696,9 +696,14 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     return parse_catalog(data, where)
 
 
+def gpu_link_used(gpu: Gpu, chassis: Chassis) -> bool:
+    """True when GPUs in this chassis talk over their own GPU link (NVLink, Infinity Fabric), not PCIe."""
+    return chassis.intra_fabric in ("nvswitch", "infinity-fabric", "nvlink-bridge") and gpu.gpu_link_gbs > 0
+
+
 def intra_node_gb_per_s(gpu: Gpu, chassis: Chassis) -> float:
     """Spec per-GPU, per-direction bandwidth of the GPU-to-GPU path inside one node (GB/s)."""
-    if chassis.intra_fabric in ("nvswitch", "infinity-fabric", "nvlink-bridge") and gpu.gpu_link_gbs > 0:
+    if gpu_link_used(gpu, chassis):
         return gpu.gpu_link_gbs
     return host_pcie_gb_per_s(gpu, chassis)
 

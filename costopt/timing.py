@@ -80,7 +80,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .catalog import host_pcie_gb_per_s, intra_node_gb_per_s
+from .catalog import gpu_link_used, host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
 from .placement import ps_node_traffic
 from .stacks import GLOO, MPI, per_stack, sync_growth
@@ -141,7 +141,7 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) ->
     pairs = np.flatnonzero(np.bincount(space.gpu_idx * n_c + space.chassis_idx, minlength=n_g * n_c))
     for gi, ci in zip((pairs // n_c).tolist(), (pairs % n_c).tolist()):
         g, c = space.gpus[gi], space.chassis[ci]
-        nvlink[gi, ci] = c.intra_fabric != "pcie" and g.gpu_link_gbs > 0
+        nvlink[gi, ci] = gpu_link_used(g, c)
         intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c))
         pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c))
     share = np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64)

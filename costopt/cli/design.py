@@ -79,7 +79,7 @@ def solve(
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
-    from ..llm.api import is_llm_request
+    from ..llm import is_llm_request
 
     if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
         from ..llm.api import solve_llm
@@ -229,7 +229,7 @@ def predict(
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
-    from ..llm.api import is_llm_request
+    from ..llm import is_llm_request
 
     if is_llm_request(model, model_config, strategy, tokens, list_models()):
         from ..llm.api import predict_llm

@@ -20,7 +20,7 @@ from ..design_space import enumerate_designs, single_design
 from ..errors import InfeasibleError, InputError
 from ..part_filter import KEPT, PartFilter
 from ..solver import OBJECTIVES, best_on_front
-from .arch import CHECKPOINTING, TransformerConfig, is_llm_model, load_config_file, load_llm_model
+from .arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        design_record, evaluate_layouts)
 from .memory import LLM_STRATEGIES
@@ -37,18 +37,6 @@ def resolve_model(model: str | None, model_config: str | Path | None, seq_len: i
     else:
         raise InputError("give --model (a zoo transformer) or --model-config FILE.toml", field="model")
     return cfg.with_seq_len(seq_len) if seq_len is not None else cfg
-
-
-def is_llm_request(model: str | None, model_config: Any, strategy: str | list[str] | None, tokens: Any = None,
-                   dp_models: list[str] | None = None) -> bool:
-    """A transformer-by-architecture request: a model config file, a sharded strategy, `--tokens`, or a
-    zoo transformer that has no data-parallel profile (llama3_8b, ...)."""
-    strategies = [strategy] if isinstance(strategy, str) else list(strategy or [])
-    if model_config is not None or tokens is not None:
-        return True
-    if any(s in LLM_STRATEGIES for s in strategies):
-        return True
-    return model is not None and is_llm_model(model) and model not in (dp_models or [])
 
 
 def _strategy(strategy: str) -> str:

@@ -81,21 +81,19 @@ class TransformerConfig:
     @property
     def attention_flops_per_token(self) -> float:
         """12·L·h·s: the attention-score FLOPs of forward + backward per token."""
-        return 12.0 * self.layers * self.hidden * self.seq_len
+        return float(ArchArrays.of(self).attention_flops_per_token[0])
 
     @property
     def model_flops_per_token(self) -> float:
         """F_model = 6·P + 12·L·h·s (forward + backward, no recompute)."""
-        return 6.0 * self.params + self.attention_flops_per_token
+        return float(ArchArrays.of(self).model_flops_per_token[0])
 
     def hardware_flops_per_token(self, checkpointing: str) -> float:
         """FLOPs the GPUs execute per token, recompute included (module docstring)."""
         if checkpointing not in CHECKPOINTING:
             raise InputError(f"unknown activation checkpointing '{checkpointing}' (choose from {', '.join(CHECKPOINTING)})",
                              field="activation_checkpointing")
-        extra = {"none": 0.0, "selective": self.attention_flops_per_token / 3.0,
-                 "full": 2.0 * self.params + self.attention_flops_per_token / 3.0}[checkpointing]
-        return self.model_flops_per_token + extra
+        return float(ArchArrays.of(self).hardware_flops_per_token(np.array([CHECKPOINTING.index(checkpointing)]))[0])
 
     def with_seq_len(self, seq_len: int) -> "TransformerConfig":
         if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import Gpu, intra_node_gb_per_s
+from ..catalog import Gpu, gpu_link_used, intra_node_gb_per_s
 from ..design_space import NO_NIC, DesignSpace
 from ..errors import InputError
 from ..files import read_toml
+from ..units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
 from .arch import CHECKPOINTING, ArchArrays, TransformerConfig
 from .memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
 from .step import LlmParams, StepTiming, step_time
@@ -119,13 +120,16 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
                     for g in space.gpus])[gi]
     mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
-    intra = np.zeros((len(space.gpus), len(space.chassis)))
-    for a, g in enumerate(space.gpus):
-        for c, ch in enumerate(space.chassis):
-            nv = ch.intra_fabric != "pcie" and g.gpu_link_gbs > 0
-            intra[a, c] = intra_node_gb_per_s(g, ch) * 1e9 * (params.nvlink_fraction if nv else params.pcie_fraction)
-    nic_rate = np.array([n.line_rate_gbps * 1e9 / 8.0 * (params.network_rdma_fraction if n.transport != "tcp"
-                                                         else params.network_tcp_fraction) for n in space.nics] + [0.0])
+    n_c = len(space.chassis)
+    intra = np.zeros((len(space.gpus), n_c))
+    pairs = np.flatnonzero(np.bincount(gi * n_c + space.chassis_idx, minlength=len(space.gpus) * n_c))
+    for a, c in zip((pairs // n_c).tolist(), (pairs % n_c).tolist()):  # (gpu, chassis) pairs in use only
+        g, ch = space.gpus[a], space.chassis[c]
+        link_frac = params.nvlink_fraction if gpu_link_used(g, ch) else params.pcie_fraction
+        intra[a, c] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, ch)) * link_frac
+    nic_rate = np.array([gbps_to_bytes_per_s(n.line_rate_gbps) * (params.network_rdma_fraction if n.transport == "rdma"
+                                                                   else params.network_tcp_fraction)
+                         for n in space.nics] + [0.0])
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
     node = nic_rate[ni] * space.nics_per_node
     return {"peak": peak, "bw": bw, "frac": frac, "att": att, "mem": mem, "intra": intra[gi, space.chassis_idx],
