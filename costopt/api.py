@@ -195,8 +195,13 @@ def design_dict(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
 def gpu_precisions(workload: Workload, gpus: list, precision: str) -> list[str]:
     """The precision each GPU runs: the one asked for, or with `auto` the best training precision the
     GPU has (Gpu.best_training_precision: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, fp32
-    before)."""
-    return [g.best_training_precision() if precision == "auto" else precision for g in gpus]
+    before) among those the model has a compute profile for (Gpu.training_precisions, best first): a
+    profile measured in fp32 only runs fp32 on an H200. A GPU with none of the model's precisions
+    keeps its best one (and gets no compute, with the reason)."""
+    if precision != "auto":
+        return [precision for _ in gpus]
+    have = set(workload.precisions())
+    return [next((p for p in g.training_precisions() if p in have), g.best_training_precision()) for g in gpus]
 
 
 def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
@@ -235,6 +240,9 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
         mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
         supported[i] = True
         source[i], basis[i] = est.source, est.basis + (f"; {k} micro-batches per step" if k > 1 else "")
+        if precision == "auto" and p != g.best_training_precision():
+            basis[i] += (f"; precision auto: {p}, since model '{workload.model}' has no "
+                         f"{g.best_training_precision()} profile (the best {g.id} trains in)")
         if not mem_ok[i]:
             basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
     return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions
