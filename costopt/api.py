@@ -270,7 +270,7 @@ def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, te
 def resolve_precision(workload: Workload, precision: str) -> str:
     """Check the model has a compute profile; `auto` stays `auto` (resolved per GPU, gpu_precisions)."""
     if not workload.precisions():
-        raise InputError(f"model '{workload.model}' has no compute profile")
+        raise InputError(f"model '{workload.model}' has no compute profile", field="model")
     return precision
 
 
@@ -473,7 +473,7 @@ def solve(
         raise InputError(f"GPUs per node must be a list of whole numbers, got {checks.shown(gpus_per_node)}",
                          field="gpus_per_node")
     if budget is None and objective != "cost":
-        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
+        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'", field="budget")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
                     ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size),
                     ("hours", hours)):
@@ -487,11 +487,11 @@ def solve(
     samples = checks.samples_to_train(epochs, dataset_size)
     if deadline_hours is not None:
         if samples is None:
-            raise InputError("--deadline-hours needs --epochs and --dataset-size")
+            raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
         need = samples / (deadline_hours * 3600.0)
         min_throughput = max(min_throughput or 0.0, need)
     if objective == "cost" and min_throughput is None:
-        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)")
+        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)", field="objective")
 
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
