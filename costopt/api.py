@@ -195,8 +195,13 @@ def design_dict(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
 def gpu_precisions(workload: Workload, gpus: list, precision: str) -> list[str]:
     """The precision each GPU runs: the one asked for, or with `auto` the best training precision the
     GPU has (Gpu.best_training_precision: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, fp32
-    before)."""
-    return [g.best_training_precision() if precision == "auto" else precision for g in gpus]
+    before) among those the model has a compute profile for (Gpu.training_precisions, best first): a
+    profile measured in fp32 only runs fp32 on an H200. A GPU with none of the model's precisions
+    keeps its best one (and gets no compute, with the reason)."""
+    if precision != "auto":
+        return [precision for _ in gpus]
+    have = set(workload.precisions())
+    return [next((p for p in g.training_precisions() if p in have), g.best_training_precision()) for g in gpus]
 
 
 def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
@@ -235,6 +240,9 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
         mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
         supported[i] = True
         source[i], basis[i] = est.source, est.basis + (f"; {k} micro-batches per step" if k > 1 else "")
+        if precision == "auto" and p != g.best_training_precision():
+            basis[i] += (f"; precision auto: {p}, since model '{workload.model}' has no "
+                         f"{g.best_training_precision()} profile (the best {g.id} trains in)")
         if not mem_ok[i]:
             basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
     return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions
@@ -270,7 +278,7 @@ def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, te
 def resolve_precision(workload: Workload, precision: str) -> str:
     """Check the model has a compute profile; `auto` stays `auto` (resolved per GPU, gpu_precisions)."""
     if not workload.precisions():
-        raise InputError(f"model '{workload.model}' has no compute profile")
+        raise InputError(f"model '{workload.model}' has no compute profile", field="model")
     return precision
 
 
@@ -473,7 +481,7 @@ def solve(
         raise InputError(f"GPUs per node must be a list of whole numbers, got {checks.shown(gpus_per_node)}",
                          field="gpus_per_node")
     if budget is None and objective != "cost":
-        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
+        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'", field="budget")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
                     ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size),
                     ("hours", hours)):
@@ -487,11 +495,11 @@ def solve(
     samples = checks.samples_to_train(epochs, dataset_size)
     if deadline_hours is not None:
         if samples is None:
-            raise InputError("--deadline-hours needs --epochs and --dataset-size")
+            raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
         need = samples / (deadline_hours * 3600.0)
         min_throughput = max(min_throughput or 0.0, need)
     if objective == "cost" and min_throughput is None:
-        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)")
+        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)", field="objective")
 
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)

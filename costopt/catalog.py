@@ -183,6 +183,13 @@ class Gpu(Sourced, LifeCycled):
             return "amp_fp16"
         return "fp32"
 
+    def training_precisions(self) -> list[str]:
+        """Every precision the GPU trains in, best first: `best_training_precision`, then the other
+        paths it has (bf16 AMP, fp16 AMP, fp32 in that order). `precision auto` takes the first one a
+        model has a compute profile for."""
+        best = self.best_training_precision()
+        return [best] + [p for p in ("amp_bf16", "amp_fp16", "fp32") if p != best and self.supports(p)]
+
     def supports(self, precision: str) -> bool:
         """Whether the GPU has a fast path for this training precision."""
         if precision == "fp32":

@@ -512,7 +512,7 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     """
     p = Path(csv_path)
     if not p.exists():
-        raise InputError(f"price list not found: {p}")
+        raise InputError(f"price list not found: {p}", field="price_list")
     if date is not None and (not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)):
         raise InputError(f"--price-date {checks.shown(date)}: use YYYY-MM-DD (the date the prices were taken)",
                          field="price_date")
