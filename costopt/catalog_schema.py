@@ -156,6 +156,9 @@ class Chassis(Sourced, LifeCycled):
     # NIC adapters a node can carry: >1 lets designs put one adapter per GPU rail (DGX/HGX style)
     max_nics: Annotated[int, Field(ge=1, le=16)] = 1
     usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
+    # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
+    max_nodes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_nodes_source: str = ""
 
 
 class Nic(Sourced, LifeCycled):
@@ -229,6 +232,8 @@ class CatalogInfo(_Strict):
     date: Date
     base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
     kind: Literal["owned", "cloud"] = "owned"  # cloud: nodes are rented [[instance]]s priced per hour
+    # cloud: whose instances these are; "aws" takes network and capacity caps from data/cloud_instances.toml
+    provider: str = ""
 
 
 class Instance(Sourced):
@@ -238,14 +243,25 @@ class Instance(Sourced):
     name: str = ""
     gpu: Id  # a GPU id of the base catalog (specs come from there)
     gpu_count: Literal[1, 2, 4, 8, 16]
-    network_gbps: PositiveFloat  # the instance's network bandwidth, all its adapters together
-    transport: Literal["tcp", "rdma"] = "tcp"  # rdma: EFA / InfiniBand / RoCE
+    # the instance's sustained network bandwidth, all its adapters together; None: from the provider's
+    # facts (data/cloud_instances.toml), the one source shared with `catalog import`
+    network_gbps: PositiveFloat | None = None
+    transport: Literal["tcp", "rdma"] | None = None  # rdma: EFA / InfiniBand / RoCE (None: facts, else tcp)
+    # the most instances of this type one cluster can rent; None: the provider's default (cloud_facts.py)
+    max_instances: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_instances_source: str = ""
     intra_fabric: Literal["pcie", "nvswitch", "nvlink-bridge", "infinity-fabric"] | None = None
     usd_per_hour: PositiveFloat  # on-demand price of one instance, per hour
     spot_usd_per_hour: PositiveFloat | None = None
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
     region: str = ""
+
+    @model_validator(mode="after")
+    def _cap_sourced(self):
+        if self.max_instances is not None and not self.max_instances_source.strip():
+            raise ValueError("max_instances needs max_instances_source (where the cap comes from)")
+        return self
 
 
 class Catalog(_Strict):

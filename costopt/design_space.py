@@ -11,7 +11,9 @@ Rules:
   is also enumerated with that many adapters per node (one per GPU rail, DGX/HGX style);
 - one node needs no network: it is enumerated once, with nic = none;
 - hierarchical all-reduce is a distinct design only for more than one node;
-- a single GPU (one node, one slot) has no communication: one design, strategy `ring`.
+- a single GPU (one node, one slot) has no communication: one design, strategy `ring`;
+- a rented instance type with a capacity cap (`Chassis.max_nodes`, cloud_facts.py) has at most that
+  many nodes.
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def _design_blocks(
                 if n.id not in nic_keep:
                     continue
                 for k in sorted({1, ch.max_nics}):
-                    top = max_nodes
+                    top = max_nodes if ch.max_nodes is None else min(max_nodes, ch.max_nodes)  # a rented type's cap
                     if node_budget_usd is not None:
                         top = min(top, int(node_budget_usd // (node_hw + k * n.price_usd)))
                     if top >= 2:
