@@ -541,9 +541,27 @@ def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_
 
 
 def _family(s: DesignSpace, idx: np.ndarray) -> np.ndarray:
-    """One integer per (gpu, chassis, nic, strategy, reduce_on, NICs per node) family."""
-    return ((((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10
-            + s.reduce_on[idx]) * 32 + s.nics_per_node[idx]
+    """One integer per (gpu, chassis, nic, strategy, reduce_on, NICs per node) family, collision-free.
+
+    Mixed radix, each digit below its radix (the number of values it can take in this space):
+
+        key = ((((g·C + c)·(N+1) + (n+1))·S + s)·R + r)·K + k
+
+    with C chassis, N NICs (n = -1: none), S strategies, R reduce_on values and K = 1 + the largest
+    NICs-per-node count, so two families share a key only when all six digits are equal, and ascending
+    keys order families by the tuple (g, c, n, s, r, k). When the product of the radices would not fit
+    in an int64, the families are numbered by `np.unique` over the six columns instead (same order).
+    """
+    cols = (s.gpu_idx[idx], s.chassis_idx[idx], s.nic_idx[idx] + 1, s.strategy[idx], s.reduce_on[idx],
+            s.nics_per_node[idx])
+    kmax = int(s.nics_per_node[idx].max()) + 1 if len(idx) else 1
+    radices = (len(s.gpus), len(s.chassis), len(s.nics) + 1, len(STRATEGIES), len(REDUCE_ON), kmax)
+    if math.prod(radices) < 2**62:
+        key = np.zeros(len(idx), dtype=np.int64)
+        for col, radix in zip(cols, radices):
+            key = key * radix + col
+        return key
+    return np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def _survivors(ev: Evaluation, limits: dict[str, Any]) -> tuple[np.ndarray, int]:
