@@ -58,7 +58,7 @@ from .files import read_toml
 from .intervals import bounds as interval_bounds
 from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
-from .timing import OVERLAP_MODES, GpuCompute, evaluate
+from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, evaluate, link_specs
 from .workload import PRECISIONS, TensorSet, load_workload
 
 VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
@@ -354,6 +354,7 @@ class Group:
     num_ps: np.ndarray
     overlap: str = "wfbp"
     inverse: np.ndarray | None = None  # per row of `rows`: its design in `space` (None: one design per row)
+    specs: LinkSpecs | None = None  # the space's link spec tables (timing.link_specs), built once
 
 
 @dataclass
@@ -368,14 +369,31 @@ class Prepared:
     header: list[str] = field(default_factory=list)
     t_compute: np.ndarray | None = None  # per row: one GPU's calibrated iteration time (s)
 
-    def predict(self, params: SystemParams) -> np.ndarray:
+    def predict(self, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
+        """Predicted throughput per row. `groups` (bool per group, `groups_for`): evaluate only those groups;
+        the other groups' rows are NaN (a fit on a subset of rows evaluates only what it reads)."""
         out = np.full(len(self.rows), np.nan)
         out[self.single_idx] = self.single_pred
-        for g in self.groups:
-            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps)
+        for k, g in enumerate(self.groups):
+            if groups is not None and not groups[k]:
+                continue
+            if g.specs is None:
+                g.specs = link_specs(g.space)
+            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps, specs=g.specs)
             thr = t.throughput_samples_per_s
             out[g.rows] = thr if g.inverse is None else thr[g.inverse]
         return out
+
+    def groups_for(self, rows: np.ndarray) -> np.ndarray:
+        """Bool per group: the group holds at least one of `rows` (indices into the rows)."""
+        mask = np.zeros(len(self.groups), dtype=bool)
+        if self.groups:
+            of_row = np.full(len(self.rows), -1, dtype=np.int64)
+            for k, g in enumerate(self.groups):
+                of_row[g.rows] = k
+            hit = of_row[np.asarray(rows, dtype=np.int64)]
+            mask[np.unique(hit[hit >= 0])] = True
+        return mask
 
 
 def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: Path | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -111,6 +113,28 @@ def validate(
         raise typer.Exit(1)
 
 
+@contextmanager
+def _fit_progress():
+    """A progress bar on stderr, one step per fit (all rows, then each leave-one-source-out fold), when stderr
+    is a terminal; else nothing (logs and pipes stay clean). Yields the `progress(done, total, label)`
+    callback of `calibrate`."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("calibrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("reading rows", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label if done else f"fitting: {label}")
+
+        yield progress
+
+
 @app.command()
 def calibrate(
     file: str = typer.Argument(..., help="Measurement CSV, or a shipped dataset name (e.g. 'published')."),
@@ -132,7 +156,8 @@ def calibrate(
         output = out_option(output, output_alias)
         if output is not None:
             output_path(output, "--out", inputs)  # before the fit, which takes a while
-        res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
+        with _fit_progress() as progress:
+            res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso, progress=progress)
         if output is not None:
             write_text(output, res.toml(), "--out", inputs)
     except CostoptError as exc:
