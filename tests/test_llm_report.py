@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from costopt.cost import within_budget
-from costopt.llm.api import search_llm
 from costopt.llm.feasibility import memory_grid
-from costopt.llm.report import LLM_SECTIONS, build_llm_report, usd_per_1e9_tokens
+from costopt.llm.api import _add_costs, search_llm
+from costopt.llm.report import LLM_SECTIONS, build_llm_report
 from costopt.report import write_report
 
 CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
@@ -79,17 +79,42 @@ def test_memory_grid_layout_reason_and_best_is_the_search_best(grid_8b):
                 assert c["best"]["value"] == pytest.approx(c["best"]["tokens_per_s"] / c["best"]["cost_usd"] * 1000)
 
 
-def test_usd_per_1e9_tokens_owned_by_hand():
-    # capex $3,000,000 over 3 years of 8,766 h, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h;
-    # 2 hours per 1e9 tokens: 2 x (3e6 / 26,298 + 9.2925) = 2 x 123.3695 = $246.739
-    site = SimpleNamespace(average_draw_fraction=0.75, pue=1.5, electricity_usd_per_kwh=0.0826)
-    found = SimpleNamespace(catalog=SimpleNamespace(site=site))
-    rec = {"usd_per_1e9_tokens": None, "hours_per_1e9_tokens": 2.0, "capex_usd": 3_000_000.0, "power_kw": 100.0}
-    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(2 * (3e6 / (3 * 8766) + 100 * 0.75 * 1.5 * 0.0826),
-                                                                rel=1e-12)
-    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(246.739, abs=1e-3)
-    # rented: the rent per hour x hours, as the solve gives it
-    assert usd_per_1e9_tokens({**rec, "usd_per_1e9_tokens": 55.0}, found, 3.0) == 55.0
+def test_memory_grid_names_the_catalog_gpus_it_leaves_out(grid_8b):
+    _, grid = grid_8b  # asked for h100-sxm and b200 only
+    left = grid["left_out_by_memory_gb"]
+    assert {g["gpu"] for gs in left.values() for g in gs} >= {"h200-sxm", "a100-sxm-80gb", "mi300x"}
+    assert all(g["why"] == "not among the GPUs asked for" for gs in left.values() for g in gs)
+    # the default part filter leaves the H100 (a legacy part in the reference catalog) out of the 80 GB
+    # column and says how to bring it back; --include legacy brings the 80 GB size in
+    found = search_llm(1_000_000, "llama3_8b", max_nodes=1)
+    grid = memory_grid(found)
+    assert 80.0 not in grid["memory_sizes_gb"]
+    (h100,) = [g for g in grid["left_out_by_memory_gb"]["80"] if g["gpu"] == "h100-sxm"]
+    assert "legacy" in h100["why"] and "--include legacy" in h100["why"]
+    grid = memory_grid(search_llm(1_000_000, "llama3_8b", max_nodes=1, include=["legacy"]))
+    assert 80.0 in grid["memory_sizes_gb"] and "h100-sxm" in grid["gpus_by_memory_gb"]["80"]
+
+
+def test_usd_per_1e9_tokens_owned_and_rented_by_hand():
+    # owned: capex $3,000,000 over 3 years, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h
+    # (as energy per year: x 8,766 h); 1e9 tokens at 138,888.9 tokens/s take 2 h:
+    # 2 x (1e6 / 8,766 + 9.2925) = 2 x 123.3696 = $246.739
+    energy_per_year = 100 * 0.75 * 1.5 * 0.0826 * 8766
+    costs = SimpleNamespace(cost_usd=np.array([3e6]), capex_usd=np.array([3e6]), power_kw=np.array([100.0]),
+                            rack_units=np.array([10.0]), usd_per_hour=np.array([0.0]),
+                            energy_usd_per_year=np.array([energy_per_year]))
+    rec = _add_costs({"tokens_per_s": 1e9 / 7200, "feasible": True}, costs, 0, 1e11)
+    assert rec["hours_per_1e9_tokens"] == pytest.approx(2.0, rel=1e-12)
+    assert rec["usd_per_1e9_tokens"] == pytest.approx(246.739, abs=1e-3)
+    assert "capex over 3 years" in rec["usd_per_1e9_tokens_basis"] and "estimate" in rec["usd_per_1e9_tokens_basis"]
+    assert rec["cost_to_train_usd"] == 3e6  # an owned cluster: the purchase
+    # rented at $400 per hour: 2 h x $400 = $800 per 1e9 tokens; 1e11 tokens: 200 h x $400 = $80,000
+    costs.usd_per_hour = np.array([400.0])
+    costs.cost_usd = np.array([400.0])
+    rec = _add_costs({"tokens_per_s": 1e9 / 7200, "feasible": True}, costs, 0, 1e11)
+    assert rec["usd_per_1e9_tokens"] == pytest.approx(800.0, rel=1e-12)
+    assert rec["cost_to_train_usd"] == pytest.approx(80_000.0, rel=1e-12)
+    assert rec["usd_per_1e9_tokens_basis"] == "rent per hour x hours"
 
 
 class _Collect(HTMLParser):
@@ -182,3 +207,10 @@ def test_llm_report_refuses_data_parallel_options(tmp_path):
     assert p.returncode == 2
     assert "--epochs" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_part_filter_options_are_for_large_model_reports(tmp_path):
+    p = subprocess.run(CLI + ["report", "--model", "resnet50", "--budget", "200000", "--include", "legacy",
+                              "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "--include" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr
