@@ -98,7 +98,7 @@ def solve(
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
                             max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu)
+                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
