@@ -53,7 +53,8 @@ def default_llm_params() -> LlmParams:
                 if k.startswith(prefix) and k != prefix + "default"}
 
     return LlmParams(
-        matmul_fraction=per_generation("matmul_fraction_"), matmul_fraction_default=float(comp["matmul_fraction_default"]),
+        matmul_share_of_mamf=float(comp["matmul_share_of_mamf"]),
+        mamf_fraction={str(k): float(v) for k, v in comp["mamf_fraction"].items()},
         attention_fraction=per_generation("attention_fraction_"),
         attention_fraction_default=float(comp["attention_fraction_default"]),
         elementwise_bytes_per_token_per_hidden=float(comp["elementwise_bytes_per_token_per_hidden"]),
@@ -63,6 +64,9 @@ def default_llm_params() -> LlmParams:
         network_tcp_fraction=float(links["network_tcp_fraction"]),
         collective_latency_us=float(links["collective_latency_us"]), overlap_fraction=float(links["overlap_fraction"]),
         reserve_gb=float(mem["reserve_gb"]), reserve_fraction=float(mem["reserve_fraction"]),
+        unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
+        unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
+        optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
         fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
 
 
@@ -74,6 +78,36 @@ def gpu_generation(gpu: Gpu) -> str:
         if gpu.id.startswith(prefix):
             return gen
     return "other"
+
+
+def mamf_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> tuple[float, str]:
+    """The GPU's maximum achievable matmul fraction of its dense peak and where it comes from:
+    measured for this GPU, else the mean of its generation's measured GPUs, else the mean of all
+    measured (an estimate). `catalog_gpus` (id -> Gpu) tells the generation of the listed ids."""
+    table = params.mamf_fraction
+    if gpu.id in table:
+        return table[gpu.id], f"measured maximum achievable matmul rate of the {gpu.id}"
+    gen = gpu_generation(gpu)
+    by_gen = [v for k, v in sorted(table.items())
+              if _generation_of_id(k, catalog_gpus) == gen]
+    if by_gen:
+        return sum(by_gen) / len(by_gen), f"the {gen} GPUs' measured maximum achievable matmul rate (estimate)"
+    vals = list(table.values())
+    return sum(vals) / len(vals), "the mean measured maximum achievable matmul rate of other GPUs (estimate)"
+
+
+def _generation_of_id(gpu_id: str, catalog_gpus) -> str:
+    if catalog_gpus and gpu_id in catalog_gpus:
+        return gpu_generation(catalog_gpus[gpu_id])
+    for prefix, gen in _GENERATION_BY_PREFIX:
+        if gpu_id.startswith(prefix):
+            return gen
+    return "other"
+
+
+def matmul_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> float:
+    """e_mm = matmul_share_of_mamf x mamf_fraction (data/llm_defaults.toml), never above 1."""
+    return min(1.0, params.matmul_share_of_mamf * mamf_fraction(gpu, params, catalog_gpus)[0])
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
@@ -115,8 +149,8 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     gi = space.gpu_idx
     peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
     bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus])[gi]
-    frac = np.array([params.matmul_fraction.get(gpu_generation(g), params.matmul_fraction_default)
-                     for g in space.gpus])[gi]
+    by_id = {g.id: g for g in space.gpus}
+    frac = np.array([matmul_fraction(g, params, by_id) for g in space.gpus])[gi]
     att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
                     for g in space.gpus])[gi]
     mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
@@ -188,17 +222,19 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
 
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
-            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams) -> StepTiming:
+            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
+            flash_attention: np.ndarray | None = None) -> StepTiming:
     return step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
                      attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
                      gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                      pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
-                     grad_accum=grad_accum, ckpt=layout.ckpt)
+                     grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention)
 
 
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
-                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None) -> LlmEvaluation:
+                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
+                     flash_attention: np.ndarray | None = None) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
 
     `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
@@ -210,7 +246,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params)
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
                          size.limit, size.fits, valid, sentences[size.why])
@@ -230,46 +266,76 @@ def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
     return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS))
 
 
-def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
-                           params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000) -> LlmEvaluation:
-    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
-    layout index. Designs with no layout that fits keep layout 0 (and say why).
+@dataclass
+class TripleSizing:
+    """Pass 1 of the search: every layout sized on each distinct (GPU, GPUs per node G, nodes M) triple.
 
-    Two passes, so only pairs that can run are timed:
-      1. sizing (validity and memory) depends on the hardware only through (GPU, G, M), so it runs on
-         the distinct triples x layouts (a few hundred triples instead of thousands of designs);
-      2. the step time runs only on the (design, layout) pairs whose triple fits, in chunks of about
-         `chunk_elements` pairs, layout-major, so memory stays bounded. Every number is the same
-         element-wise expression as `evaluate_layouts`, so the choice is identical to timing them all.
-    """
+    Matrices are (triples x layouts); `why`, `used_bytes` and `states_bytes` are kept only when asked
+    (the report's memory grid reads them; the solve needs only `fits`)."""
+
+    triple_of: np.ndarray  # triple of each design
+    first: np.ndarray  # one design of each triple
+    fits: np.ndarray  # bool
+    why: np.ndarray | None = None  # int codes into WHY_NOT
+    used_bytes: np.ndarray | None = None
+    states_bytes: np.ndarray | None = None
+    limit_bytes: np.ndarray | None = None  # per triple
+
+
+def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
+                 params: LlmParams | None = None, keep_sizes: bool = False,
+                 chunk_elements: int = 400_000) -> TripleSizing:
+    """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
+    distinct triple (a few hundred triples instead of thousands of designs)."""
     params = params or default_llm_params()
-    layouts = layouts or all_layouts()
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    G = space.gpus_per_node.astype(np.float64)
-    M = space.nodes.astype(np.float64)
-    # pass 1: distinct (GPU, G, M) triples x layouts
     key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
     triples, triple_of = np.unique(key, axis=0, return_inverse=True)
     triple_of = triple_of.reshape(-1)
-    first = np.zeros(len(triples), dtype=np.int64)
-    first[triple_of[::-1]] = np.arange(n)[::-1]  # one design of each triple
     n_tri = len(triples)
-    fits = np.zeros((n_tri, n_lay), dtype=bool)
+    first = np.zeros(n_tri, dtype=np.int64)
+    first[triple_of[::-1]] = np.arange(n)[::-1]
+    G, M = space.gpus_per_node[first].astype(np.float64), space.nodes[first].astype(np.float64)
+    out = TripleSizing(triple_of, first, np.zeros((n_tri, n_lay), dtype=bool))
+    if keep_sizes:
+        out.why = np.zeros((n_tri, n_lay), dtype=np.int8)
+        out.used_bytes = np.zeros((n_tri, n_lay))
+        out.states_bytes = np.zeros((n_tri, n_lay))
     per = max(1, chunk_elements // max(n_tri, 1))
     for start in range(0, n_lay, per):
         ks = np.arange(start, min(n_lay, start + per))
         tri = np.tile(np.arange(n_tri), len(ks))
-        lay_k = np.repeat(ks, n_tri)
-        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri],
-                       G[first][tri], M[first][tri], _layout_take(layouts, lay_k), global_batch, params)
-        fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
-    # pass 2: time the pairs that fit, layout-major, in chunks of whole layouts
-    best_thr = np.full(n, -1.0)
-    best_k = np.zeros(n, dtype=np.int64)
-    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=n_tri) @ fits.astype(np.int64))]
-    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the n x layouts mask of a chunk
+        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
+                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params)
+        out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
+        if keep_sizes:
+            out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
+            out.used_bytes[:, ks] = size.used.reshape(len(ks), n_tri).T
+            out.states_bytes[:, ks] = size.states.reshape(len(ks), n_tri).T
+            out.limit_bytes = size.limit[:n_tri]
+    return out
+
+
+def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
+                    precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
+                    params: LlmParams | None = None, chunk_elements: int = 400_000) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
+    layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
+    per design and layout group (default: one group) the fastest fitting layout, the lowest index
+    among equals; -1 tokens/s and layout 0 where none fits."""
+    params = params or default_llm_params()
+    n, n_lay = len(space), len(layouts.tp)
+    grp = np.zeros(n_lay, dtype=np.int64) if group_of_layout is None else np.asarray(group_of_layout, dtype=np.int64)
+    n_grp = int(grp.max()) + 1 if n_lay else 1
+    hw = _hardware_arrays(space, precision, params)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    fits, triple_of = sized.fits, sized.triple_of
+    best_thr = np.full((n_grp, n), -1.0)
+    best_k = np.zeros((n_grp, n), dtype=np.int64)
+    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=len(fits)) @ fits.astype(np.int64))]
+    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the designs x layouts mask of a chunk
     start = 0
     while start < n_lay:
         stop = int(np.searchsorted(pairs_before, pairs_before[start] + chunk_elements, side="right")) - 1
@@ -285,13 +351,36 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
         arch = ArchArrays.of(cfg, len(design))
         size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params)
         thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params).tokens_per_s
-        # per design, the fastest pair of this chunk, the lowest layout index among equals
-        order = np.lexsort((lay_k, -thr, design))
-        head = order[np.r_[True, design[order][1:] != design[order][:-1]]]
-        better = thr[head] > best_thr[design[head]]
-        best_thr[design[head][better]] = thr[head][better]
-        best_k[design[head][better]] = lay_k[head][better]
-    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k), precision=precision,
+        # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
+        g = grp[lay_k]
+        cell = design * n_grp + g
+        order = np.lexsort((lay_k, -thr, cell))
+        head = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
+        gh, dh = g[head], design[head]
+        better = thr[head] > best_thr[gh, dh]
+        best_thr[gh[better], dh[better]] = thr[head][better]
+        best_k[gh[better], dh[better]] = lay_k[head][better]
+    return best_thr, best_k
+
+
+def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
+                           params: LlmParams | None = None, layouts: Layout | None = None,
+                           chunk_elements: int = 400_000) -> LlmEvaluation:
+    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
+    layout index. Designs with no layout that fits keep layout 0 (and say why).
+
+    Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
+    distinct (GPU, G, M) triples), then `fastest_fitting` (step time of the pairs that fit). Every
+    number is the same element-wise expression as `evaluate_layouts`, so the choice is identical to
+    timing every pair (tests/test_llm_search.py checks it against that plain search).
+    """
+    params = params or default_llm_params()
+    layouts = layouts or all_layouts()
+    sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
+                         chunk_elements=chunk_elements)
+    _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
+                                params=params, chunk_elements=chunk_elements)
+    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
                             global_batch=global_batch, params=params)
 
 
@@ -327,11 +416,18 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "t_step_s": float(tm.t_step_s[i]), "t_compute_s": float(tm.t_compute_s[i]),
         "t_pipeline_bubble_s": float(tm.t_bubble_s[i]), "t_data_parallel_exposed_s": float(tm.t_dp_exposed_s[i]),
         "t_tensor_parallel_s": float(tm.t_tp_s[i]), "t_pipeline_p2p_s": float(tm.t_pp_s[i]),
+        "t_optimizer_s": float(tm.t_opt_s[i]),
         "bottleneck": str(tm.bound[i]),
         "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
-                          f"GFLOP/token at a fitted fraction of the {g.id} {ev.precision} peak "
-                          f"({gpu_generation(g)} generation); an estimate, not a measurement on this GPU"),
+                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus)} of the {g.id} {ev.precision} peak; "
+                          f"an estimate, not a measurement on this GPU"),
     }
+
+
+def _mm_note(g: Gpu, gpus) -> str:
+    p = default_llm_params()
+    frac, where = mamf_fraction(g, p, {x.id: x for x in gpus})
+    return f"{min(1.0, p.matmul_share_of_mamf * frac):.0%} ({p.matmul_share_of_mamf:.2f} x {frac:.3f}, {where})"
 
 
 def tokens_to_train_hours(tokens: float, tokens_per_s: float) -> float:
