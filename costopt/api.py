@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pandas is imported only where a DataFrame is returned (Eval
 
 from .batch_limits import batch_warning
 from .catalog import Catalog, load_catalog
+from .cloud_facts import capacity_summary
 from . import checks
 from .checks import count, non_negative, positive
 from .bom import bom_dicts, oldest_price
@@ -159,7 +160,8 @@ class Evaluation:
 
     def priced_rows(self, idx: np.ndarray | list[int], today: date | None = None) -> list[dict[str, Any]]:
         """DESIGN dicts with each design's bill of materials (`bom`, bom.py), its oldest price date and a
-        warning when that price is over a year old. For the few designs a command shows, never the space."""
+        warning when that price is over a year old on `today` (None: the clock's date; `--as-of` fixes
+        it so a rerun prints the same bytes). For the few designs a command shows, never the space."""
         out = self.rows(idx)
         for d, i in zip(out, np.asarray(idx, dtype=np.int64).tolist()):
             d["bom"] = bom_dicts(self.catalog, self.space, self.costs, int(i))
@@ -201,8 +203,13 @@ def design_dict(row: pd.Series | dict[str, Any]) -> dict[str, Any]:
 def gpu_precisions(workload: Workload, gpus: list, precision: str) -> list[str]:
     """The precision each GPU runs: the one asked for, or with `auto` the best training precision the
     GPU has (Gpu.best_training_precision: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, fp32
-    before)."""
-    return [g.best_training_precision() if precision == "auto" else precision for g in gpus]
+    before) among those the model has a compute profile for (Gpu.training_precisions, best first): a
+    profile measured in fp32 only runs fp32 on an H200. A GPU with none of the model's precisions
+    keeps its best one (and gets no compute, with the reason)."""
+    if precision != "auto":
+        return [precision for _ in gpus]
+    have = set(workload.precisions())
+    return [next((p for p in g.training_precisions() if p in have), g.best_training_precision()) for g in gpus]
 
 
 def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
@@ -241,6 +248,9 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
         mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
         supported[i] = True
         source[i], basis[i] = est.source, est.basis + (f"; {k} micro-batches per step" if k > 1 else "")
+        if precision == "auto" and p != g.best_training_precision():
+            basis[i] += (f"; precision auto: {p}, since model '{workload.model}' has no "
+                         f"{g.best_training_precision()} profile (the best {g.id} trains in)")
         if not mem_ok[i]:
             basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
     return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions
@@ -276,7 +286,7 @@ def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, te
 def resolve_precision(workload: Workload, precision: str) -> str:
     """Check the model has a compute profile; `auto` stays `auto` (resolved per GPU, gpu_precisions)."""
     if not workload.precisions():
-        raise InputError(f"model '{workload.model}' has no compute profile")
+        raise InputError(f"model '{workload.model}' has no compute profile", field="model")
     return precision
 
 
@@ -381,6 +391,7 @@ def predict(
     count("NICs per node", nics_per_node)
     count("gradient accumulation steps", grad_accum)
     non_negative("TCO years", tco_years)
+    today = checks.as_of(today) or date.today()
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
     precision = resolve_precision(workload, precision)
@@ -390,6 +401,7 @@ def predict(
                         grad_accum=grad_accum, stack=stack, support_years=support_years)
     d = ev.priced_rows([0], today)[0]
     d["model"] = workload.model
+    d["as_of"] = today.isoformat()  # the day the price age was counted to (--as-of)
     return d
 
 
@@ -428,6 +440,8 @@ class SolveResult:
     why_facts: dict[str, Any] = field(default_factory=dict)  # the designs and figures the reasons quote
     warnings: list[str] = field(default_factory=list)  # e.g. a global batch above what the model is known to train at
     excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (part_filter.py)
+    as_of: str = ""  # the day price ages were counted to (YYYY-MM-DD; --as-of, default the clock's date)
+    capacity: dict[str, Any] | None = None  # a rented pick: its instance type's cap and whether it bound
 
     @property
     def table(self) -> pd.DataFrame:
@@ -451,6 +465,8 @@ class SolveResult:
             "solver": self.solver,
             "best_per_gpu": self.best_per_gpu,
             "excluded": self.excluded,
+            "as_of": self.as_of,
+            "capacity": self.capacity,
         }
 
 
@@ -465,12 +481,14 @@ def solve(
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
     grad_accum: int = 1, stack: str = AUTO, include: list[str] | str | None = None,
     exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
+    max_instances: int | None = None,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
     `stack`: the communication stack of every design (auto: from each design's strategy, costopt/stacks.py)."""
     stack = check_stack(stack)
     checks.choice("objective", objective, OBJECTIVES)
     checks.budget(budget)
+    today = checks.as_of(today)
     strategies = checks.ident_list("strategy", strategies)
     reduce_on = checks.ident_list("reduce_on", reduce_on)
     gpus = checks.ident_list("gpu", gpus)
@@ -479,13 +497,14 @@ def solve(
         raise InputError(f"GPUs per node must be a list of whole numbers, got {checks.shown(gpus_per_node)}",
                          field="gpus_per_node")
     if budget is None and objective != "cost":
-        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'")
+        raise InputError("--budget is required for objectives 'throughput' and 'cost-per-throughput'", field="budget")
     for name, v in (("max power", max_power_kw), ("max rack units", max_rack_units), ("min throughput", min_throughput),
                     ("deadline hours", deadline_hours), ("epochs", epochs), ("dataset size", dataset_size),
                     ("hours", hours)):
         positive(name, v)
     non_negative("TCO years", tco_years)
     count("max nodes", max_nodes)
+    count("max instances", max_instances)
     count("top", top)
     count("gradient accumulation steps", grad_accum)
     for k in gpus_per_node or []:
@@ -493,15 +512,17 @@ def solve(
     samples = checks.samples_to_train(epochs, dataset_size)
     if deadline_hours is not None:
         if samples is None:
-            raise InputError("--deadline-hours needs --epochs and --dataset-size")
+            raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
         need = samples / (deadline_hours * 3600.0)
         min_throughput = max(min_throughput or 0.0, need)
     if objective == "cost" and min_throughput is None:
-        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)")
+        raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)", field="objective")
 
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
     precision = resolve_precision(workload, precision)
+    if max_instances is not None:
+        cat = cat.with_max_instances(max_instances)
     part_filter = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     basis = CostBasis(tco_years=tco_years, hours=hours, samples=samples)
     kw = _space_kwargs(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
@@ -699,6 +720,7 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     positive("max power", max_power_kw)
     positive("max rack units", max_rack_units)
     positive("min throughput", min_throughput)
+    today = checks.as_of(today) or date.today()  # one date for every price age this result prints
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
     part_filter = part_filter if part_filter is not None else PartFilter()
@@ -778,9 +800,11 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
         reason_counts=counts[2] if counts is not None and len(counts) > 2 else None)
     warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
                                           rows[0]["total_gpus"])] if w]
+    capacity = capacity_summary(s.chassis[int(s.chassis_idx[best])], int(s.nodes[best]))
     return SolveResult(ev.model, budget, objective, len(s) if counts is None else counts[0], rows[0], rows[1:],
                        expl.why, info, per_gpu_rows, ev, ranked, why_strategy=expl.strategy,
-                       why_facts=expl.facts, warnings=warnings, excluded=excluded)
+                       why_facts=expl.facts, warnings=warnings, excluded=excluded, as_of=today.isoformat(),
+                       capacity=capacity)
 
 
 def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> np.ndarray:

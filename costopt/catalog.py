@@ -38,6 +38,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .checks import is_date
+from .cloud_facts import FACTS_FILE, PROVIDERS, provider_facts
 from .errors import InputError
 from .files import read_toml
 from .units import PCIE_X16_GB_PER_S, pcie_x16_gbps
@@ -196,6 +197,13 @@ class Gpu(Sourced, LifeCycled):
             return "amp_fp16"
         return "fp32"
 
+    def training_precisions(self) -> list[str]:
+        """Every precision the GPU trains in, best first: `best_training_precision`, then the other
+        paths it has (bf16 AMP, fp16 AMP, fp32 in that order). `precision auto` takes the first one a
+        model has a compute profile for."""
+        best = self.best_training_precision()
+        return [best] + [p for p in ("amp_bf16", "amp_fp16", "fp32") if p != best and self.supports(p)]
+
     def supports(self, precision: str) -> bool:
         """Whether the GPU has a fast path for this training precision."""
         if precision == "fp32":
@@ -223,6 +231,9 @@ class Chassis(Sourced, LifeCycled):
     # NIC adapters a node can carry: >1 lets designs put one adapter per GPU rail (DGX/HGX style)
     max_nics: Annotated[int, Field(ge=1, le=16)] = 1
     usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
+    # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
+    max_nodes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_nodes_source: str = ""
 
 
 class Nic(Sourced, LifeCycled):
@@ -296,6 +307,8 @@ class CatalogInfo(_Strict):
     date: Date
     base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
     kind: Literal["owned", "cloud"] = "owned"  # cloud: nodes are rented [[instance]]s priced per hour
+    # cloud: whose instances these are; "aws" takes network and capacity caps from data/cloud_instances.toml
+    provider: str = ""
 
 
 class Instance(Sourced):
@@ -305,14 +318,25 @@ class Instance(Sourced):
     name: str = ""
     gpu: Id  # a GPU id of the base catalog (specs come from there)
     gpu_count: Literal[1, 2, 4, 8, 16]
-    network_gbps: PositiveFloat  # the instance's network bandwidth, all its adapters together
-    transport: Literal["tcp", "rdma"] = "tcp"  # rdma: EFA / InfiniBand / RoCE
+    # the instance's sustained network bandwidth, all its adapters together; None: from the provider's
+    # facts (data/cloud_instances.toml), the one source shared with `catalog import`
+    network_gbps: PositiveFloat | None = None
+    transport: Literal["tcp", "rdma"] | None = None  # rdma: EFA / InfiniBand / RoCE (None: facts, else tcp)
+    # the most instances of this type one cluster can rent; None: the provider's default (cloud_facts.py)
+    max_instances: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_instances_source: str = ""
     intra_fabric: Literal["pcie", "nvswitch", "nvlink-bridge", "infinity-fabric"] | None = None
     usd_per_hour: PositiveFloat  # on-demand price of one instance, per hour
     spot_usd_per_hour: PositiveFloat | None = None
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
     region: str = ""
+
+    @model_validator(mode="after")
+    def _cap_sourced(self):
+        if self.max_instances is not None and not self.max_instances_source.strip():
+            raise ValueError("max_instances needs max_instances_source (where the cap comes from)")
+        return self
 
 
 class Catalog(_Strict):
@@ -359,6 +383,19 @@ class Catalog(_Strict):
     @cached_property
     def instances(self) -> dict[str, Instance]:
         return {i.id: i for i in self.instance}
+
+    def with_max_instances(self, n: int, source: str = "--max-instances") -> "Catalog":
+        """The same catalog with every rented instance type capped at `n` instances (InputError on an
+        owned catalog: it rents nothing)."""
+        if not self.is_cloud:
+            raise InputError(f"--max-instances {n}: {self.path or self.catalog.name} is not a cloud catalog "
+                             "(use --max-nodes for owned clusters)", field="max_instances")
+        data = self.model_dump(mode="python")
+        for ch in data["chassis"]:
+            if ch.get("usd_per_hour") is not None:
+                ch["max_nodes"], ch["max_nodes_source"] = int(n), f"{source} {int(n)}"
+                ch["estimates"] = [e for e in ch["estimates"] if e != "max_nodes"]
+        return Catalog.model_validate(data)
 
     def nics_for(self, chassis: Chassis) -> list[Nic]:
         """NICs this chassis can take, in catalog order."""
@@ -596,9 +633,18 @@ def _expand_instances(data: dict, where: str) -> dict:
         raise InputError(f"{where}: {lab}{', ' + loc if loc else ''}: {msg}") from None
     if not insts:
         raise InputError(f"{where}: a cloud catalog needs at least one [[instance]]")
+    provider = data["catalog"].get("provider", "") if isinstance(data.get("catalog"), dict) else ""
+    facts = provider_facts(provider) if provider else None
+    if provider and facts is None:
+        raise InputError(f"{where}: [catalog], field 'provider': no instance facts for {provider!r} "
+                         f"(known: {', '.join(PROVIDERS)}; leave it out and give network_gbps on every instance)")
     gpus = {g.get("id"): g for g in data.get("gpu", [])}
     seen: set[str] = set()
     per_gpu_hour: dict[str, float] = {}
+    filled = [_with_facts(inst, facts, idx, where) for idx, inst in enumerate(insts)]
+    insts = [f[0] for f in filled]
+    nets_from_facts = {f[0].id for f in filled if f[1]}
+    caps_estimated = {f[0].id for f in filled if f[2]}
     for idx, inst in enumerate(insts):
         if inst.id in seen:
             raise InputError(f"{where}: instance[{idx}]: duplicate id '{inst.id}'")
@@ -622,27 +668,59 @@ def _expand_instances(data: dict, where: str) -> dict:
         fabric = inst.intra_fabric or ("nvswitch" if (g.get("form_factor") != "pcie" and link) else "pcie")
         nic_id = f"{inst.id}-net"
         prov = dict(source=inst.source, date=inst.date, price_source=inst.price_source, price_date=inst.price_date)
+        net_prov = dict(prov)
+        fact = facts.instances.get(inst.id) if facts is not None and inst.id in nets_from_facts else None
+        if fact is not None:  # the network figure is the facts table's, with its source and date
+            net_prov.update(source=f"network: {fact.source} (costopt/data/cloud_instances.toml)", date=fact.date)
         nics.append(dict(
             id=nic_id, name=f"{inst.id} network ({inst.network_gbps:g} Gb/s {inst.transport})",
             line_rate_gbps=inst.network_gbps, transport=inst.transport, latency_us=_RENTED_LATENCY_US[inst.transport],
             price_usd=tiny, switch_port_price_usd=tiny, switch_ports=1024, cable_price_usd=0.0, power_w=0.0,
             estimates=["latency_us"] + (["line_rate_gbps"] if "network_gbps" in inst.estimates else []),
             notes="built from the instance; its price is inside the instance's hourly price",
-            **prov))
+            **net_prov))
         rest = inst.usd_per_hour - inst.gpu_count * per_gpu_hour[inst.gpu] - tiny
         chassis.append(dict(
             id=inst.id, name=inst.name or inst.id, form_factor=g.get("form_factor"), gpu_slots=inst.gpu_count,
             accepts_gpus=[inst.gpu], intra_fabric=fabric, pcie_gen=g.get("pcie_gen"),
             gpus_per_pcie_switch=2 if inst.gpu_count >= 8 else 1, price_usd=max(rest, tiny), power_overhead_w=0.0,
             rack_units=1, nics=[nic_id], usd_per_hour=inst.usd_per_hour,
-            estimates=list(inst.estimates and [e for e in inst.estimates if e in Chassis.model_fields]),
+            max_nodes=inst.max_instances, max_nodes_source=inst.max_instances_source,
+            estimates=[e for e in inst.estimates if e in Chassis.model_fields]
+            + (["max_nodes"] if inst.id in caps_estimated else []),
             notes=inst.notes, **prov))
     out = {k: v for k, v in data.items() if k not in ("gpu", "chassis", "nic")}
     out["catalog"] = {**data["catalog"], "kind": "cloud"}
+    out["instance"] = [i.model_dump(mode="python") for i in insts]  # as used: network and cap filled in
     # GPUs no instance rents keep their specs (compute is scaled from a measured GPU such as the H200)
     spare = [copy.deepcopy(g) for gid, g in gpus.items() if gid not in per_gpu_hour]
     out["unavailable_gpu"] = list(data.get("unavailable_gpu", [])) + spare
     return {**out, "gpu": out_gpus, "chassis": chassis, "nic": nics}
+
+
+def _with_facts(inst: Instance, facts, idx: int, where: str) -> tuple[Instance, bool, bool]:
+    """An instance with network, transport and capacity cap filled from the provider's facts
+    (cloud_facts.py) where the entry leaves them out; returns (instance, network from the facts, cap is
+    an estimate). Without facts an instance must state its network; it then has no cap."""
+    fact = facts.instances.get(inst.id) if facts is not None else None
+    upd: dict = {}
+    from_facts = False
+    if inst.network_gbps is None:
+        if fact is None:
+            known = f" and {FACTS_FILE} has no figure for it" if facts is not None else ""
+            raise InputError(f"{where}: instance[{idx}] (id '{inst.id}'), field 'network_gbps': missing required "
+                             f"field{known}")
+        upd.update(network_gbps=fact.network_gbps, transport=inst.transport or fact.transport)
+        if fact.estimate:
+            upd["estimates"] = list(dict.fromkeys([*inst.estimates, "network_gbps"]))
+        from_facts = True
+    elif inst.transport is None:
+        upd["transport"] = fact.transport if fact is not None else "tcp"
+    estimated = False
+    if inst.max_instances is None and facts is not None:
+        n, why, estimated = facts.cap_for(inst.id)
+        upd.update(max_instances=n, max_instances_source=why)
+    return (inst.model_copy(update=upd) if upd else inst), from_facts, estimated
 
 
 def _fails(model, entry) -> bool:

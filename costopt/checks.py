@@ -145,6 +145,16 @@ def date(name: str, v: Any) -> str:
     return v
 
 
+def as_of(v: Any) -> _dt.date | None:
+    """The day price ages are counted to (`--as-of`): None (today), a `datetime.date`, or YYYY-MM-DD."""
+    if v is None or (isinstance(v, _dt.date) and not isinstance(v, _dt.datetime)):
+        return v
+    if not (isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.strip())):
+        raise InputError(f"--as-of must be a date YYYY-MM-DD, got {shown(v)}", field="as_of")
+    date("--as-of", v.strip())
+    return _dt.date.fromisoformat(v.strip())
+
+
 def is_date(v: Any) -> bool:
     """Whether `date` accepts v (for validators that raise their own error type)."""
     try:

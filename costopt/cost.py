@@ -153,12 +153,12 @@ class CostBasis:
         positive("samples to train (epochs x dataset size)", self.samples)
         positive("years (amortisation)", self.amortize_years)
         if not (0 < self.utilization <= 1):
-            raise InputError(f"utilization must be in (0, 1], got {self.utilization}")
+            raise InputError(f"utilization must be in (0, 1], got {self.utilization}", field="utilization")
         if self.amortize_years is not None and self.horizon is None:
-            raise InputError("amortising a purchase needs a horizon: --hours, or --epochs with --dataset-size")
+            raise InputError("amortising a purchase needs a horizon: --hours, or --epochs with --dataset-size", field="hours")
         if self.amortize_years is not None and self.tco_years:
             raise InputError("--tco-years does not apply on a horizon: owned designs are amortised over --years "
-                             "at --utilization there")
+                             "at --utilization there", field="tco_years")
 
     @property
     def horizon(self) -> str | None:

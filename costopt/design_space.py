@@ -11,7 +11,9 @@ Rules:
   is also enumerated with that many adapters per node (one per GPU rail, DGX/HGX style);
 - one node needs no network: it is enumerated once, with nic = none;
 - hierarchical all-reduce is a distinct design only for more than one node;
-- a single GPU (one node, one slot) has no communication: one design, strategy `ring`.
+- a single GPU (one node, one slot) has no communication: one design, strategy `ring`;
+- a rented instance type with a capacity cap (`Chassis.max_nodes`, cloud_facts.py) has at most that
+  many nodes.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _pick(names: list[str] | None, known: dict, what: str) -> list[str]:
         return list(known)
     bad = [n for n in names if n not in known]
     if bad:
-        raise InputError(f"unknown {what} {', '.join(repr(b) for b in bad)} (known: {', '.join(known)})")
+        raise InputError(f"unknown {what} {', '.join(repr(b) for b in bad)} (known: {', '.join(known)})", field=what.replace(" ", "_"))
     return list(names)
 
 
@@ -169,10 +171,10 @@ def _design_blocks(
 ) -> _Blocks:
     for s in strategies:
         if s not in STRATEGIES:
-            raise InputError(f"unknown strategy '{s}' (choose from {', '.join(STRATEGIES)})")
+            raise InputError(f"unknown strategy '{s}' (choose from {', '.join(STRATEGIES)})", field="strategy")
     for r in reduce_on:
         if r not in REDUCE_ON:
-            raise InputError(f"unknown reduce_on '{r}' (choose from {', '.join(REDUCE_ON)})")
+            raise InputError(f"unknown reduce_on '{r}' (choose from {', '.join(REDUCE_ON)})", field="reduce_on")
     count("max nodes", max_nodes)
     for k in gpus_per_node or []:
         count("GPUs per node", k)
@@ -209,7 +211,7 @@ def _design_blocks(
                 if n.id not in nic_keep:
                     continue
                 for k in sorted({1, ch.max_nics}):
-                    top = max_nodes
+                    top = max_nodes if ch.max_nodes is None else min(max_nodes, ch.max_nodes)  # a rented type's cap
                     if node_budget_usd is not None:
                         top = min(top, int(node_budget_usd // (node_hw + k * n.price_usd)))
                     if top >= 2:
@@ -327,16 +329,16 @@ def single_design(
 ) -> DesignSpace:
     """One explicitly named design (for `predict`), validated against the catalog."""
     if gpu not in catalog.gpus:
-        raise InputError(f"unknown gpu '{gpu}' (known: {', '.join(catalog.gpus)})")
+        raise InputError(f"unknown gpu '{gpu}' (known: {', '.join(catalog.gpus)})", field="gpu")
     if strategy not in STRATEGIES:
-        raise InputError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
+        raise InputError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})", field="strategy")
     if reduce_on not in REDUCE_ON:
-        raise InputError(f"unknown reduce_on '{reduce_on}' (choose from {', '.join(REDUCE_ON)})")
+        raise InputError(f"unknown reduce_on '{reduce_on}' (choose from {', '.join(REDUCE_ON)})", field="reduce_on")
     count("nodes", nodes)
     count("GPUs per node", gpus_per_node)
     count("NICs per node", nics_per_node)
     if chassis is not None and chassis not in catalog.chassis_by_id:
-        raise InputError(f"unknown chassis '{chassis}' (known: {', '.join(catalog.chassis_by_id)})")
+        raise InputError(f"unknown chassis '{chassis}' (known: {', '.join(catalog.chassis_by_id)})", field="chassis")
     g = catalog.gpus[gpu]
     options = [
         (ci, c) for ci, c in enumerate(catalog.chassis)
@@ -355,25 +357,25 @@ def single_design(
     nic_i = NO_NIC
     if nodes > 1:
         if nic is None:
-            raise InputError("a design with more than one node needs --nic")
+            raise InputError("a design with more than one node needs --nic", field="nic")
         if nic not in catalog.nics:
-            raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
+            raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})", field="nic")
         fitting = [(ci, c) for ci, c in options if any(n.id == nic for n in catalog.nics_for(c))]
         if not fitting:
             raise InputError(f"no {gpus_per_node}-GPU chassis for '{gpu}' can take nic '{nic}'", field="nic")
         options = fitting
         nic_i = [n.id for n in catalog.nic].index(nic)
     elif nic is not None and nic not in catalog.nics:
-        raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})")
+        raise InputError(f"unknown nic '{nic}' (known: {', '.join(catalog.nics)})", field="nic")
     if nics_per_node < 1:
-        raise InputError(f"NICs per node must be >= 1, got {nics_per_node}")
+        raise InputError(f"NICs per node must be >= 1, got {nics_per_node}", field="nics_per_node")
     if nics_per_node > 1:
         if nodes == 1:
-            raise InputError("NICs per node only matter for more than one node")
+            raise InputError("NICs per node only matter for more than one node", field="nics_per_node")
         roomy = [(ci, c) for ci, c in options if c.max_nics >= nics_per_node]
         if not roomy:
             most = max(c.max_nics for _, c in options)
-            raise InputError(f"no chassis for {gpus_per_node} x '{gpu}' takes {nics_per_node} NICs (at most {most})")
+            raise InputError(f"no chassis for {gpus_per_node} x '{gpu}' takes {nics_per_node} NICs (at most {most})", field="nics_per_node")
         options = roomy
     ci = min(options, key=lambda o: (o[1].price_usd, o[1].id))[0]  # cheapest fitting chassis
     a = lambda v: np.array([v], dtype=np.int64)  # noqa: E731

@@ -13,14 +13,15 @@ from .errors import InputError
 def read_toml(path: str | Path, what: str) -> dict:
     """Parse a TOML file; `what` names the kind of file in the not-found message ('catalog file')."""
     p = Path(path)
+    field = what.removesuffix(" file").replace(" ", "_")  # the input at fault: 'catalog', 'model_config', ...
     if not p.exists():
-        raise InputError(f"{what} not found: {p}")
+        raise InputError(f"{what} not found: {p}", field=field)
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}") from None
+        raise InputError(f"{p}: not valid TOML: {exc}", field=field) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+        raise InputError(f"{p}: cannot read: {exc}", field=field) from None
 
 
 def json_safe(value: Any) -> Any:

@@ -50,6 +50,7 @@ from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
 from .export import export_table
+from .cloud_facts import PROVIDERS, provider_facts
 from .units import HOURS_PER_YEAR
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
@@ -74,6 +75,8 @@ class Options:
     objective: str = "throughput"
     years: float = 3.0  # owned beside rented on a horizon: the purchase is amortised over these years...
     utilization: float = 1.0  # ...at this fraction of the time busy
+    as_of: Any = None  # the day price ages are counted to (date or YYYY-MM-DD; None: the clock's date)
+    max_instances: int | None = None  # cloud catalogs: at most this many instances of a type (else the catalog's cap)
 
     def basis(self, amortize: bool = False) -> CostBasis:
         """The cost basis these options state (`cost.CostBasis`); `amortize`: owned designs priced as
@@ -96,7 +99,9 @@ class Options:
             positive(name, v)
         non_negative("TCO years", self.tco_years)
         count("max nodes", self.max_nodes)
+        count("max instances", self.max_instances)
         count("batch per GPU", self.batch_per_gpu)
+        self.as_of = checks.as_of(self.as_of)
         if (self.epochs is None) != (self.dataset_size is None):
             raise InputError("--epochs and --dataset-size go together")
         if self.objective not in ("throughput", "cost-per-throughput"):
@@ -130,7 +135,10 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
     opts = _options(opts)
     check_budget(budget)
     basis = opts.basis(amortize)
-    cat, params, workload, batch, tensors = resolve_inputs(model, _as_catalog(catalog), opts.precision,
+    cat = _as_catalog(catalog)
+    if opts.max_instances is not None and cat.is_cloud:  # owned catalogs in the same comparison keep --max-nodes
+        cat = cat.with_max_instances(opts.max_instances)
+    cat, params, workload, batch, tensors = resolve_inputs(model, cat, opts.precision,
                                                             opts.batch_per_gpu, opts.system, opts.profile,
                                                             "pytorch", opts.overlap)
     space = api.enumerate_for_budget(cat, budget, basis, max_nodes=opts.max_nodes, strategies=opts.strategies,
@@ -143,7 +151,7 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
 
 def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10) -> tuple[SolveResult, Evaluation]:
     ev = evaluate_catalog(catalog, model, budget, opts)
-    return choose(ev, budget=budget, objective=opts.objective, top=top), ev
+    return choose(ev, budget=budget, objective=opts.objective, top=top, today=opts.as_of), ev
 
 
 def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput",
@@ -213,7 +221,8 @@ class Comparison:
         return {
             "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
             "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
-                          "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None} for a in self.answers],
+                          "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None,
+                          "capacity": a.result.capacity if a.result else None} for a in self.answers],
             "winner": self.answers[self.winner].label,
             "margin": self.margin,
             "price_cuts": [dataclasses.asdict(p) for p in self.price_cuts],
@@ -308,7 +317,7 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
         basis = opts.basis(amortize).label(cat.is_cloud)
         ev = evaluate_catalog(cat, model, budget, opts, amortize=amortize)
         try:
-            res = choose(ev, budget=budget, objective=opts.objective, top=5)
+            res = choose(ev, budget=budget, objective=opts.objective, top=5, today=opts.as_of)
             answers.append(CatalogAnswer(label, cat, res, ev, basis))
         except InfeasibleError as exc:
             answers.append(CatalogAnswer(label, cat, None, ev, basis, str(exc)))
@@ -488,31 +497,31 @@ ACCELERATOR_GPU = {
     "H200": "h200-sxm", "B200": "b200", "MI300X": "mi300x", "P100": "p100-sxm2",
 }
 
-# Instance network bandwidth (Gb/s, transport) where shared/research/hardware_facts.md §5a gives one;
-# vms.csv has no network column. (p3dn and p4de are marked n/f there and are estimates here.)
-KNOWN_NETWORK = {
-    "p2.8xlarge": (10, "tcp", False), "p2.16xlarge": (20, "tcp", False),
-    "p3.2xlarge": (10, "tcp", False), "p3.8xlarge": (10, "tcp", False), "p3.16xlarge": (25, "tcp", False),
-    "p3dn.24xlarge": (100, "rdma", True), "p4d.24xlarge": (400, "rdma", False), "p4de.24xlarge": (400, "rdma", True),
-    "p5.48xlarge": (3200, "rdma", False), "p5e.48xlarge": (3200, "rdma", False), "g5.48xlarge": (100, "tcp", False),
-}
-
-
 def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
 def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region: str | None = None,
                    gpu_map: dict[str, str] | None = None, default_network_gbps: float = 25.0,
-                   name: str | None = None, date: str | None = None, base_ref: str | None = None) -> tuple[str, list[str]]:
+                   name: str | None = None, date: str | None = None, base_ref: str | None = None,
+                   provider: str = "aws") -> tuple[str, list[str]]:
     """Turn a SkyPilot `vms.csv` price list into a cloud catalog (TOML text); returns (text, warnings).
 
     `date` (YYYY-MM-DD) is when the prices were taken; it is stamped on every entry. Without it the
     file gets today's date, so the same price list imported on two days gives two files.
+
+    A price list has no network column. The catalog names its `provider`, and an instance type the
+    provider's facts know (costopt/data/cloud_instances.toml, cloud_facts.py) gets no network figure
+    in the file: it loads the table's, the same one the shipped catalog loads. Other types get
+    `default_network_gbps`, written into the entry and listed as an estimate.
     """
+    facts = provider_facts(provider) if provider else None
+    if provider and facts is None:
+        raise InputError(f"--provider {checks.shown(provider)}: no instance facts for it (known: "
+                         f"{', '.join(PROVIDERS)}); every instance then needs --default-network-gbps", field="provider")
     p = Path(csv_path)
     if not p.exists():
-        raise InputError(f"price list not found: {p}")
+        raise InputError(f"price list not found: {p}", field="price_list")
     if date is not None and (not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)):
         raise InputError(f"--price-date {checks.shown(date)}: use YYYY-MM-DD (the date the prices were taken)",
                          field="price_date")
@@ -564,10 +573,13 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
             warnings.append(f"row {line + 2} ({itype}): {count:g} GPUs at ${price:g}/h cannot be modelled; skipped")
             continue
         seen.add(iid)
-        net, transport, est = KNOWN_NETWORK.get(iid, (default_network_gbps, "tcp", True))
+        known = facts is not None and iid in facts.instances
+        est = not known
         lines = ["[[instance]]", f"id = {_toml_str(iid)}", f"name = {_toml_str(itype)}", f"gpu = {_toml_str(gid)}",
-                 f"gpu_count = {int(count)}", f"network_gbps = {net:g}", f"transport = {_toml_str(transport)}",
-                 f"usd_per_hour = {price:g}"]
+                 f"gpu_count = {int(count)}"]
+        if est:  # a type the facts table does not know: the assumed figure goes into the file, as an estimate
+            lines += [f"network_gbps = {default_network_gbps:g}", 'transport = "tcp"']
+        lines.append(f"usd_per_hour = {price:g}")
         if gid.startswith(("v100-sxm", "p100-sxm")) and count > 1:  # P3/P2-era boards: NVLink mesh, no NVSwitch
             lines.append('intra_fabric = "nvlink-bridge"')
         for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
@@ -577,8 +589,9 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
                     lines.append(f"{key} = {v:g}")
             except ValueError:
                 pass
-        src = ("network: shared/research/hardware_facts.md §5a" if not est else
-               f"network not in the price list: {net:g} Gb/s assumed (--default-network-gbps)")
+        src = ("network and capacity cap: costopt/data/cloud_instances.toml" if not est else
+               f"network not in the price list nor in costopt/data/cloud_instances.toml: {default_network_gbps:g} "
+               "Gb/s assumed (--default-network-gbps)")
         lines += [f"region = {_toml_str(region)}", f"source = {_toml_str(f'{p.name} row {line + 2}; {src}')}",
                   f"date = {_toml_str(today)}", f"price_source = {_toml_str(f'{p.name} row {line + 2} (Price, {region})')}",
                   f"price_date = {_toml_str(today)}"]
@@ -594,8 +607,10 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         raise InputError(f"{p}: no row in region '{region}' has a GPU the base catalog '{base}' knows")
     cname = name or re.sub(r"[^a-z0-9._-]+", "-", p.stem.lower()).strip("-") or "imported"
     head = [f"# Cloud catalog imported by `costopt catalog import` from {p.name} (region {region}).",
-            "# Network bandwidth is not in a vms.csv price list: see each instance's `source`.", "",
+            "# Network bandwidth is not in a vms.csv price list: types in costopt/data/cloud_instances.toml take",
+            "# theirs (and their capacity cap) from there; see each instance's `source`.", "",
             "[catalog]", f"name = {_toml_str(cname)}", f"base = {_toml_str(base_ref or base)}", 'kind = "cloud"',
+            *([f"provider = {_toml_str(provider)}"] if provider else []),
             f"description = {_toml_str(f'Imported from {p.name}, region {region}')}", f"date = {_toml_str(today)}", ""]
     return "\n".join(head) + "\n" + "\n\n".join(blocks) + "\n", warnings
 

@@ -181,6 +181,10 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
                            brows))
         sec.notes.append(f"Bill of materials of the recommended design: {len(bom)} line items summing to "
                          f"{_money(total, True)}; capex {_money(b['capex_usd'], True)}.")
+    if b.get("oldest_price_date"):
+        sec.notes.append(f"Oldest price in the recommended design: {b['oldest_price_date']} (ages counted to "
+                         f"{res.as_of}, --as-of)" + (f"; warning: {b['price_warning']}." if b.get("price_warning")
+                                                    else "."))
     excluded = res.to_json_dict().get("excluded")
     if excluded:
         counts = excluded.get("counts") or {}

@@ -110,22 +110,22 @@ def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
         if section in RECORD_SECTIONS:  # a fit's record carried along (`costopt calibrate`, the defaults); not a parameter
             continue
         if not isinstance(body, dict):
-            raise InputError(f"{where}: top-level key '{section}': unknown key (expected a [section])")
+            raise InputError(f"{where}: top-level key '{section}': unknown key (expected a [section])", field=section)
         for key, value in body.items():
             name = _KEYS.get((section, key))
             if name is None:
-                raise InputError(f"{where}: [{section}] field '{key}': unknown key")
+                raise InputError(f"{where}: [{section}] field '{key}': unknown key", field=key)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}")
+                raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}", field=key)
             value = float(value)
             if (not math.isfinite(value) or value < 0 or value > _MAX_VALUE or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0)
                     or (name in _UNIT_INTERVAL and value > 1)):
-                raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range")
+                raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range", field=key)
             out[name] = value
     if require_all:
         missing = [FIELD_TO_KEY[f.name] for f in fields(SystemParams) if f.name not in out]
         if missing:
-            raise InputError(f"{where}: missing field(s) {missing}")
+            raise InputError(f"{where}: missing field(s) {missing}", field="system")
     return out
 
 

@@ -122,7 +122,8 @@ def resolve_dataset(name_or_path: str | Path) -> Path:
     shipped = VALIDATION_DIR / f"{name_or_path}.csv"
     if shipped.exists():
         return shipped
-    raise InputError(f"measurement file not found: {name_or_path} (shipped datasets: {', '.join(list_datasets())})")
+    raise InputError(f"measurement file not found: {name_or_path} (shipped datasets: {', '.join(list_datasets())})",
+                     field="measurements")
 
 
 def _err(path: Path, line: int, column: str, msg: str) -> InputError:

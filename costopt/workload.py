@@ -156,7 +156,7 @@ def _text(v, where: str) -> str:
 def _table(v, where: str, kind: type = dict):
     if not isinstance(v, kind):
         name = "an object" if kind is dict else "a list"
-        raise InputError(f"{where}: must be {name}, got {type(v).__name__}")
+        raise InputError(f"{where}: must be {name}, got {type(v).__name__}", field=where.rsplit(" ", 1)[-1])
     return v
 
 
@@ -231,7 +231,7 @@ def _parse_workload(data: dict, where: str) -> Workload:
             flops=_parse_flops(data.get("flops"), where),
         )
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise InputError(f"{where}: malformed workload: {exc}") from None
+        raise InputError(f"{where}: malformed workload: {exc}", field="profile") from None
 
 
 def _parse_flops(flops, where: str) -> dict | None:
@@ -271,11 +271,11 @@ def _load_path_cached(path: str, stamp: tuple[int, int]) -> Workload:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not valid JSON: {exc}") from None
+        raise InputError(f"{p}: not valid JSON: {exc}", field="profile") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+        raise InputError(f"{p}: cannot read: {exc}", field="profile") from None
     if not isinstance(data, dict):
-        raise InputError(f"{p}: expected a JSON object")
+        raise InputError(f"{p}: expected a JSON object", field="profile")
     return _parse_workload(data, str(p))
 
 

@@ -164,6 +164,39 @@ def test_predict_auto_shows_the_precision_used():
     assert costopt.predict("resnet50", "h100-sxm", 8, 1, None, "ring")["precision"] == "amp_bf16"
 
 
+def test_training_precisions_best_first():
+    # by hand from the catalog peaks: H200 has BF16 and FP16 tensor cores; V100 FP16 tensor (125 >=
+    # 4 x 15.7) but no BF16; P100 FP16 only 2x FP32 (21.2 / 10.6) so fp32 first; K80 FP32 only
+    gpus = load_catalog().gpus
+    assert gpus["h200-sxm"].training_precisions() == ["amp_bf16", "amp_fp16", "fp32"]
+    assert gpus["v100-sxm2-16gb"].training_precisions() == ["amp_fp16", "fp32"]
+    assert gpus["p100-sxm2"].training_precisions() == ["fp32", "amp_fp16"]
+    assert gpus["k80"].training_precisions() == ["fp32"]
+
+
+def test_auto_with_an_fp32_only_profile_runs_fp32(tmp_path):
+    # bug: `--precision auto` gave an H200 no compute when the profile had fp32 rows only (auto asked
+    # for amp_bf16, which the profile lacks). The H200's fp32 rows are a measurement on that GPU, so
+    # auto must fall back to them: the same design as `--precision fp32`, labelled.
+    d = json.loads((ROOT / "costopt" / "data" / "zoo" / "resnet50.json").read_text())
+    d["model"] = "rn50_fp32_only"
+    d["profiles"] = [p for p in d["profiles"] if p["precision"] == "fp32"]
+    path = tmp_path / "rn50_fp32_only.json"
+    path.write_text(json.dumps(d))
+    auto = costopt.predict(None, "h200-sxm", 8, 1, None, "ring", profile=str(path))
+    forced = costopt.predict(None, "h200-sxm", 8, 1, None, "ring", profile=str(path), precision="fp32")
+    assert auto["precision"] == "fp32"
+    assert auto["compute_source"] == "measured"
+    assert auto["throughput_samples_per_s"] > 0
+    assert auto["throughput_samples_per_s"] == forced["throughput_samples_per_s"]
+    assert "has no amp_bf16 profile" in auto["compute_basis"]
+    # the CLI too (exit 0, fp32 in the table)
+    r = CliRunner().invoke(app, ["predict", "--profile", str(path), "--gpu", "h200-sxm", "--gpus-per-node", "8",
+                                 "--nodes", "1", "--strategy", "ring", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["precision"] == "fp32"
+
+
 def test_grad_accum_hand_computed():
     # H200, resnet50 fp32 batch 64 (shared/data/h200/train_step.jsonl, 6 digits in the zoo file):
     # forward 10.9835 ms, backward 21.1114 ms, step 0.291712 ms. K = 4: 4 forwards + 4 backwards +

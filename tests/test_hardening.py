@@ -259,6 +259,16 @@ API_CASES = [
     ("load_workload path", lambda: costopt.load_workload("../zoo/resnet50"), "model"),
     ("epochs alone", lambda: costopt.solve(200000, "resnet50", epochs=3), "dataset_size"),
     ("objective as int", lambda: costopt.solve(200000, "resnet50", objective=1), "objective"),
+    # the field is named for every kind of refusal, not only for type errors
+    ("unknown gpu in list", lambda: costopt.solve(200000, "resnet50", gpus=["nope"]), "gpu"),
+    ("unknown nic", lambda: costopt.predict("resnet50", "h100-sxm", 8, 2, "nope", "ring"), "nic"),
+    ("two nodes, no nic", lambda: costopt.predict("resnet50", "h100-sxm", 8, 2, None, "ring"), "nic"),
+    ("unknown strategy", lambda: costopt.predict("resnet50", "h100-sxm", 8, 1, None, "tree"), "strategy"),
+    ("unknown chassis", lambda: costopt.predict("resnet50", "h100-sxm", 8, 1, None, "ring", chassis="x"), "chassis"),
+    ("no budget", lambda: costopt.solve(None, "resnet50"), "budget"),
+    ("missing catalog file", lambda: costopt.load_catalog("/nonexistent/c.toml"), "catalog"),
+    ("missing system file", lambda: costopt.load_system("/nonexistent/s.toml"), "system_parameter"),
+    ("missing profile file", lambda: costopt.load_profile("/nonexistent/p.json"), "profile"),
 ]
 
 

@@ -27,17 +27,19 @@ def bom(
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     support_years: float = typer.Option(0.0, help="Years of hardware support bought up front (part of capex)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are counted to (default: "
+                                        "today); the date used is printed, so a rerun with it gives the same output."),
 ) -> None:
     """Bill of materials of one design: line items with unit price, quantity, subtotal and source, summing to capex."""
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, catalog=catalog, chassis=chassis,
-                        nics_per_node=nics_per_node, support_years=support_years)
+                        nics_per_node=nics_per_node, support_years=support_years, today=as_of)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
     if fmt is PredictFmt.json:
         keys = ("gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node",
-                "capex_usd", "cost_basis", "power_kw", "rack_units", "oldest_price_date", "price_warning", "bom")
+                "capex_usd", "cost_basis", "power_kw", "rack_units", "oldest_price_date", "price_warning", "as_of", "bom")
         typer.echo(_json_dump({k: d[k] for k in keys}))
         return
     c = _console()
@@ -45,4 +47,4 @@ def bom(
             f"node x {d['nodes']} nodes, {d['chassis']}, {d['nics_per_node']} x {d['nic']}; capex "
             f"{_fmt_money(d['capex_usd'])}; {d['power_kw']:,.1f} kW; {d['rack_units']:,.0f} U")
     c.print(_bom_table(d["bom"], "Bill of materials"))
-    c.print(f"Oldest price: {d['oldest_price_date']}" + (f" — warning: {d['price_warning']}" if d["price_warning"] else ""))
+    c.print(f"Oldest price: {d['oldest_price_date']} (age counted to {d['as_of']})" + (f" — warning: {d['price_warning']}" if d["price_warning"] else ""))

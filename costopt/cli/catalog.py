@@ -42,6 +42,8 @@ def catalog_show(
         return
     c = _console()
     c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
+    if cat.is_cloud:
+        _instance_table(c, cat)
     t = Table(title="GPUs", title_justify="left")
     for col in ("id", "name", "arch", "mem GB", "mem GB/s", "fp32 TF", "bf16 TF", "auto", "link GB/s", "TDP W", "price",
                 "price date", "estimates"):
@@ -51,6 +53,8 @@ def catalog_show(
                   f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}", g.best_training_precision(), f"{g.gpu_link_gbs:g}",
                   f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
     c.print(t)
+    if cat.is_cloud:  # its chassis and NICs are built from the instances above
+        return
     t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
     for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):
         t.add_column(col)
@@ -69,6 +73,28 @@ def catalog_show(
     c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
 
 
+def _instance_table(c, cat) -> None:
+    """A cloud catalog's instances as rented: price per hour and per GPU-hour, network, capacity cap
+    (fits 120 columns: short headers, no cell cut; a long estimates list folds)."""
+    from rich import box
+
+    regions = sorted({i.region for i in cat.instance if i.region})
+    t = Table(title=f"Instances ({', '.join(regions) or 'region not given'}); network and cap: the entry's own, "
+              "else costopt/data/cloud_instances.toml", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("instance", "GPU", "GPUs", "USD/h", "USD/GPU-h", "net Gb/s", "transport", "max inst.", "price date",
+                "est."):
+        right = col in ("GPUs", "USD/h", "USD/GPU-h", "net Gb/s", "max inst.")
+        t.add_column(col, justify="right" if right else "left", no_wrap=col != "est.", overflow="fold")
+    short = {"network_gbps": "network", "usd_per_hour": "price", "max_instances": "cap"}
+    for i in cat.instance:
+        ch = cat.chassis_by_id[i.id]
+        est = [short.get(e, e) for e in list(i.estimates) + (["max_instances"] if "max_nodes" in ch.estimates else [])]
+        t.add_row(i.id, i.gpu, str(i.gpu_count), f"${i.usd_per_hour:,.2f}", f"${i.usd_per_hour / i.gpu_count:,.3f}",
+                  f"{i.network_gbps:g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
+                  i.price_date, ", ".join(est) or "-")
+    c.print(t)
+
+
 @app.command("import")
 def catalog_import(
     csv: Path = typer.Argument(..., help="Price list with SkyPilot vms.csv columns."),
@@ -76,7 +102,10 @@ def catalog_import(
     base: str = typer.Option("reference-2026", help="Catalog whose GPU specs the instances use."),
     region: Optional[str] = typer.Option(None, help="Region to import (default us-east-1, else the first)."),
     gpu_map: Optional[list[str]] = typer.Option(None, "--map", help="ACCELERATOR=gpu-id (repeatable)."),
-    default_network_gbps: float = typer.Option(25.0, help="Network for instances the fact base has no figure for."),
+    default_network_gbps: float = typer.Option(25.0, help="Network (Gb/s) for instance types costopt/data/"
+                                               "cloud_instances.toml has no figure for (marked an estimate)."),
+    provider: str = typer.Option("aws", help="Whose price list it is: instance types its facts table knows take "
+                                 "their network and capacity cap from it (the shipped catalog's source)."),
     name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
     price_date: Optional[str] = typer.Option(None, "--price-date",
                                              help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
@@ -99,7 +128,7 @@ def catalog_import(
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
                                           default_network_gbps=default_network_gbps, name=name, date=price_date,
-                                          base_ref=base_ref)
+                                          base_ref=base_ref, provider=provider)
         # check the new catalog before it replaces anything: written beside --out, loaded, then renamed
         # (so a relative base resolves as it will from --out)
         probe = out.parent / f".{out.name}.check.toml"

@@ -19,6 +19,8 @@ from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail,
 app = typer.Typer()
 
 # DESIGN fields that only mean something for a design that runs (left out when predict refuses one)
+_AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are counted to (default: today); the "
+                      "date used is printed, so a rerun with it gives the same output.")
 _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s", "t_compute_s",
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
 
@@ -78,6 +80,10 @@ def solve(
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
+    as_of: Optional[str] = _AS_OF,
+    max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
+                                                "instances of any one type (default: the catalog's cap per type, "
+                                                "e.g. AWS's 64-instance Capacity Block)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
     from ..llm import is_llm_request
@@ -141,7 +147,8 @@ def solve(
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
-            stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years,
+            stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
+            max_instances=max_instances,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -183,11 +190,13 @@ def solve(
                 f"parameters; {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈)")
     for w in res.warnings:
         c.print(f"Warning: {w}")
+    if res.capacity:
+        c.print(res.capacity["sentence"])
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
         c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
-    c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']}"
-            + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
+    c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']} (age "
+            f"counted to {res.as_of})" + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
     if res.excluded.get("sentence"):
         c.print(res.excluded["sentence"])
     if bom:
@@ -228,6 +237,7 @@ def predict(
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     from ..llm import is_llm_request
@@ -251,7 +261,7 @@ def predict(
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
                         precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
                         profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
-                        nics_per_node=nics_per_node, grad_accum=grad_accum, stack=stack)
+                        nics_per_node=nics_per_node, grad_accum=grad_accum, stack=stack, today=as_of)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

@@ -36,10 +36,12 @@ class ExportFmt(str, Enum):
 
 
 def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years=0.0,
-          objective="throughput", system=None, years=3.0, utilization=1.0) -> P.Options:
+          objective="throughput", system=None, years=3.0, utilization=1.0, as_of=None,
+          max_instances=None) -> P.Options:
     return P.Options(precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, strategies=strategy or None,
                      max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
-                     objective=objective, system=system, years=years, utilization=utilization)
+                     objective=objective, system=system, years=years, utilization=utilization, as_of=as_of,
+                     max_instances=max_instances)
 
 
 def _cost(v: float, rate: bool = False) -> str:
@@ -55,6 +57,11 @@ _HOURS = typer.Option(None, help="Hours of use: a cloud design costs USD/hour x 
 _EPOCHS = typer.Option(None, help="Epochs of the training job (time to train; cloud cost per job).")
 _DATASET = typer.Option(None, help="Samples per epoch.")
 _SYSTEM = typer.Option(None, help="System parameters TOML.")
+_MAX_INSTANCES = typer.Option(None, "--max-instances", help="Cloud catalogs: rent at most this many instances of "
+                              "any one type (default: each catalog's cap per type, e.g. AWS's 64-instance Capacity "
+                              "Block).")
+_AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are counted to (default: today); the "
+                      "date used is printed, so a rerun with it gives the same output.")
 
 
 @app.command()
@@ -73,12 +80,13 @@ def compare(
     price_cut: bool = typer.Option(True, help="Solve for the price cut each loser's key part needs to win."),
     system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
+    max_instances: Optional[int] = _MAX_INSTANCES,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     try:
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
-                                                       utilization),
+                                                       utilization, max_instances=max_instances),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -107,6 +115,9 @@ def compare(
     if epochs and dataset_size:
         row("time to train", lambda a: f"{_fmt_number(a.best['time_to_train_h'])} h per job")
     c.print(t)
+    for a in cmp.answers:
+        if a.result is not None and a.result.capacity and a.result.capacity["bound"]:
+            c.print(f"{a.label}: {a.result.capacity['sentence']}")
     w = cmp.answers[cmp.winner]
     if cmp.margin:
         m = cmp.margin
@@ -137,12 +148,13 @@ def rent_vs_buy(
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
+    max_instances: Optional[int] = _MAX_INSTANCES,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
     try:
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
-                                     system=system))
+                                     system=system, max_instances=max_instances))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -186,6 +198,8 @@ def report(
     cloud: Optional[Path] = typer.Option(None, help="Cloud catalog: add a rent-or-buy section against it."),
     years: float = typer.Option(3.0, help="With --cloud: years the purchase is used."),
     utilization: Optional[float] = typer.Option(None, help="With --cloud: fraction of the time the owned cluster is busy."),
+    as_of: Optional[str] = _AS_OF,
+    max_instances: Optional[int] = _MAX_INSTANCES,
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown)."""
     from .. import report as R
@@ -202,7 +216,8 @@ def report(
             if fmt not in ("csv", "xlsx", "json"):
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
             output_path(all_designs, "--all", inputs + [out])
-        opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system)
+        opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system,
+                     as_of=as_of, max_instances=max_instances)
         rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress, cloud=cloud, years=years,
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)

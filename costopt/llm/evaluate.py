@@ -136,6 +136,66 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
             "node": np.where(node > 0, node, np.inf)}
 
 
+# Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
+# Codes in the search, sentences in the output; `{precision}` is filled in.
+WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
+           "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
+           "hybrid sharding needs more than one node", "does not fit in GPU memory")
+_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _NO_FIT = range(1, len(WHY_NOT))
+
+
+@dataclass
+class _Sizing:
+    """What a (hardware, layout) pair needs before any timing: whether it can run and its memory."""
+
+    why: np.ndarray  # int code into WHY_NOT (0: it runs)
+    dp: np.ndarray  # data-parallel degree d (rounded, >= 1)
+    grad_accum: np.ndarray
+    used: np.ndarray  # bytes per GPU
+    states: np.ndarray
+    limit: np.ndarray
+
+    @property
+    def valid(self) -> np.ndarray:
+        return (self.why == 0) | (self.why == _NO_FIT)
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.why == 0
+
+
+def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
+            global_batch: int | np.ndarray, params: LlmParams) -> _Sizing:
+    """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
+    peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
+    (GPU, G, M) triples and times only the pairs that fit."""
+    N = G * M
+    t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
+    d = N / (t * p)
+    why = np.zeros(len(N), dtype=np.int8)
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
+                      (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
+                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2))):
+        why = np.where((why == 0) & bad, code, why).astype(np.int8)
+    d = np.maximum(np.round(d), 1.0)
+    grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    shard_group = np.minimum(d, np.maximum(G / t, 1.0))
+    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p)
+    used = states + activation_bytes(arch, b, t, layout.ckpt)
+    limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
+    why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
+    return _Sizing(why, d, grad_accum, used, states, limit)
+
+
+def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
+            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams) -> StepTiming:
+    return step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
+                     attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
+                     gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
+                     pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
+                     grad_accum=grad_accum, ckpt=layout.ckpt)
+
+
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None) -> LlmEvaluation:
@@ -147,33 +207,13 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     hw = _hardware_arrays(space, precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    N = G * M
-    t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
-    d = N / (t * p)
-    why = np.full(len(space), "", dtype=object)
-    why = np.where(np.isnan(hw["peak"]), f"the GPU has no {precision} tensor-core path", why)
-    why = np.where((why == "") & (t > G), "tensor parallel degree above the GPUs of one node", why)
-    why = np.where((why == "") & ((d < 1) | (np.abs(d - np.round(d)) > 1e-9)),
-                   "tensor x pipeline degrees do not divide the GPUs", why)
-    why = np.where((why == "") & (p > arch.layers), "more pipeline stages than layers", why)
-    why = np.where((why == "") & (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2),
-                   "hybrid sharding needs more than one node", why)
-    d = np.maximum(np.round(d), 1.0)
-    valid = why == ""
-    grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params)
+    valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"], attention_fraction=hw["att"],
-                       intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"], gpus_per_node=G, nodes=M,
-                       strategy=layout.strategy, tp=t, pp=p, micro_batch=b, grad_accum=grad_accum, ckpt=layout.ckpt)
-    shard_group = np.minimum(d, np.maximum(G / t, 1.0))
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p)
-    acts = activation_bytes(arch, b, t, layout.ckpt)
-    used = states + acts
-    limit = hw["mem"] * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
-    fits = valid & (used <= limit)
-    why = np.where(valid & ~fits, "does not fit in GPU memory", why)
-    return LlmEvaluation(cfg, precision, global_batch, space, layout, grad_accum, timing, used, states, limit, fits,
-                         valid, why.astype(str))
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params)
+    sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
+    return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
+                         size.limit, size.fits, valid, sentences[size.why])
 
 
 def all_layouts(max_tp: int = 8) -> Layout:
@@ -183,31 +223,76 @@ def all_layouts(max_tp: int = 8) -> Layout:
     return Layout(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
 
 
+_LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
+
+
+def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
+    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS))
+
+
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
                            chunk_elements: int = 400_000) -> LlmEvaluation:
-    """For every hardware design the fastest layout that fits (module docstring). Designs × layouts are
-    evaluated as flat arrays in chunks of about `chunk_elements`, so memory stays bounded."""
+    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
+    layout index. Designs with no layout that fits keep layout 0 (and say why).
+
+    Two passes, so only pairs that can run are timed:
+      1. sizing (validity and memory) depends on the hardware only through (GPU, G, M), so it runs on
+         the distinct triples x layouts (a few hundred triples instead of thousands of designs);
+      2. the step time runs only on the (design, layout) pairs whose triple fits, in chunks of about
+         `chunk_elements` pairs, layout-major, so memory stays bounded. Every number is the same
+         element-wise expression as `evaluate_layouts`, so the choice is identical to timing them all.
+    """
+    params = params or default_llm_params()
     layouts = layouts or all_layouts()
-    fields = ("strategy", "tp", "pp", "micro_batch", "ckpt")
     n, n_lay = len(space), len(layouts.tp)
-    best_thr = np.full(n, -1.0)
-    best_k = np.zeros(n, dtype=np.int64)
-    per = max(1, chunk_elements // max(n, 1))
+    hw = _hardware_arrays(space, precision, params)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    # pass 1: distinct (GPU, G, M) triples x layouts
+    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
+    triples, triple_of = np.unique(key, axis=0, return_inverse=True)
+    triple_of = triple_of.reshape(-1)
+    first = np.zeros(len(triples), dtype=np.int64)
+    first[triple_of[::-1]] = np.arange(n)[::-1]  # one design of each triple
+    n_tri = len(triples)
+    fits = np.zeros((n_tri, n_lay), dtype=bool)
+    per = max(1, chunk_elements // max(n_tri, 1))
     for start in range(0, n_lay, per):
         ks = np.arange(start, min(n_lay, start + per))
-        design = np.tile(np.arange(n), len(ks))
-        lay_k = np.repeat(ks, n)
-        ev = evaluate_layouts(cfg, space.take(design), Layout(*(getattr(layouts, f)[lay_k] for f in fields)),
-                              precision=precision, global_batch=global_batch, params=params)
-        thr = np.where(ev.fits, ev.timing.tokens_per_s, -1.0).reshape(len(ks), n)
-        j = np.argmax(thr, axis=0)  # first (lowest layout index) of the fastest in this chunk
-        top = thr[j, np.arange(n)]
-        better = top > best_thr
-        best_thr = np.where(better, top, best_thr)
-        best_k = np.where(better, ks[j], best_k)
-    chosen = Layout(*(getattr(layouts, f)[best_k] for f in fields))
-    return evaluate_layouts(cfg, space, chosen, precision=precision, global_batch=global_batch, params=params)
+        tri = np.tile(np.arange(n_tri), len(ks))
+        lay_k = np.repeat(ks, n_tri)
+        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri],
+                       G[first][tri], M[first][tri], _layout_take(layouts, lay_k), global_batch, params)
+        fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
+    # pass 2: time the pairs that fit, layout-major, in chunks of whole layouts
+    best_thr = np.full(n, -1.0)
+    best_k = np.zeros(n, dtype=np.int64)
+    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=n_tri) @ fits.astype(np.int64))]
+    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the n x layouts mask of a chunk
+    start = 0
+    while start < n_lay:
+        stop = int(np.searchsorted(pairs_before, pairs_before[start] + chunk_elements, side="right")) - 1
+        stop = min(max(stop, start + 1), start + max_layouts, n_lay)
+        ks = np.arange(start, stop)
+        start = stop
+        design, lay_pos = np.nonzero(fits[:, ks][triple_of])
+        if len(design) == 0:
+            continue
+        lay_k = ks[lay_pos]
+        lay = _layout_take(layouts, lay_k)
+        hw_pair = {k: v[design] for k, v in hw.items()}
+        arch = ArchArrays.of(cfg, len(design))
+        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params)
+        thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params).tokens_per_s
+        # per design, the fastest pair of this chunk, the lowest layout index among equals
+        order = np.lexsort((lay_k, -thr, design))
+        head = order[np.r_[True, design[order][1:] != design[order][:-1]]]
+        better = thr[head] > best_thr[design[head]]
+        best_thr[design[head][better]] = thr[head][better]
+        best_k[design[head][better]] = lay_k[head][better]
+    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k), precision=precision,
+                            global_batch=global_batch, params=params)
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
