@@ -152,6 +152,13 @@ class Gpu(Sourced, LifeCycled):
     # provenance of the peak fields (tflops_*, memory_bandwidth_gbs): where they are read and when
     peak_source: Annotated[str, Field(min_length=1)] | None = None
     peak_date: Date | None = None
+    # Clock under sustained load vs the rated boost clock the peaks are quoted at (compute.py's
+    # roofline scales the peaks by sustained / boost; the physical floor keeps the rated peaks).
+    # GeForce GPU Boost runs above the rated boost clock when power and temperature allow.
+    boost_clock_mhz: PositiveFloat | None = None
+    sustained_clock_mhz: PositiveFloat | None = None
+    clock_source: Annotated[str, Field(min_length=1)] | None = None
+    clock_date: Date | None = None
     # a published single-GPU ResNet-50 training figure (one same-model evidence point, see compute.py)
     throughput: ReferenceThroughput | None = None
 
@@ -168,6 +175,25 @@ class Gpu(Sourced, LifeCycled):
         if (self.peak_source is None) != (self.peak_date is None):
             raise ValueError("peak_source and peak_date go together")
         return self
+
+    @model_validator(mode="after")
+    def _clock_provenance(self):
+        clock = (self.boost_clock_mhz, self.sustained_clock_mhz, self.clock_source, self.clock_date)
+        if any(v is not None for v in clock) and any(v is None for v in clock):
+            raise ValueError("boost_clock_mhz, sustained_clock_mhz, clock_source and clock_date go together")
+        return self
+
+    @property
+    def clock_factor(self) -> float:
+        """Sustained / rated boost clock (1 when the catalog gives no clocks)."""
+        if self.boost_clock_mhz is None or self.sustained_clock_mhz is None:
+            return 1.0
+        return self.sustained_clock_mhz / self.boost_clock_mhz
+
+    def sustained_flops(self, precision: str) -> float | None:
+        """Peak FLOP/s at the clock the GPU holds under sustained load: peak_flops x clock_factor."""
+        peak = self.peak_flops(precision)
+        return None if peak is None else peak * self.clock_factor
 
     def peak_flops(self, precision: str) -> float | None:
         """Dense peak FLOP/s the GPU's fastest unit reaches at this training precision (None: no path).

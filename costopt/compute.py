@@ -18,7 +18,9 @@ Evidence, best first (the estimate's `source` and `basis` say which one was used
 
         r_gpu = F / (P_gpu,p * e_mm[g,p]) + B_p / (W_gpu * e_bw[g,p])
 
-    with P the dense peak FLOP/s at p (catalog), W the memory bandwidth, e the achieved fractions.
+    with P the dense peak FLOP/s at p (catalog) at the clock the GPU sustains (P_rated x sustained /
+    rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated
+    boost clock), W the memory bandwidth, e the achieved fractions.
     The measured reference keeps the model's own overheads: t_gpu(b) = t_ref(b) * r_gpu / r_ref.
 
     Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over generations, by
@@ -39,7 +41,8 @@ Physical floors and batch scaling (applied to every estimate):
     - beyond the largest measured batch, time grows in proportion to the batch (FLOPs follow the
       batch): t(b) = t(b_max) * b / b_max, so time per sample never drops below the largest-batch
       value; below the smallest measured batch, time is held at the smallest batch (launch-bound);
-    - t_fwd + t_bwd >= b * max(F / P_gpu,p, B_p / W_gpu): never more FLOP/s than the peak nor more
+    - t_fwd + t_bwd >= b * max(F / P_gpu,p, B_p / W_gpu), P the RATED peak (not the sustained-clock
+      one): never more FLOP/s than the catalog peak nor more
       bytes/s than the memory; a violating estimate is raised to the floor and labelled `floored`;
     - optimizer step on another GPU: with (b) the published ratio (a whole-iteration figure), with
       (c) memory-bound, t_step * W_ref / W_gpu.
@@ -118,8 +121,9 @@ class SampleCost:
         return self.other_bytes[PRECISION_CLASS[precision]]
 
     def roofline_s(self, gpu: Gpu, precision: str, u_mm: float = 1.0, u_bw: float = 1.0) -> float:
-        """Seconds per sample at fractions 1/u of peak FLOP/s and memory bandwidth (no peak -> inf)."""
-        peak = gpu.peak_flops(precision)
+        """Seconds per sample at fractions 1/u of the sustained-clock peak FLOP/s and of the memory
+        bandwidth (no peak -> inf)."""
+        peak = gpu.sustained_flops(precision)
         if peak is None:
             return math.inf
         return self.matmul_flops / peak * u_mm + self.bytes_for(precision) / gpu.memory_bandwidth_bytes_per_s * u_bw
@@ -366,13 +370,14 @@ def _reference_gpu_key() -> tuple:
 
 
 def _gpu_key(catalog: Catalog) -> tuple:
-    return tuple((g.id, g.architecture, g.peak_flops("fp32"), _amp_peak(g), None, g.memory_bandwidth_gbs)
+    return tuple((g.id, g.architecture, g.sustained_flops("fp32"), _amp_peak(g), None, g.memory_bandwidth_gbs)
                  for g in catalog.gpus.values())
 
 
 def _amp_peak(g: Gpu) -> float | None:
-    """The peak of the GPU's best AMP path (bf16, else fp16): what a published 'amp' figure ran on."""
-    return g.peak_flops("amp_bf16") or g.peak_flops("amp_fp16")
+    """The sustained-clock peak of the GPU's best AMP path (bf16, else fp16): what a published 'amp'
+    figure ran on."""
+    return g.sustained_flops("amp_bf16") or g.sustained_flops("amp_fp16")
 
 
 @lru_cache(maxsize=64)
@@ -482,8 +487,10 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         rm, rb, _ = fr.for_gpu(ref, precision)
         r_gpu, r_ref = cost.roofline_s(gpu, precision, um, ub), cost.roofline_s(ref, precision, rm, rb)
         ratio = r_gpu / r_ref
+        clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
+                 f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
         note = (f"roofline ratio {ratio:.3g} ({gpu.id} at {1 / um:.0%} of peak FLOP/s and {1 / ub:.0%} of memory "
-                f"bandwidth; {fnote})")
+                f"bandwidth{clock}; {fnote})")
         source = "roofline"
     else:
         raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): no published figure "

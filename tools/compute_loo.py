@@ -13,13 +13,19 @@ and compared with the published X_k. The same table with the fractions fitted on
 sample) is printed after it. Cells whose reference is k itself (H100 SXM in the v1 tables) are
 skipped. Prints per-cell rows, per-GPU medians, and the median and 90th percentile of |error|.
 
-Usage:  python tools/compute_loo.py [--catalog NAME_OR_PATH] [--quiet]
+`--json PATH` writes the per-cell rows (leave-one-GPU-out and in-sample: gpu, table, precision,
+model, reference, observed, predicted, error = predicted / observed - 1) as data, e.g. for
+prediction ranges built from the leave-one-GPU-out residuals.
+
+Usage:  python tools/compute_loo.py [--catalog NAME_OR_PATH] [--quiet] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -89,11 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--catalog", default=None)
     ap.add_argument("--quiet", action="store_true", help="only the per-GPU and overall summaries")
+    ap.add_argument("--json", default=None, help="write the per-cell rows of both tables to this JSON file")
     args = ap.parse_args(argv)
     cat = load_catalog(args.catalog)
-    print_table("Leave one GPU out (the GPU's published figures withheld from the fit)",
-                cells_errors(cat, True), args.quiet)
-    print_table("In sample (fractions fitted on every cell)", cells_errors(cat, False), True)
+    loo, ins = cells_errors(cat, True), cells_errors(cat, False)
+    print_table("Leave one GPU out (the GPU's published figures withheld from the fit)", loo, args.quiet)
+    print_table("In sample (fractions fitted on every cell)", ins, True)
+    if args.json:
+        med, p90 = summary(loo)
+        doc = {"what": "compute roofline residuals per published single-GPU cell (tools/compute_loo.py)",
+               "error": "predicted / published - 1", "catalog": cat.catalog.name,
+               "leave_one_gpu_out": {"median_abs_error": med, "p90_abs_error": p90, "rows": loo},
+               "in_sample": {"median_abs_error": summary(ins)[0], "p90_abs_error": summary(ins)[1], "rows": ins}}
+        Path(args.json).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
     return 0
 
 

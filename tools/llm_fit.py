@@ -38,7 +38,7 @@ def main() -> None:
     used = [r for r in rows if not r.skip]
     print(f"{len(rows)} rows, {len(used)} with a measured tokens/s per GPU that the model covers")
     fitted = fit(rows)
-    print("fitted: matmul fraction " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(fitted.matmul_fraction.items()))
+    print(f"fitted: matmul share of MAMF {fitted.matmul_share_of_mamf:.3f}"
           + f"; element-wise bytes per token per layer per hidden unit {fitted.elementwise_bytes_per_token_per_hidden:.1f}")
     _table("shipped defaults, in sample", predict_rows(rows, default_llm_params()))
     _table("this fit, in sample", predict_rows(rows, fitted))

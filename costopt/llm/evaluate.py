@@ -53,7 +53,8 @@ def default_llm_params() -> LlmParams:
                 if k.startswith(prefix) and k != prefix + "default"}
 
     return LlmParams(
-        matmul_fraction=per_generation("matmul_fraction_"), matmul_fraction_default=float(comp["matmul_fraction_default"]),
+        matmul_share_of_mamf=float(comp["matmul_share_of_mamf"]),
+        mamf_fraction={str(k): float(v) for k, v in comp["mamf_fraction"].items()},
         attention_fraction=per_generation("attention_fraction_"),
         attention_fraction_default=float(comp["attention_fraction_default"]),
         elementwise_bytes_per_token_per_hidden=float(comp["elementwise_bytes_per_token_per_hidden"]),
@@ -63,6 +64,9 @@ def default_llm_params() -> LlmParams:
         network_tcp_fraction=float(links["network_tcp_fraction"]),
         collective_latency_us=float(links["collective_latency_us"]), overlap_fraction=float(links["overlap_fraction"]),
         reserve_gb=float(mem["reserve_gb"]), reserve_fraction=float(mem["reserve_fraction"]),
+        unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
+        unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
+        optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
         fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
 
 
@@ -74,6 +78,36 @@ def gpu_generation(gpu: Gpu) -> str:
         if gpu.id.startswith(prefix):
             return gen
     return "other"
+
+
+def mamf_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> tuple[float, str]:
+    """The GPU's maximum achievable matmul fraction of its dense peak and where it comes from:
+    measured for this GPU, else the mean of its generation's measured GPUs, else the mean of all
+    measured (an estimate). `catalog_gpus` (id -> Gpu) tells the generation of the listed ids."""
+    table = params.mamf_fraction
+    if gpu.id in table:
+        return table[gpu.id], f"measured maximum achievable matmul rate of the {gpu.id}"
+    gen = gpu_generation(gpu)
+    by_gen = [v for k, v in sorted(table.items())
+              if _generation_of_id(k, catalog_gpus) == gen]
+    if by_gen:
+        return sum(by_gen) / len(by_gen), f"the {gen} GPUs' measured maximum achievable matmul rate (estimate)"
+    vals = list(table.values())
+    return sum(vals) / len(vals), "the mean measured maximum achievable matmul rate of other GPUs (estimate)"
+
+
+def _generation_of_id(gpu_id: str, catalog_gpus) -> str:
+    if catalog_gpus and gpu_id in catalog_gpus:
+        return gpu_generation(catalog_gpus[gpu_id])
+    for prefix, gen in _GENERATION_BY_PREFIX:
+        if gpu_id.startswith(prefix):
+            return gen
+    return "other"
+
+
+def matmul_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> float:
+    """e_mm = matmul_share_of_mamf x mamf_fraction (data/llm_defaults.toml), never above 1."""
+    return min(1.0, params.matmul_share_of_mamf * mamf_fraction(gpu, params, catalog_gpus)[0])
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
@@ -115,8 +149,8 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     gi = space.gpu_idx
     peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
     bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus])[gi]
-    frac = np.array([params.matmul_fraction.get(gpu_generation(g), params.matmul_fraction_default)
-                     for g in space.gpus])[gi]
+    by_id = {g.id: g for g in space.gpus}
+    frac = np.array([matmul_fraction(g, params, by_id) for g in space.gpus])[gi]
     att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
                     for g in space.gpus])[gi]
     mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
@@ -188,17 +222,19 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
 
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
-            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams) -> StepTiming:
+            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
+            flash_attention: np.ndarray | None = None) -> StepTiming:
     return step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
                      attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
                      gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                      pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
-                     grad_accum=grad_accum, ckpt=layout.ckpt)
+                     grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention)
 
 
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
-                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None) -> LlmEvaluation:
+                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
+                     flash_attention: np.ndarray | None = None) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
 
     `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
@@ -210,7 +246,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params)
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
                          size.limit, size.fits, valid, sentences[size.why])
@@ -327,11 +363,18 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "t_step_s": float(tm.t_step_s[i]), "t_compute_s": float(tm.t_compute_s[i]),
         "t_pipeline_bubble_s": float(tm.t_bubble_s[i]), "t_data_parallel_exposed_s": float(tm.t_dp_exposed_s[i]),
         "t_tensor_parallel_s": float(tm.t_tp_s[i]), "t_pipeline_p2p_s": float(tm.t_pp_s[i]),
+        "t_optimizer_s": float(tm.t_opt_s[i]),
         "bottleneck": str(tm.bound[i]),
         "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
-                          f"GFLOP/token at a fitted fraction of the {g.id} {ev.precision} peak "
-                          f"({gpu_generation(g)} generation); an estimate, not a measurement on this GPU"),
+                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus)} of the {g.id} {ev.precision} peak; "
+                          f"an estimate, not a measurement on this GPU"),
     }
+
+
+def _mm_note(g: Gpu, gpus) -> str:
+    p = default_llm_params()
+    frac, where = mamf_fraction(g, p, {x.id: x for x in gpus})
+    return f"{min(1.0, p.matmul_share_of_mamf * frac):.0%} ({p.matmul_share_of_mamf:.2f} x {frac:.3f}, {where})"
 
 
 def tokens_to_train_hours(tokens: float, tokens_per_s: float) -> float:

@@ -7,16 +7,26 @@ tensor group never leaves a node (t ≤ G), and the data-parallel group has g = 
 node and spans M_d = d/g nodes. P_s = P/(t·p).
 
 Compute of one micro-batch on one GPU (a roofline: weight matmuls at a fraction of the tensor peak,
-the attention core (FlashAttention kernels) at its own, lower fraction, the element-wise rest at a
-fraction of the memory bandwidth):
+the attention core at its own fraction, the element-wise rest at a fraction of the memory bandwidth):
 
     T_mb = (F_hw − F_att)·b·s/(t·p) / (peak · e_mm)  +  F_att·b·s/(t·p) / (peak · e_att)
-           +  c_bw·h·L·b·s·(F_hw/F_model)/(t·p) / (B_mem · e_mem)
+           +  [c_bw·h·L·b·s·(F_hw/F_model)/(t·p)  +  U·k_sc·(a/t)·s²·b·L/p] / (B_mem · e_mem)
     F_att = 12·L·h·s, plus a third of it again when checkpointing recomputes the forward
+    e_mm = η · MAMF(gpu): the GPU's measured maximum achievable matmul fraction (mamf-finder, ML-ENG
+          table; single-GPU matmuls, not LLM rows) times η, the one share fitted on the LLM rows
     e_att per generation from the FlashAttention papers (data/llm_defaults.toml): FlashAttention-2
     reaches 50-73% of the A100 peak forward + backward (Dao 2023), 35-ish% of the H100 peak (Shah et al.
-    2024, the FlashAttention-3 paper's baseline).
+    2024, the FlashAttention-3 paper's baseline). Without FlashAttention (U = 1: the design's or
+    row's attention is `unfused`) the score GEMMs run at e_mm and every head's s×s scores go through
+    memory: k_sc = 32 bytes per score element per layer forward + backward (+13 when the attention
+    core is recomputed), counted op by op in data/llm_defaults.toml.
     T_fwd = T_mb/3 (recompute moves into backward),  T_bwd = T_mb − T_fwd
+
+Optimizer update, once per step, memory-bound, on the parameters a GPU owns:
+
+    T_opt = k_opt · P_s / z / (B_mem · e_mem)     z = 1 (ddp), d (zero1, zero2, fsdp), g (hsdp)
+    k_opt = 30 bytes per parameter (fused mixed-precision Adam: read master, m, v, fp32 grad; write
+            master, m, v and the 16-bit weight)
 
 Pipeline bubble (1F1B, Narayanan et al. 2021): the step's compute is m·T_mb·(1 + (p−1)/m).
 
@@ -43,7 +53,7 @@ Pipeline point-to-point: each micro-batch sends b·s·h·2/t bytes forward and a
 stage boundary, over the node's NICs (stages are whole nodes when p > 1 and M > 1):
     T_pp = (m + p − 1)·2·b·s·h·2/t / (B_node/G)
 
-    T_step = m·T_mb·(1 + (p−1)/m) + exposed(dp) + T_tp + T_pp
+    T_step = m·T_mb·(1 + (p−1)/m) + exposed(dp) + T_tp + T_pp + T_opt
     tokens/s = d·m·b·s / T_step;  MFU = tokens/s · F_model / (N · peak)
     hardware bound: tokens/s per GPU ≤ peak / F_hw (checked, never exceeded by construction: e_mm ≤ 1)
 """
@@ -62,8 +72,8 @@ DDP, ZERO1, ZERO2, FSDP, HSDP = range(len(LLM_STRATEGIES))
 
 @dataclass(frozen=True)
 class LlmParams:
-    matmul_fraction: dict[str, float]
-    matmul_fraction_default: float
+    matmul_share_of_mamf: float  # fitted: e_mm = matmul_share_of_mamf x mamf_fraction(gpu)
+    mamf_fraction: dict[str, float]  # per GPU id: measured maximum achievable matmul / dense peak
     attention_fraction: dict[str, float]
     attention_fraction_default: float
     elementwise_bytes_per_token_per_hidden: float
@@ -76,6 +86,9 @@ class LlmParams:
     overlap_fraction: float
     reserve_gb: float
     reserve_fraction: float
+    unfused_attention_bytes_per_score: float
+    unfused_attention_recompute_bytes_per_score: float
+    optimizer_bytes_per_param: float
     fit_note: str = ""
 
 
@@ -87,6 +100,7 @@ class StepTiming:
     t_dp_exposed_s: np.ndarray
     t_tp_s: np.ndarray
     t_pp_s: np.ndarray
+    t_opt_s: np.ndarray
     tokens_per_s: np.ndarray
     tokens_per_s_per_gpu: np.ndarray
     mfu: np.ndarray
@@ -102,7 +116,7 @@ def _collective_s(x_bytes, f, g, m_d, t, b_intra, b_node, alpha_s):
 
 def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_per_s, matmul_fraction, attention_fraction,
               intra_bytes_per_s, node_bytes_per_s, gpus_per_node, nodes, strategy, tp, pp, micro_batch,
-              grad_accum, ckpt) -> StepTiming:
+              grad_accum, ckpt, flash_attention=None) -> StepTiming:
     """Arrays in, arrays out (one element per design); see the module docstring for every term."""
     G = np.asarray(gpus_per_node, dtype=np.float64)
     M = np.asarray(nodes, dtype=np.float64)
@@ -123,10 +137,16 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     alpha = params.collective_latency_us * 1e-6
     peak = np.asarray(peak_flops, dtype=np.float64)
 
-    t_matmul = ((f_hw - f_att) / np.asarray(matmul_fraction) + f_att / np.asarray(attention_fraction)) \
-        * b * s / (t * p) / peak
-    t_elem = (params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p)
-              / (np.asarray(mem_bw_bytes_per_s) * params.memory_bandwidth_fraction))
+    flash = np.ones(np.broadcast(b, peak).shape, dtype=bool) if flash_attention is None \
+        else np.asarray(flash_attention, dtype=bool)
+    e_mm = np.asarray(matmul_fraction, dtype=np.float64)
+    e_att = np.where(flash, np.asarray(attention_fraction, dtype=np.float64), e_mm)
+    e_bw = np.asarray(mem_bw_bytes_per_s, dtype=np.float64) * params.memory_bandwidth_fraction
+    t_matmul = ((f_hw - f_att) / e_mm + f_att / e_att) * b * s / (t * p) / peak
+    t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
+    k_score = params.unfused_attention_bytes_per_score \
+        + np.where(ck > 0, params.unfused_attention_recompute_bytes_per_score, 0.0)
+    t_elem = t_elem + np.where(flash, 0.0, k_score * arch.heads / t * s * s * b * L / p / e_bw)
     t_mb = t_matmul + t_elem
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
@@ -160,11 +180,13 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     per_gpu_net = np.where(M > 1, b_node / G, b_intra)
     t_pp = np.where(p > 1, (m + p - 1.0) * 2.0 * b * s * h * 2.0 / t / per_gpu_net, 0.0)
 
-    t_step = t_compute + t_bubble + t_dp + t_tp + t_pp
+    shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
+    t_opt = params.optimizer_bytes_per_param * P_s / shard / e_bw
+    t_step = t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
     tokens = d * m * b * s / t_step
     per_gpu = tokens / N
     mfu = per_gpu * f_model / peak
-    parts = np.stack([t_compute - m * t_elem, m * t_elem, t_dp, t_tp, t_bubble + t_pp])
+    parts = np.stack([t_compute - m * t_elem, m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp])
     labels = np.array(["compute", "memory-bandwidth", "data-parallel", "tensor-parallel", "pipeline"])
     bound = labels[np.argmax(parts, axis=0)]
-    return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, tokens, per_gpu, mfu, bound)
+    return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, t_opt, tokens, per_gpu, mfu, bound)

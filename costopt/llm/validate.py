@@ -15,6 +15,11 @@ What the file does not say, and what is assumed (each row's `assumed` column rep
 - activation checkpointing not stated: `full` (Megatron-LM's examples enable it);
 - precision not stated: `amp_bf16` (A100 and H100 run fp16 and bf16 at the same peak);
 - `cp` (context parallel) > 1 and `fp8` rows are skipped: not modelled.
+
+One optional column, `attention` (`flash` or `unfused`), says whether the run's attention kernel kept
+the s×s scores out of memory (FlashAttention) or not; step.py times the two differently. Empty or
+absent: `flash`, the norm of 2023-2026 training stacks, listed as assumed. The shipped file fills it
+from the framework, version and date each source states (llm_training_sources.md).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len"
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
+OPTIONAL_COLUMNS = ("attention",)  # flash | unfused; empty or absent: flash, listed as assumed
+ATTENTION = ("flash", "unfused")
 _ASSUMED_NIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr"}
 
 
@@ -72,6 +79,7 @@ class LlmRow:
     measured_mfu: float | None
     skip: str  # '' or why the row is not predicted
     assumed: str
+    flash: bool = True
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
@@ -82,7 +90,7 @@ def read_llm_csv(path: str | Path) -> list[LlmRow]:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS]
+        extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
         if missing or extra:
             raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
                              + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
@@ -147,8 +155,15 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
                             ffn_hidden=4 * hidden, vocab=50368, seq_len=seq, source=raw["source"],
                             params_override=int(round(params_b * 1e9)))
+    attention = (raw.get("attention") or "").strip()
+    if attention == "":
+        attention = "flash"
+        assumed.append("attention flash (not stated)")
+    elif attention not in ATTENTION:
+        raise InputError(f"{p}:{line}: attention '{attention}' (choose from {', '.join(ATTENTION)})", field="attention")
+    flash = attention == "flash"
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
-                  precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed))
+                  precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash)
 
 
 def _row_space(rows: list[LlmRow], catalog: Catalog) -> tuple[DesignSpace, np.ndarray]:
@@ -183,7 +198,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     catalog = catalog or load_catalog(None)
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
-                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "measured_tokens_per_s_per_gpu": r.measured_tokens,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp,
+                    "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
     if live:
         space, G = _row_space(live, catalog)
@@ -198,7 +214,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
             sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
             ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
                                   precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
-                                  params=params, gpus_per_node=G[ix])
+                                  params=params, gpus_per_node=G[ix],
+                                  flash_attention=np.array([live[i].flash for i in idx]))
             for j, i in enumerate(idx):
                 r = live[i]
                 pred = float(ev.timing.tokens_per_s_per_gpu[j])
