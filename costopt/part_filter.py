@@ -12,7 +12,8 @@ first of these reasons that applies to it:
     legacy         its GPU, chassis or NIC is superseded (still sold or supported, not quoted for new builds)
 
 `--include consumer,legacy,eol` opens those classes again. A GPU named with `--gpu` is always
-offered: naming it is asking for it.
+offered: naming it is asking for it; so is a part a workload mix names (owned in `[inventory]`, in
+`[stock]`, with a `[[discount]]`, or in a job's `gpus`).
 
 The left-out designs are still evaluated (they are part of the same vectorised pass), so the
 output can say what the best of them would give, under the same constraints and objective:
@@ -48,6 +49,11 @@ _CAUTION = {
 }
 
 
+def caution(reason: str) -> str:
+    """What a buyer should check about a design left out for `reason` (one of REASONS)."""
+    return _CAUTION[reason]
+
+
 @dataclass(frozen=True)
 class PartFilter:
     """The part classes a search offers (`include`) and GPUs left out by name."""
@@ -55,6 +61,8 @@ class PartFilter:
     include: frozenset[str] = frozenset()  # of "consumer", "legacy", "end_of_life"
     exclude_gpus: tuple[str, ...] = ()
     named_gpus: tuple[str, ...] = ()  # GPUs asked for with --gpu: always offered
+    # parts a workload mix names (owned, in stock, discounted: ("gpus" | "chassis" | "nics", id)): always offered
+    named_parts: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
     def from_options(cls, include: list[str] | str | None, exclude_gpus: list[str] | None,
@@ -82,13 +90,15 @@ class PartFilter:
     def _gpu_reason(self, g) -> int:
         if g.id in self.exclude_gpus:
             return REASONS.index("excluded_gpu")
-        if g.id in self.named_gpus:
+        if g.id in self.named_gpus or ("gpus", g.id) in self.named_parts:
             return KEPT
         if g.segment == "consumer" and "consumer" not in self.include:
             return REASONS.index("consumer")
         return self._life_reason(g)
 
-    def _life_reason(self, part) -> int:
+    def _life_reason(self, part, kind: str = "gpus") -> int:
+        if (kind, part.id) in self.named_parts:
+            return KEPT
         if part.lifecycle == "end_of_life" and "end_of_life" not in self.include:
             return REASONS.index("end_of_life")
         if part.lifecycle == "legacy" and "legacy" not in self.include:
@@ -102,10 +112,11 @@ class PartFilter:
         big = len(REASONS)  # "no reason" while taking the minimum (the first reason wins)
         as_min = lambda r: big if r == KEPT else r  # noqa: E731
         g = np.array([as_min(self._gpu_reason(x)) for x in space.gpus], dtype=np.int64)[space.gpu_idx]
-        c = np.array([as_min(self._life_reason(x)) for x in space.chassis], dtype=np.int64)[space.chassis_idx]
-        n_tab = np.array([as_min(self._life_reason(x)) for x in space.nics] + [big], dtype=np.int64)
+        c = np.array([as_min(self._life_reason(x, "chassis")) for x in space.chassis], dtype=np.int64)[space.chassis_idx]
+        n_tab = np.array([as_min(self._life_reason(x, "nics")) for x in space.nics] + [big], dtype=np.int64)
         n = n_tab[np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)]
-        named = np.array([x.id in self.named_gpus for x in space.gpus], dtype=bool)[space.gpu_idx]
+        named = np.array([x.id in self.named_gpus or ("gpus", x.id) in self.named_parts for x in space.gpus],
+                         dtype=bool)[space.gpu_idx]
         part = np.minimum(c, n)
         # an explicitly named GPU keeps its designs, but its chassis / NIC still follow the filter
         r = np.where(named, np.where(g == REASONS.index("excluded_gpu"), g, part), np.minimum(g, part))
@@ -117,6 +128,8 @@ class PartFilter:
         extra = [w for w in ("consumer", "legacy", "end_of_life") if w in self.include]
         if extra:
             offered.append("plus " + ", ".join(e.replace("_", "-") for e in extra) + " parts")
+        if self.named_parts:
+            offered.append("plus the parts the mix names (" + ", ".join(pid for _, pid in sorted(self.named_parts)) + ")")
         if self.exclude_gpus:
             offered.append("without " + ", ".join(self.exclude_gpus))
         return " ".join(offered)
@@ -213,5 +226,5 @@ def excluded_sentence(summary: dict[str, Any], objective: str, chosen: dict[str,
     return head + text + ("" if better else " (no better than the choice)") + f"; {caution}{more}."
 
 
-__all__ = ["PartFilter", "REASONS", "KEPT", "INCLUDE_WORDS", "segment_lifecycle", "excluded_summary",
+__all__ = ["PartFilter", "REASONS", "KEPT", "INCLUDE_WORDS", "caution", "segment_lifecycle", "excluded_summary",
            "excluded_sentence"]

@@ -20,7 +20,9 @@ Sections (each an element with a stable id, which the tests look for):
 Money axes are in dollars; colours follow the GPU type (one colour per type, the same in every plot).
 
 The data behind the recommendation is embedded as JSON (`<script id="costopt-solve">`), so the
-report can be checked against `costopt solve --format json`.
+report can be checked against `costopt solve --format json`; `Report.data` adds more JSON blocks
+(`<script id="costopt-KEY">`). A transformer request gets the large-model report instead
+(costopt/llm/report.py: layouts, memory per GPU, feasible strategies by GPU memory), in these formats.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Report:
     subtitle: str
     solve_json: dict[str, Any]
     sections: list[Section]
+    data: dict[str, Any] = field(default_factory=dict)  # more JSON embedded as <script id="costopt-KEY">
 
     def section(self, sid: str) -> Section:
         return next(s for s in self.sections if s.id == sid)
@@ -617,6 +620,9 @@ def to_html(rep: Report) -> str:
         out.append("</section>")
     data = json.dumps(json_safe(rep.solve_json)).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="costopt-solve">{data}</script>')
+    for key, value in rep.data.items():
+        extra = json.dumps(json_safe(value)).replace("</", "<\\/")
+        out.append(f'<script type="application/json" id="costopt-{e(key)}">{extra}</script>')
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -666,6 +672,9 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
         out += [f"_{n}_" for n in s.notes] + ([""] if s.notes else [])
     out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(json_safe(rep.solve_json), indent=1),
             "```", "</details>", ""]
+    for key, value in rep.data.items():
+        out += [f"<details><summary>{key} JSON</summary>", "", "```json", json.dumps(json_safe(value), indent=1),
+                "```", "</details>", ""]
     return "\n".join(out)
 
 

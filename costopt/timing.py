@@ -61,7 +61,15 @@ These two legacy terms default to 0; the per-stack terms below carry the per-ste
 
 Communication stack s (costopt/stacks.py; one per design, default from strategy and reduce_on):
 
-    B_nic     = line rate × eff(transport) × f_s                     (f_s = `<s>_link_fraction`)
+    B_wire    = line rate × eff(transport) × f_s                     (f_s = `<s>_link_fraction`)
+    c_s       = `<s>_copy_ns_per_byte`: host CPU time per byte the stack serialises and copies (gRPC 2 ns/B
+                prior: one TF RecvTensor stream at ~0.5 GB/s, tensorflow#6116); it does not scale with the link
+    stage     = 1/B_pcie_one for grpc with reduce_on=gpu (TF's RecvTensor copies a GPU tensor to the host
+                before encoding it, and back on arrival, in series with the RPC), else 0
+    one stream (rings):  1/B_nic = 1/B_wire + c_s + stage
+    gRPC PS phase:       X/B_wire + X·stage + X·c_s/(M − 1)          (the (M − 1) peers' RPCs run on parallel
+                threads; X ≥ (M − 1)·L_j of the shard holding the largest tensor, so that tensor, one RPC on
+                one thread, never costs less than S_max·c_s: VGG16's 411 MB fc6 costs 0.8 s at 2 ns/B)
     mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says
     t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
                                                                       (c_s = `<s>_sync_us`, added to t_serial)
@@ -83,7 +91,7 @@ import numpy as np
 from .catalog import gpu_link_used, host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
 from .placement import ps_node_traffic
-from .stacks import GLOO, MPI, per_stack, sync_growth
+from .stacks import GLOO, GRPC, MPI, per_stack, sync_growth
 from .system import SystemParams
 from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
@@ -162,7 +170,9 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) ->
     return {
         # several adapters per node (one per rail) run in parallel: NCCL rings/trees stripe across them;
         # the stack reaches its own fraction of the transport's rate
-        "B_nic": line[ni] * wire_eff * per_stack(params, "link_fraction", stack) * space.nics_per_node,
+        "B_wire": line[ni] * wire_eff * per_stack(params, "link_fraction", stack) * space.nics_per_node,
+        # host CPU time per byte an RPC stack spends serialising and copying what it sends (s/byte); no NIC: 0
+        "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
         "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),
         "B_intra": intra[g_i, c_i] * intra_eff,
         "a_intra": us_to_s(_param(params, "intra_message_overhead_us", n)),
@@ -252,7 +262,14 @@ def evaluate(
     host_stack = (stack == MPI) | (stack == GLOO)  # all-reduce through host memory whatever reduce_on says
     S = tensors.total_gradient_bytes
     L = _link_arrays(space, params, stack)
-    B_nic, a_nic, B_intra, a_intra, B_pcie = L["B_nic"], L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
+    a_nic, B_intra, a_intra, B_pcie = L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
+    B_wire, c_copy = L["B_wire"], L["c_copy"]
+    # gRPC serialises from host memory: a tensor held on a GPU is copied device -> host before it is sent and
+    # host -> device when it arrives, in series with its RPC (per byte 1/B_pcie_one; 0 for variables on the CPU)
+    stage = np.where((stack == GRPC) & ~cpu, 1.0 / L["B_pcie_one"], 0.0)
+    # one stream (a ring neighbour): every byte pays the wire, the staging copy and the stack's copy cost in series
+    with np.errstate(divide="ignore"):
+        B_nic = 1.0 / (1.0 / B_wire + np.where(np.isfinite(B_wire), stage + c_copy, 0.0))
     B_red = gb_per_s_to_bytes_per_s(_param(params, "host_reduce_gb_per_s", n))
     B_hmem = gb_per_s_to_bytes_per_s(_param(params, "host_memory_gb_per_s", n))
     multi = M > 1
@@ -299,7 +316,13 @@ def evaluate(
             balanced = (Mi - 1) / Mi * S
             ps_shard_pinned[p] = (Mi > 1) & (X > 1.2 * balanced)
             a_ps = a_nic[p] + us_to_s(_param(params, "ps_tensor_overhead_us", n)[p])
-            nic_phase = np.where(Mi > 1, X / B_nic[p], 0.0)
+            # gRPC PS: the wire and the staging copies carry X in series; the stack's per-byte cost c is paid
+            # on the (M - 1) concurrent RPC streams of the busiest process (one per peer). One tensor is one
+            # RPC on one stream: since X >= (M - 1) L_j for the shard j holding the largest tensor,
+            # X / (M - 1) >= S_max, so that tensor never costs less than S_max * c however many peers share
+            # the work (tensorflow/tensorflow#6116: one RecvTensor stream at ~0.5 GB/s)
+            rpc_copy = X * c_copy[p] / np.maximum(Mi - 1.0, 1.0)
+            nic_phase = np.where(Mi > 1, X / B_wire[p] + X * stage[p] + rpc_copy, 0.0)
             cp = cpu[p]
             Gp = G[p]
             host_copy = np.where(cp, S / B_pcie[p], np.where(Mi > 1, S / L["B_pcie_one"][p], 0.0))

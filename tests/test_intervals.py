@@ -155,12 +155,9 @@ def test_loso_coverage_within_70_to_90_percent(residuals):
     assert 0.70 <= inside[nccl].mean() <= 0.90, inside[nccl].mean()
 
 
-@pytest.mark.xfail(strict=True, reason="grpc rows inside their leave-one-source-out 80% range: 90.9% (80 of 88), "
-                   "above 90%: TF_BENCH_2017 (65 of the 88 rows) is predicted from EBUG_DISTTF_2017 + TFB_ISSUE29_M40 "
-                   "(23 rows, spread -31%..+84%) and all 65 fall inside; with numpy's default 'linear' percentile "
-                   "the same rows give 64.8% (TF_BENCH's low tail falls outside). Three gRPC sources are too few for "
-                   "a stable per-stack figure")
 def test_loso_coverage_grpc_within_70_to_90_percent(residuals):
+    # 86.4% (76 of 88) with the gRPC copy cost in the fit; 90.9% before it: three gRPC sources, one of
+    # them 65 rows, make this figure move with every change of the fit
     comm = residuals["communication"]
     inside = _loso_inside(comm)
     grpc = np.array([c["stack"] == "grpc" for c in comm])

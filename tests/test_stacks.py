@@ -20,7 +20,7 @@ runner = CliRunner()
 
 # every stack term off, so one term at a time can be switched on and checked by hand
 QUIET = dict(bucket_mb=1e9, straggler_cv=0.0, overlap_efficiency=1.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0,
-             **{f"{s}_{k}": 0.0 for s in ("nccl", "mpi", "grpc", "gloo") for k in ("sync_us", "compute_slowdown")},
+             **{f"{s}_{k}": 0.0 for s in ("nccl", "mpi", "grpc", "gloo") for k in ("sync_us", "compute_slowdown", "copy_ns_per_byte")},
              **{f"{s}_link_fraction": 1.0 for s in ("nccl", "mpi", "grpc", "gloo")})
 
 
@@ -162,3 +162,51 @@ def test_shipped_dataset_names_a_stack_on_every_row():
     # tf_cnn_benchmarks `replicated (with NCCL)` rows are nccl, parameter servers grpc (published_throughput_sources.md)
     assert {r.stack for r in rows if r.strategy == "ps"} == {"grpc"}
     assert {r.stack for r in rows if r.source.startswith("NV_DLE")} == {"nccl"}
+
+
+def _tcp_equivalent(e: float, line_bytes_per_s: float, extra_s_per_byte: float) -> float:
+    """The TCP efficiency e' whose wire alone costs what the wire plus `extra_s_per_byte` costs:
+    1/(line·e') = 1/(line·e) + extra  ->  e' = e / (1 + extra·line·e)."""
+    return e / (1.0 + extra_s_per_byte * line_bytes_per_s * e)
+
+
+@pytest.mark.parametrize("strategy,reduce_on,nodes,streams", [
+    ("ring", "gpu", 2, 1),   # a ring neighbour is one stream: every byte pays c in series with the wire
+    ("ps", "cpu", 2, 1),     # PS on 2 nodes: one peer, one stream
+    ("ps", "cpu", 4, 3),     # PS on 4 nodes: the busiest process's RPCs run on 3 peers' threads: c / 3
+])
+def test_grpc_copy_cost_is_a_slower_wire_by_hand(strategy, reduce_on, nodes, streams):
+    """A per-byte copy cost c on `streams` parallel streams costs exactly what a wire slower by c/streams per
+    byte costs: 10 GbE = 1.25e9 B/s; c = 2 ns/byte."""
+    line = 10e9 / 8
+    e = 0.7
+    c = 2e-9
+    kw = dict(strategy=strategy, reduce_on=reduce_on, nodes=nodes, stack="grpc", chassis="pcie4x4")
+    with_copy = _pred(_p(tcp_efficiency=e, grpc_copy_ns_per_byte=2.0), **kw)
+    slower_wire = _pred(_p(tcp_efficiency=_tcp_equivalent(e, line, c / streams), grpc_copy_ns_per_byte=0.0), **kw)
+    no_copy = _pred(_p(tcp_efficiency=e, grpc_copy_ns_per_byte=0.0), **kw)
+    assert with_copy["t_iter_s"] == pytest.approx(slower_wire["t_iter_s"], rel=1e-9)
+    assert with_copy["t_iter_s"] > no_copy["t_iter_s"]
+
+
+def test_grpc_copy_cost_does_not_scale_with_the_link():
+    """At 2 ns/byte the copy cost caps one gRPC stream at 0.5 GB/s whatever the wire: a 10x faster wire
+    leaves the ring's NIC time at V·(1/B_wire + c), and on a 100 GbE-class wire c dominates."""
+    V = 2 * 7 / 8 * 27_161_264 * 4  # ring volume of inception_v3's gradients over 8 GPUs (bytes)
+    a = _pred(_p(tcp_efficiency=0.7, grpc_copy_ns_per_byte=2.0), stack="grpc", reduce_on="gpu", chassis="pcie4x4")
+    b = _pred(_p(tcp_efficiency=0.7, grpc_copy_ns_per_byte=0.0), stack="grpc", reduce_on="gpu", chassis="pcie4x4")
+    assert a["t_comm_s"] - b["t_comm_s"] == pytest.approx(V * 2e-9, rel=1e-6)
+
+
+def test_grpc_stages_gpu_tensors_through_the_host_by_hand():
+    """reduce_on=gpu: TF's RecvTensor copies a GPU tensor to the host before encoding it (and back on arrival),
+    in series with the RPC: per byte 1/B_pcie_one, B_pcie_one = PCIe Gen4 x16 31 GB/s x pcie_efficiency.
+    So a grpc ring on GPU buffers costs what an nccl ring (no staging) costs on a wire slower by that much."""
+    p = _p()
+    staged = 1.0 / (31e9 * p.pcie_efficiency)
+    line = 10e9 / 8
+    kw = dict(strategy="ring", reduce_on="gpu", chassis="pcie4x4")
+    grpc = _pred(p, stack="grpc", **kw)
+    nccl_slower = _pred(p.with_updates(tcp_efficiency=_tcp_equivalent(p.tcp_efficiency, line, staged)),
+                        stack="nccl", **kw)
+    assert grpc["t_iter_s"] == pytest.approx(nccl_slower["t_iter_s"], rel=1e-9)

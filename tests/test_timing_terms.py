@@ -41,7 +41,8 @@ def params(**kw):
                 ps_pull_overlap=0.0, ps_tensor_overhead_us=60.0, bucket_mb=1e9, overlap_efficiency=1.0,
                 straggler_cv=0.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0)
     for stack in ("nccl", "mpi", "grpc", "gloo"):  # stacks at full link rate, no per-step cost, no slowdown
-        base.update({f"{stack}_link_fraction": 1.0, f"{stack}_sync_us": 0.0, f"{stack}_compute_slowdown": 0.0})
+        base.update({f"{stack}_link_fraction": 1.0, f"{stack}_sync_us": 0.0, f"{stack}_compute_slowdown": 0.0,
+                     f"{stack}_copy_ns_per_byte": 0.0})
     base.update(kw)
     return default_system().with_updates(**base)
 
@@ -68,13 +69,22 @@ PER_TENSOR = A_PS * (2 - 1) / 2  # paid on the remote share (M-1)/M of each of t
 
 
 def test_ps_with_gpu_variables_pull_push_requests_and_apply():
-    nic = X / B_NIC  # 0.032 s per phase
-    pull = nic + A_PS * REMOTE  # request latency of the remote tensors: 0.0322 s
+    # variables on the GPUs: gRPC copies each tensor device -> host before sending it (and back on arrival),
+    # in series with the wire: X over PCIe at 31e9 x 0.5 B/s = 0.00129 s more per phase
+    nic = X / B_NIC + X / (31e9 * 0.5)  # 0.032 + 0.00129 s per phase
+    pull = nic + A_PS * REMOTE  # request latency of the remote tensors
     apply_last = LARGEST * 3 / HALFCARD_MEM  # read var, read grad, write var at GPU memory speed
     stream = nic + PER_TENSOR * 4  # slowest pipelined stage (the NIC), plus the per-tensor cost
     expect = COMPUTE + stream + pull + apply_last
     assert t_iter("ps") == pytest.approx(expect, rel=1e-9)
-    assert expect == pytest.approx(0.31 + 0.0322 + 0.0322 + 0.000025, rel=1e-12)
+    assert expect == pytest.approx(0.31 + 2 * (0.0322 + 20e6 / 15.5e9) + 0.000025, rel=1e-12)
+
+
+def test_grpc_copy_cost_per_byte_on_the_peers_streams():
+    # c = 1 ns/byte on 2 nodes (one peer, one stream): each phase carries X·c = 0.02 s more, push and pull
+    base = t_iter("ps", reduce_on="cpu")
+    more = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0)
+    assert more - base == pytest.approx(2 * X * 1e-9, rel=1e-9)
 
 
 def test_ps_host_copies_bound_the_pull_when_pcie_is_slow():
@@ -129,12 +139,14 @@ def test_wfbp_overlap_with_four_buckets():
 def test_wfbp_overlap_with_four_buckets_ps():
     # PS: β = (X / B_nic) / S; each bucket also pays the per-tensor cost of the tensors still to send;
     # the pull and the last apply follow (serial)
-    beta = (X / B_NIC) / S
+    # (GPU variables: the NIC phase includes staging X over PCIe at 31e9 x 0.5 B/s, in series)
+    nic = X / B_NIC + X / (31e9 * 0.5)
+    beta = nic / S
     ends = [0.25 * T_B + beta * 40e6 + PER_TENSOR * 4, 0.5 * T_B + beta * 36e6 + PER_TENSOR * 3,
             0.75 * T_B + beta * 28e6 + PER_TENSOR * 2, 1.0 * T_B + beta * 16e6 + PER_TENSOR * 1]
     E = max(ends)
-    assert E == pytest.approx(0.21285, rel=1e-12)
-    serial = X / B_NIC + A_PS * REMOTE + LARGEST * 3 / HALFCARD_MEM
+    assert E == pytest.approx(0.2 + 0.4 * (0.032 + 20e6 / 15.5e9) + 0.00005, rel=1e-12)
+    serial = nic + A_PS * REMOTE + LARGEST * 3 / HALFCARD_MEM
     assert t_iter("ps", overlap="wfbp", bucket_mb=1.0) == pytest.approx(T_F + max(T_B, E) + T_STEP + serial, rel=1e-9)
 
 

@@ -124,7 +124,8 @@ def solve(
                 max_rack_units=max_rack_units, max_nodes=max_nodes, mixed_nics=mixed_nics,
                 time_limit=multijob.DEFAULT_TIME_LIMIT_S if time_limit is None else time_limit,
                 tco_years=tco_years, overlap=overlap, system=system, strategies=strategy, reduce_on=reduce_on,
-                progress=(lambda line: typer.echo(f"[mix] {line}", err=True)) if show else None)
+                progress=(lambda line: typer.echo(f"[mix] {line}", err=True)) if show else None,
+                include=include, exclude_gpus=exclude_gpu)
         except InfeasibleError as exc:
             if fmt is Fmt.json:
                 typer.echo(_json_dump({"status": "Infeasible", "error": str(exc), "reason": exc.reason,

@@ -185,7 +185,7 @@ def rent_vs_buy(
 
 @app.command()
 def report(
-    model: str = typer.Option(..., help="Zoo model."),
+    model: Optional[str] = typer.Option(None, help="Zoo model (a data-parallel one, or a transformer such as llama3_70b)."),
     budget: float = typer.Option(..., help="Budget in USD."),
     out: Path = typer.Option(..., "--out", "-o", help="report.html (self-contained) or report.md (+ PNG folder)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
@@ -196,15 +196,34 @@ def report(
     all_designs: Optional[Path] = typer.Option(None, "--all", help="Also export the full ranked table (.csv/.xlsx/.json)."),
     progress: bool = typer.Option(True, help="Progress bar on stderr."),
     cloud: Optional[Path] = typer.Option(None, help="Cloud catalog: add a rent-or-buy section against it."),
-    years: float = typer.Option(3.0, help="With --cloud: years the purchase is used."),
+    years: float = typer.Option(3.0, help="Years the purchase is used (with --cloud: rent or buy; transformers: USD "
+                                "per 1e9 tokens)."),
     utilization: Optional[float] = typer.Option(None, help="With --cloud: fraction of the time the owned cluster is busy."),
+    tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
+    model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML; see "
+                                                "docs/large-models.md)."),
+    seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
+    global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = _MAX_INSTANCES,
 ) -> None:
-    """Write a what-if purchasing report with plots (HTML or Markdown)."""
+    """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
+    --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
+    strategies fit at which GPU memory size."""
     from .. import report as R
+    from ..llm import is_llm_request
+    from ..workload import list_models
 
+    if is_llm_request(model, model_config, strategy, tokens, list_models()):
+        _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
+                    max_nodes, top, years, progress,
+                    {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
+                     "--system": system, "--all": all_designs, "--cloud": cloud, "--utilization": utilization,
+                     "--as-of": as_of, "--max-instances": max_instances})
+        return
     try:
+        if model is None:
+            raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
         inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
@@ -226,6 +245,32 @@ def report(
             P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
                            **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    typer.echo(f"wrote {files[0]}" + (f" (+{len(files) - 1} file(s))" if len(files) > 1 else ""))
+
+
+def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
+                max_nodes, top, years, progress, data_parallel_only: dict) -> None:
+    from .. import report as R
+    from ..llm.report import build_llm_report
+
+    try:
+        given = [k for k, v in data_parallel_only.items() if v is not None]
+        if given:
+            raise InputError(f"{', '.join(given)}: not available in a large-model report (use --tokens for time and "
+                             "cost to train)")
+        inputs = [catalog, model_config]
+        if out.suffix.lower() not in (".html", ".htm", ".md"):
+            raise InputError(f"--out must end in .html or .md, got '{out.name}'")
+        output_path(out, "--out", inputs)
+        if out.suffix.lower() == ".md":
+            R.check_figure_dir(R.figure_dir_for(out))
+        rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
+                               global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
+                               strategies=strategy, max_nodes=max_nodes, top=top, years=years, progress=progress)
+        files = R.write_report(rep, out, inputs)
     except CostoptError as exc:
         _fail(exc)
         return

@@ -8,6 +8,7 @@ Strategy names: `ddp` (replicas with an all-reduce; `ring` and `hierarchical` me
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import numpy as np
 
 from ..catalog import Catalog, load_catalog
 from ..checks import count, positive
-from ..cost import evaluate_costs
-from ..design_space import enumerate_designs, single_design
+from ..cost import Costs, evaluate_costs
+from ..design_space import DesignSpace, enumerate_designs, single_design
 from ..errors import InfeasibleError, InputError
 from ..part_filter import KEPT, PartFilter
 from ..solver import OBJECTIVES, best_on_front
@@ -127,6 +128,66 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     return rec
 
 
+@dataclass
+class LlmSearch:
+    """A large-model solve up to the choice: every hardware design with its fastest fitting layout,
+    priced; what `solve_llm` picks from and what the report plots."""
+
+    cfg: TransformerConfig
+    catalog: Catalog
+    budget: float
+    objective: str
+    precision: str
+    global_batch: int
+    space: DesignSpace
+    layouts: Layout
+    ev: LlmEvaluation
+    costs: Costs
+    offered: np.ndarray  # bool: kept by the part filter
+    parts: PartFilter
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.ev.fits & self.costs.buildable & self.offered
+
+
+def search_llm(budget: float | None, model: str | None, *, objective: str = "throughput",
+               catalog: str | Path | Catalog | None = None, precision: str = "amp_bf16", seq_len: int | None = None,
+               global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
+               gpus_per_node: list[int] | None = None, max_nodes: int | None = None,
+               model_config: str | Path | None = None, strategies: list[str] | None = None,
+               include: list[str] | None = None, exclude_gpus: list[str] | None = None) -> LlmSearch:
+    """The design space of a large-model solve, each design with its fastest layout that fits, and costs."""
+    if objective not in OBJECTIVES or objective == "cost":
+        raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
+    if budget is None or not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
+    if max_nodes is not None:
+        count("max nodes", max_nodes)
+    cfg = resolve_model(model, model_config, seq_len)
+    cat = _catalog(catalog)
+    parts = PartFilter.from_options(include, exclude_gpus, gpus, cat)
+    gb = global_batch or default_global_batch(cfg)
+    space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
+                              nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
+    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
+    layouts = strategy_layouts(strategies)
+    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+    costs = evaluate_costs(space, cat.site, facility=cat.facility)
+    offered = parts.design_reasons(space) == KEPT
+    return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts)
+
+
+def strategy_layouts(strategies: list[str] | None) -> Layout:
+    """Every layout, or those of the named strategies."""
+    layouts = all_layouts()
+    if not strategies:
+        return layouts
+    keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies]
+    sel = np.isin(layouts.strategy, keep)
+    return Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
+
+
 def solve_llm(budget: float | None, model: str | None, *, tokens: float | None = None, objective: str = "throughput",
               catalog: str | Path | Catalog | None = None, precision: str = "amp_bf16", seq_len: int | None = None,
               global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
@@ -142,24 +203,19 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
         raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
     positive("tokens", tokens)
     count("top", top)
-    if max_nodes is not None:
-        count("max nodes", max_nodes)
-    cfg = resolve_model(model, model_config, seq_len)
-    cat = _catalog(catalog)
-    parts = PartFilter.from_options(include, exclude_gpus, gpus, cat)
-    gb = global_batch or default_global_batch(cfg)
-    space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
-                              nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
-    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
-    keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies] if strategies else None
-    layouts = all_layouts()
-    if keep is not None:
-        sel = np.isin(layouts.strategy, keep)
-        layouts = Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
-    costs = evaluate_costs(space, cat.site, facility=cat.facility)
-    offered = parts.design_reasons(space) == KEPT
-    ok = ev.fits & costs.buildable & offered
+    found = search_llm(budget, model, objective=objective, catalog=catalog, precision=precision, seq_len=seq_len,
+                       global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
+                       max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
+                       exclude_gpus=exclude_gpus)
+    return choose_llm(found, tokens=tokens, top=top)
+
+
+def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10) -> dict[str, Any]:
+    """The pick on the Pareto front of a search, the best design of each other GPU type, and the Why."""
+    cfg, space, ev, costs, budget, objective = (found.cfg, found.space, found.ev, found.costs, found.budget,
+                                                found.objective)
+    layouts, parts, gb, offered = found.layouts, found.parts, found.global_batch, found.offered
+    ok = found.ok
     if not ok.any():
         raise InfeasibleError(f"no design in the catalog can train {cfg.name} ({cfg.params / 1e9:.1f} B parameters) "
                               f"at sequence length {cfg.seq_len}: none fits in GPU memory with any layout",

@@ -266,46 +266,76 @@ def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
     return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS))
 
 
-def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
-                           params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000) -> LlmEvaluation:
-    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
-    layout index. Designs with no layout that fits keep layout 0 (and say why).
+@dataclass
+class TripleSizing:
+    """Pass 1 of the search: every layout sized on each distinct (GPU, GPUs per node G, nodes M) triple.
 
-    Two passes, so only pairs that can run are timed:
-      1. sizing (validity and memory) depends on the hardware only through (GPU, G, M), so it runs on
-         the distinct triples x layouts (a few hundred triples instead of thousands of designs);
-      2. the step time runs only on the (design, layout) pairs whose triple fits, in chunks of about
-         `chunk_elements` pairs, layout-major, so memory stays bounded. Every number is the same
-         element-wise expression as `evaluate_layouts`, so the choice is identical to timing them all.
-    """
+    Matrices are (triples x layouts); `why`, `used_bytes` and `states_bytes` are kept only when asked
+    (the report's memory grid reads them; the solve needs only `fits`)."""
+
+    triple_of: np.ndarray  # triple of each design
+    first: np.ndarray  # one design of each triple
+    fits: np.ndarray  # bool
+    why: np.ndarray | None = None  # int codes into WHY_NOT
+    used_bytes: np.ndarray | None = None
+    states_bytes: np.ndarray | None = None
+    limit_bytes: np.ndarray | None = None  # per triple
+
+
+def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
+                 params: LlmParams | None = None, keep_sizes: bool = False,
+                 chunk_elements: int = 400_000) -> TripleSizing:
+    """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
+    distinct triple (a few hundred triples instead of thousands of designs)."""
     params = params or default_llm_params()
-    layouts = layouts or all_layouts()
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    G = space.gpus_per_node.astype(np.float64)
-    M = space.nodes.astype(np.float64)
-    # pass 1: distinct (GPU, G, M) triples x layouts
     key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
     triples, triple_of = np.unique(key, axis=0, return_inverse=True)
     triple_of = triple_of.reshape(-1)
-    first = np.zeros(len(triples), dtype=np.int64)
-    first[triple_of[::-1]] = np.arange(n)[::-1]  # one design of each triple
     n_tri = len(triples)
-    fits = np.zeros((n_tri, n_lay), dtype=bool)
+    first = np.zeros(n_tri, dtype=np.int64)
+    first[triple_of[::-1]] = np.arange(n)[::-1]
+    G, M = space.gpus_per_node[first].astype(np.float64), space.nodes[first].astype(np.float64)
+    out = TripleSizing(triple_of, first, np.zeros((n_tri, n_lay), dtype=bool))
+    if keep_sizes:
+        out.why = np.zeros((n_tri, n_lay), dtype=np.int8)
+        out.used_bytes = np.zeros((n_tri, n_lay))
+        out.states_bytes = np.zeros((n_tri, n_lay))
     per = max(1, chunk_elements // max(n_tri, 1))
     for start in range(0, n_lay, per):
         ks = np.arange(start, min(n_lay, start + per))
         tri = np.tile(np.arange(n_tri), len(ks))
-        lay_k = np.repeat(ks, n_tri)
-        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri],
-                       G[first][tri], M[first][tri], _layout_take(layouts, lay_k), global_batch, params)
-        fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
-    # pass 2: time the pairs that fit, layout-major, in chunks of whole layouts
-    best_thr = np.full(n, -1.0)
-    best_k = np.zeros(n, dtype=np.int64)
-    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=n_tri) @ fits.astype(np.int64))]
-    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the n x layouts mask of a chunk
+        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
+                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params)
+        out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
+        if keep_sizes:
+            out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
+            out.used_bytes[:, ks] = size.used.reshape(len(ks), n_tri).T
+            out.states_bytes[:, ks] = size.states.reshape(len(ks), n_tri).T
+            out.limit_bytes = size.limit[:n_tri]
+    return out
+
+
+def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
+                    precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
+                    params: LlmParams | None = None, chunk_elements: int = 400_000) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
+    layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
+    per design and layout group (default: one group) the fastest fitting layout, the lowest index
+    among equals; -1 tokens/s and layout 0 where none fits."""
+    params = params or default_llm_params()
+    n, n_lay = len(space), len(layouts.tp)
+    grp = np.zeros(n_lay, dtype=np.int64) if group_of_layout is None else np.asarray(group_of_layout, dtype=np.int64)
+    n_grp = int(grp.max()) + 1 if n_lay else 1
+    hw = _hardware_arrays(space, precision, params)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    fits, triple_of = sized.fits, sized.triple_of
+    best_thr = np.full((n_grp, n), -1.0)
+    best_k = np.zeros((n_grp, n), dtype=np.int64)
+    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=len(fits)) @ fits.astype(np.int64))]
+    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the designs x layouts mask of a chunk
     start = 0
     while start < n_lay:
         stop = int(np.searchsorted(pairs_before, pairs_before[start] + chunk_elements, side="right")) - 1
@@ -321,13 +351,36 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
         arch = ArchArrays.of(cfg, len(design))
         size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params)
         thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params).tokens_per_s
-        # per design, the fastest pair of this chunk, the lowest layout index among equals
-        order = np.lexsort((lay_k, -thr, design))
-        head = order[np.r_[True, design[order][1:] != design[order][:-1]]]
-        better = thr[head] > best_thr[design[head]]
-        best_thr[design[head][better]] = thr[head][better]
-        best_k[design[head][better]] = lay_k[head][better]
-    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k), precision=precision,
+        # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
+        g = grp[lay_k]
+        cell = design * n_grp + g
+        order = np.lexsort((lay_k, -thr, cell))
+        head = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
+        gh, dh = g[head], design[head]
+        better = thr[head] > best_thr[gh, dh]
+        best_thr[gh[better], dh[better]] = thr[head][better]
+        best_k[gh[better], dh[better]] = lay_k[head][better]
+    return best_thr, best_k
+
+
+def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
+                           params: LlmParams | None = None, layouts: Layout | None = None,
+                           chunk_elements: int = 400_000) -> LlmEvaluation:
+    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
+    layout index. Designs with no layout that fits keep layout 0 (and say why).
+
+    Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
+    distinct (GPU, G, M) triples), then `fastest_fitting` (step time of the pairs that fit). Every
+    number is the same element-wise expression as `evaluate_layouts`, so the choice is identical to
+    timing every pair (tests/test_llm_search.py checks it against that plain search).
+    """
+    params = params or default_llm_params()
+    layouts = layouts or all_layouts()
+    sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
+                         chunk_elements=chunk_elements)
+    _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
+                                params=params, chunk_elements=chunk_elements)
+    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
                             global_batch=global_batch, params=params)
 
 

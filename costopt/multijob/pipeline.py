@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..api import DEFAULT_MAX_NODES, Evaluation, design_dict, evaluate_space, resolve_inputs
+from ..part_filter import KEPT, REASONS, PartFilter, caution
+from ..solver import pareto_front
 from ..catalog import Catalog, load_catalog
 from ..design_space import STRATEGIES, enumerate_designs
 from ..errors import InfeasibleError, InputError
@@ -41,11 +43,13 @@ def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
     return Market(price, owned, stock, tiers)
 
 
-def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None) -> JobCandidates:
-    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only);
-    `designs` is left empty (`build_jobs` fills it for the designs it keeps)."""
+def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None,
+                   keep: np.ndarray | None = None) -> JobCandidates:
+    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only, and
+    of those only `keep` when given: the part filter's); `designs` is left empty (`build_jobs` fills it
+    for the designs it keeps)."""
     s, c = ev.space, ev.costs
-    ok = np.flatnonzero(ev.timing.feasible & c.buildable)
+    ok = np.flatnonzero(ev.timing.feasible & c.buildable & (True if keep is None else keep))
     ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
     nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
     ni = np.where(s.nic_idx < 0, len(s.nics), s.nic_idx)
@@ -74,6 +78,7 @@ class MixResult:
     parts: list[dict[str, Any]]
     solver: dict[str, Any]
     binding: list[dict[str, Any]] = field(default_factory=list)  # the limits at the answer (`explain.py`)
+    excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (`excluded_report`)
 
     def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
         """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
@@ -81,7 +86,8 @@ class MixResult:
         out = {"mix": self.name, "objective": self.objective, "status": self.status,
                "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
                "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
-               "limits_at_answer": self.binding, "jobs": self.jobs, "parts": self.parts, "solver": self.solver}
+               "limits_at_answer": self.binding, "jobs": self.jobs, "parts": self.parts, "solver": self.solver,
+               "excluded": self.excluded}
         return out if timings else _drop_timings(out)
 
 
@@ -97,7 +103,8 @@ def _drop_timings(value: Any) -> Any:
 def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
                overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
                reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True,
-               progress: Progress | None = None, deadline: float | None = None) -> list[JobCandidates]:
+               progress: Progress | None = None, deadline: float | None = None,
+               part_filter: PartFilter | None = None, left_out: dict[str, Any] | None = None) -> list[JobCandidates]:
     """Enumerate and evaluate every job's design space and keep its candidates, one job at a time.
 
     Each design space is reduced as soon as it is evaluated: designs that break a per-design limit
@@ -105,7 +112,14 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
     both valid whatever the other jobs run (`pruning.py`), and only the survivors' DESIGN rows are
     kept. Memory then holds one job's evaluated design space at a time, not every job's. Jobs with the
     same model, precision, batch, GPU list and samples to train share one evaluation. Past `deadline`
-    (a `time.perf_counter()` value) it stops with InfeasibleError (reason "time-limit")."""
+    (a `time.perf_counter()` value) it stops with InfeasibleError (reason "time-limit").
+
+    `part_filter` (None: the default, as in a single solve; part_filter.py) leaves designs out of every
+    job's candidates, a job's own `gpus` being named GPUs. `left_out`, when given, receives per job the
+    filter's counts by reason and the cost-throughput Pareto front of the left-out designs that meet the
+    per-design limits (DESIGN rows), for the report (`excluded_report`)."""
+    pf = part_filter if part_filter is not None else PartFilter()
+    fronts: dict[tuple, dict[str, Any]] = {}
     owned_value = sum(market.price[p] * n for p, n in market.owned.items())
     # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
     node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
@@ -130,7 +144,18 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
             ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
                                 precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
                                 samples_to_train=samples)
-            full = job_candidates(name, ev)
+            jpf = replace(pf, named_gpus=tuple(dict.fromkeys([*pf.named_gpus, *spec.gpus])))
+            reasons = jpf.design_reasons(ev.space)
+            full = job_candidates(name, ev, keep=reasons == KEPT)
+            if left_out is not None:
+                out_c = job_candidates(name, ev, keep=reasons != KEPT)
+                out_c = out_c.take(np.flatnonzero(_within_limits(out_c, market, lim, None)))
+                front = out_c.index[pareto_front(out_c.cost_usd, out_c.throughput, ev.space.order_rank()[out_c.index])]
+                rows = ev.rows(front)
+                for r, i in zip(rows, front):
+                    r["excluded_reason"] = REASONS[int(reasons[i])]
+                fronts[key] = {"counts": {r: int((reasons == i).sum()) for i, r in enumerate(REASONS)
+                                          if (reasons == i).any()}, "front": rows}
             base = full.take(np.flatnonzero(_within_limits(full, market, lim, None))) if trim else full
             base.counts["within_limits"] = len(base)
             base = base.take(prune(base, market, lim))
@@ -144,6 +169,8 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
         else:
             how = f"same designs as an earlier job ({len(base):,} kept)"
         jobs.append(replace(base, name=name, weight=spec.weight, target=spec.target, counts=dict(base.counts)))
+        if left_out is not None:
+            left_out[name] = fronts[key]
         _say(progress, f"job {k}/{len(mix.jobs)} '{name}' ({spec.model}): {how}, {time.perf_counter() - t0:.1f} s")
         if deadline is not None and time.perf_counter() > deadline and k < len(mix.jobs):
             raise InfeasibleError(f"building the candidates took the time allowed for it ({k} of {len(mix.jobs)} "
@@ -158,6 +185,7 @@ def solve_mix(
     time_limit: float | None = DEFAULT_TIME_LIMIT_S,
     tco_years: float = 0.0, overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
     reduce_on: list[str] | None = None, tensor_set: str = "pytorch", progress: Progress | None = None,
+    include: list[str] | str | None = None, exclude_gpus: list[str] | None = None,
 ) -> MixResult:
     """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit.
 
@@ -166,7 +194,12 @@ def solve_mix(
     found so far comes back with status "Feasible (time limit)" and its gap (relative distance to the
     best bound proven). Building the candidates may take `BUILD_SHARE` of the limit (past it: an
     InfeasibleError with reason "time-limit"); the diagnosis of an infeasible mix shares the same limit. `progress`, when given, receives one line per step (jobs evaluated, pruning,
-    solver stages and, during long CBC runs, the best value and bound so far)."""
+    solver stages and, during long CBC runs, the best value and bound so far).
+
+    The part filter of a single solve applies to every job (`include`, `exclude_gpus`; part_filter.py):
+    by default current data-centre and workstation parts, plus every part the mix names (owned, in
+    stock, discounted, or in a job's `gpus`). The result's `excluded` says what it left out and, per
+    job, what the best left-out design costing no more than the job's pick would give."""
     t_start = time.perf_counter()
     mix = workload if isinstance(workload, Mix) else load_mix(workload)
     if objective not in MIX_OBJECTIVES:
@@ -194,11 +227,18 @@ def solve_mix(
     if lim.budget_usd is None and objective != "cost":
         raise InputError(f"objective '{objective}' needs a budget (--budget or [limits] budget_usd in {mix.where})")
     market = market_from(cat, mix)
+    named = frozenset({*market.owned, *market.stock, *market.tiers})
+    pf = replace(PartFilter.from_options(include, exclude_gpus, None, cat), named_parts=named)
+    clash = [g for g in pf.exclude_gpus if ("gpus", g) in named or any(g in j.gpus for j in mix.jobs.values())]
+    if clash:
+        raise InputError(f"--exclude-gpu {', '.join(clash)}: the mix {mix.where} names it (inventory, stock, "
+                         "discount or a job's gpus)", field="exclude_gpu")
     opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
-                tensor_set=tensor_set)
+                tensor_set=tensor_set, part_filter=pf)
+    left_out: dict[str, Any] = {}
     # the candidates may take BUILD_SHARE of the time: what is left gets a heuristic answer at least
     build_deadline = None if time_limit is None else t_start + BUILD_SHARE * time_limit
-    raw = build_jobs(mix, cat, market, lim, progress=progress, deadline=build_deadline, **opts)
+    raw = build_jobs(mix, cat, market, lim, progress=progress, deadline=build_deadline, left_out=left_out, **opts)
     _check_objective(objective, raw)
     t0 = time.perf_counter()
     jobs = reduce_jobs(raw, market, lim, objective)
@@ -227,6 +267,7 @@ def solve_mix(
         raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
     t0 = time.perf_counter()
     out = _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+    out.excluded = excluded_report(pf, left_out, out.jobs, cat)
     _say(progress, f"{res.status}, gap {'n/a' if res.gap is None else f'{res.gap:.2%}'}; report in "
                    f"{time.perf_counter() - t0:.1f} s, {time.perf_counter() - t_start:.1f} s in all")
     return out
@@ -267,3 +308,41 @@ def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Mark
               "candidates_after_limits": [len(j) for j in jobs]}
     return MixResult(mix.spec.mix.name or Path(mix.where).stem, objective, res.status, res.objective_value, res.gap,
                      res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver, binding)
+
+
+def excluded_report(pf: PartFilter, left_out: dict[str, Any], jobs: list[dict[str, Any]],
+                    catalog: Catalog) -> dict[str, Any]:
+    """JSON `excluded` of a mix: {offered, counts by reason (summed over jobs), jobs: {name: {counts, best,
+    throughput_ratio, sentence}}, sentence}.
+
+    A job's `best` is the fastest left-out design (meeting the per-design limits) whose list cost is no
+    more than the list cost of the job's pick, and `throughput_ratio` = its throughput / the pick's: a
+    like-for-like statement that needs no second joint solve (the other jobs keep their picks only if
+    the shared limits allow; a ratio above 1 says the filter cost that job throughput at equal money)."""
+    total: dict[str, int] = {}
+    per_job: dict[str, Any] = {}
+    for j in jobs:
+        info = left_out.get(j["name"], {"counts": {}, "front": []})
+        for r, n in info["counts"].items():
+            total[r] = total.get(r, 0) + n
+        pick = j["design"]
+        cheaper = [d for d in info["front"] if d["cost_usd"] <= pick["cost_usd"] * (1 + 1e-9)]
+        best = max(cheaper, key=lambda d: d["throughput_samples_per_s"], default=None)
+        ratio = None if best is None else best["throughput_samples_per_s"] / j["throughput_samples_per_s"]
+        sentence = ""
+        if best is not None and ratio > 1.0 + 1e-9:
+            g = catalog.gpus[best["gpu"]]
+            life = g.lifecycle.replace("_", "-") + (f" since {g.end_of_life_date}" if g.end_of_life_date else "")
+            sentence = (f"job '{j['name']}': the best left-out design at no more than its pick's list cost, "
+                        f"{best['total_gpus']} x {best['gpu']} ({g.segment}, {life}) for ${best['cost_usd']:,.0f}, "
+                        f"gives {ratio:.2f}x its throughput; {caution(best['excluded_reason'])}")
+        per_job[j["name"]] = {"counts": dict(info["counts"]), "best": best, "throughput_ratio": ratio,
+                              "sentence": sentence}
+    n = sum(total.values())
+    if n:
+        by = ", ".join(f"{k.replace('_', '-')} {v:,}" for k, v in total.items())
+        head = (f"Part filter: {pf.describe()}; left out {n:,} designs over the jobs ({by}); "
+                "--include consumer,legacy,eol considers them.")
+    else:
+        head = f"Part filter: {pf.describe()}; nothing was left out."
+    return {"offered": pf.describe(), "counts": total, "jobs": per_job, "sentence": head}

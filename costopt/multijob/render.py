@@ -60,6 +60,12 @@ def render(res: MixResult, console, timings: bool = False) -> None:
                       _amount(b["slack"], b["unit"]), "yes" if b["binds"] else ("at limit" if b["at_limit"] else "no"),
                       _blocked(b, res.objective))
         console.print(t)
+    ex = res.excluded or {}
+    if ex.get("sentence"):
+        console.print(ex["sentence"])
+        for info in ex.get("jobs", {}).values():
+            if info.get("sentence"):
+                console.print(f"  {info['sentence']}")
     for p in res.parts:
         why = p.get("owned_unused")
         if why:

@@ -1,0 +1,184 @@
+"""The large-model report: which layouts fit at which GPU memory (checked by hand), numbers equal to
+`costopt solve`, every section and plot present, renders in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from costopt.cost import within_budget
+from costopt.llm.api import search_llm
+from costopt.llm.feasibility import memory_grid
+from costopt.llm.report import LLM_SECTIONS, build_llm_report, usd_per_1e9_tokens
+from costopt.report import write_report
+
+CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
+LLAMA3_8B_PARAMS = 8_030_261_248  # Meta's config: 32 layers, hidden 4096, 8 KV heads, FFN 14336, vocab 128256, untied
+
+
+def _cell(grid, memory_gb, strategy, tp, pp):
+    (c,) = [c for c in grid["cells"] if (c["memory_gb"], c["strategy"], c["tp"], c["pp"]) == (memory_gb, strategy, tp, pp)]
+    return c
+
+
+@pytest.fixture(scope="module")
+def grid_8b():
+    found = search_llm(10_000_000, "llama3_8b", gpus=["h100-sxm", "b200"], max_nodes=2)
+    return found, memory_grid(found)
+
+
+def test_memory_grid_llama3_8b_by_hand(grid_8b):
+    _, grid = grid_8b
+    assert grid["memory_sizes_gb"] == [80.0, 180.0]
+    assert grid["gpus_by_memory_gb"] == {"80": ["h100-sxm"], "180": ["b200"]}
+    # A plain data-parallel replica holds 2 (bf16 weights) + 2 (gradients) + 12 (fp32 Adam) = 16 bytes per
+    # parameter: 16 x 8.030e9 = 128.48 GB of model states on every GPU, more than an 80 GB card holds
+    # whatever the cluster; the binding term is the model states.
+    ddp = _cell(grid, 80.0, "ddp", 1, 1)
+    assert ddp["fits"] is False
+    assert ddp["binding"]["term"] == "model states"
+    assert ddp["binding"]["model_states_gb"] == pytest.approx(16 * LLAMA3_8B_PARAMS / 1e9, rel=1e-9)
+    assert ddp["binding"]["needed_gb"] > ddp["binding"]["usable_gb"]
+    assert ddp["binding"]["usable_gb"] < 80.0
+    # FSDP over 8 GPUs: 16 x 8.03e9 / 8 = 16.06 GB of states + 2 gathered layers (2 x 2 bytes x 8.03e9 / 32
+    # = 1.0 GB) + at most ~7.5 GB of activations and logits (micro-batch 1, full recompute): fits in 80 GB
+    assert _cell(grid, 80.0, "fsdp", 1, 1)["fits"] is True
+    # tensor parallel 2 halves the replica: 64.2 GB of states + 3.7 GB of activations fits in 80 GB
+    assert _cell(grid, 80.0, "ddp", 2, 1)["fits"] is True
+    # the whole replica (128.5 + 7.5 GB) fits a 180 GB B200
+    assert _cell(grid, 180.0, "ddp", 1, 1)["fits"] is True
+    # hybrid sharding needs two nodes: the 2-node designs run it
+    assert _cell(grid, 80.0, "hsdp", 1, 1)["fits"] is True
+
+
+def test_memory_grid_layout_reason_and_best_is_the_search_best(grid_8b):
+    found, grid = grid_8b
+    # tp 8 with pp 16 needs 128 GPUs per data-parallel replica: no design of at most 2 nodes x 8 GPUs can run it
+    # (the 8-GPU nodes pass the tensor-degree check and fail on the GPU count)
+    c = _cell(grid, 80.0, "fsdp", 8, 16)
+    assert c["fits"] is False and c["binding"]["term"] == "layout"
+    assert "divide" in c["binding"]["reason"]
+    # per memory size, the best cell over all layouts equals the best tokens/s per USD 1,000 of the designs
+    # of that size with their fastest layout (the solve's search): the grid picks among the same layouts
+    ok = found.ok & within_budget(found.costs, found.budget)
+    mem = np.array([g.memory_gb for g in found.space.gpus])[found.space.gpu_idx]
+    value = found.ev.timing.tokens_per_s / found.costs.cost_usd * 1000.0
+    for m in grid["memory_sizes_gb"]:
+        best_cell = max(c["best"]["value"] for c in grid["cells"] if c["fits"] and c["memory_gb"] == m)
+        # (a family's fastest layout is never faster than the design's fastest, so equal, not just >=)
+        assert best_cell == pytest.approx(value[ok & (mem == m)].max(), rel=1e-12)
+        for c in grid["cells"]:  # each value is its design's tokens/s per USD 1,000
+            if c["fits"] and c["memory_gb"] == m:
+                assert c["best"]["value"] == pytest.approx(c["best"]["tokens_per_s"] / c["best"]["cost_usd"] * 1000)
+
+
+def test_usd_per_1e9_tokens_owned_by_hand():
+    # capex $3,000,000 over 3 years of 8,766 h, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h;
+    # 2 hours per 1e9 tokens: 2 x (3e6 / 26,298 + 9.2925) = 2 x 123.3695 = $246.739
+    site = SimpleNamespace(average_draw_fraction=0.75, pue=1.5, electricity_usd_per_kwh=0.0826)
+    found = SimpleNamespace(catalog=SimpleNamespace(site=site))
+    rec = {"usd_per_1e9_tokens": None, "hours_per_1e9_tokens": 2.0, "capex_usd": 3_000_000.0, "power_kw": 100.0}
+    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(2 * (3e6 / (3 * 8766) + 100 * 0.75 * 1.5 * 0.0826),
+                                                                rel=1e-12)
+    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(246.739, abs=1e-3)
+    # rented: the rent per hour x hours, as the solve gives it
+    assert usd_per_1e9_tokens({**rec, "usd_per_1e9_tokens": 55.0}, found, 3.0) == 55.0
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.imgs, self.scripts, self._in = set(), [], {}, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "img":
+            self.imgs.append(a.get("src", ""))
+        if tag == "script":
+            self._in = a.get("id")
+
+    def handle_data(self, data):
+        if self._in:
+            self.scripts[self._in] = self.scripts.get(self._in, "") + data
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in = None
+
+
+@pytest.fixture(scope="module")
+def llm_report(tmp_path_factory):
+    rep = build_llm_report("llama3_8b", 2_000_000, tokens=1e10, max_nodes=4, progress=False)
+    path = tmp_path_factory.mktemp("llmreport") / "report.html"
+    write_report(rep, path)
+    return rep, path
+
+
+def test_llm_report_sections_and_numbers_equal_solve(llm_report):
+    rep, path = llm_report
+    doc = _Collect()
+    doc.feed(path.read_text(encoding="utf-8"))
+    for sid in LLM_SECTIONS:
+        assert sid in doc.ids
+    for fig in ("memory", "memory-strategies", "pareto", "breakdown"):
+        assert f"fig-{fig}" in doc.ids
+    assert len(doc.imgs) == 4 and all(s.startswith("data:image/png;base64,") for s in doc.imgs)
+    embedded = json.loads(doc.scripts["costopt-solve"])
+    grid = json.loads(doc.scripts["costopt-memory-grid"])
+    assert grid["cells"] and grid["memory_sizes_gb"]
+    p = subprocess.run(CLI + ["solve", "--budget", "2000000", "--model", "llama3_8b", "--tokens", "1e10",
+                              "--max-nodes", "4", "--top", "8", "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    solved = json.loads(p.stdout)
+    assert embedded == solved
+    b = solved["best"]
+    intro = rep.section("recommended").intro
+    for text in (f"{b['tokens_per_s']:,.0f} tokens/s", f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU",
+                 f"MFU {b['mfu']:.1%}", f"{b['memory_per_gpu_gb']:.1f} GB per GPU",
+                 f"{b['hours_per_1e9_tokens']:,.2f} hours", f"{b['hours_to_train']:,.0f} hours"):
+        assert text in intro
+    # the recommended layout is one the memory grid marks as fitting at its GPU's memory
+    c = _cell(grid, b["gpu_memory_gb"], b["strategy"], b["tp"], b["pp"])
+    assert c["fits"] is True
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
+def test_llm_report_renders_in_headless_chromium(llm_report, tmp_path):
+    _, path = llm_report
+    shot = tmp_path / "shot.png"
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+           "--window-size=1200,2400", f"--screenshot={shot}", path.resolve().as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=90)
+    assert shot.exists() and shot.stat().st_size > 0
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(shot)[..., :3]
+    non_white = (img < 0.95).any(axis=-1).mean()
+    colours = len(np.unique((img[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
+    assert non_white > 0.05, non_white
+    assert colours > 50, colours
+
+
+def test_llm_report_refuses_data_parallel_options(tmp_path):
+    p = subprocess.run(CLI + ["report", "--model", "llama3_70b", "--budget", "5000000", "--epochs", "3",
+                              "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "--epochs" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "r.html").exists()
