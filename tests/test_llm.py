@@ -91,7 +91,9 @@ def _params():
     p = default_llm_params()
     return replace(p, elementwise_bytes_per_token_per_hidden=100.0, memory_bandwidth_fraction=0.5,
                    collective_latency_us=0.0, overlap_fraction=1.0, optimizer_bytes_per_param=0.0,
-                   unfused_attention_bytes_per_score=32.0, unfused_attention_recompute_bytes_per_score=13.0)
+                   unfused_attention_bytes_per_score=32.0, unfused_attention_recompute_bytes_per_score=13.0,
+                   collective_hbm_bytes_per_byte_all_gather=0.0, collective_hbm_bytes_per_byte_reduce_scatter=0.0,
+                   collective_hbm_bytes_per_byte_all_reduce=0.0, gemm_shape_dims=0.0)
 
 
 def _step(G=1, M=1, strategy=0, tp=1, pp=1, b=2, m=1, ckpt=0, intra=1e9, node=1e9, flash=True, params=None):
@@ -163,6 +165,53 @@ def test_optimizer_update_by_hand():
     assert st.t_opt_s[0] == pytest.approx(6e-3, rel=1e-12)
     assert st.t_step_s[0] == pytest.approx(4 * T_MB + 6e-3, rel=1e-12)
     assert _step(G=2, strategy=3, params=p).t_opt_s[0] == pytest.approx(3e-3, rel=1e-12)
+
+
+def test_collective_memory_traffic_by_hand():
+    # an overlapped collective's bytes through the GPU's memory are not hidden: P = 1e8 on 2 GPUs, ring
+    # factor (2-1)/2, memory at 1e12·0.5 B/s; k_ag = 2, k_rs = 3, k_ar = 5 bytes per byte of buffer
+    p = replace(_params(), collective_hbm_bytes_per_byte_all_gather=2.0,
+                collective_hbm_bytes_per_byte_reduce_scatter=3.0, collective_hbm_bytes_per_byte_all_reduce=5.0)
+    # fsdp, per micro-batch: all-gather 2P twice (2·2·2e8) + reduce-scatter 4P (3·4e8) = 2e9 bytes, half of
+    # it per rank: 1e9 / 5e11 = 2 ms, on top of the 0.4 s of exposed link time (test above)
+    st = _step(G=2, strategy=3, params=p)
+    assert st.t_step_s[0] == pytest.approx(0.4 + 2e-3, rel=1e-12)
+    # two micro-batches: twice the fsdp traffic; ddp all-reduces 4P once per step: 5·4e8/2 / 5e11 = 2 ms
+    assert st.t_dp_exposed_s[0] - _step(G=2, strategy=3).t_dp_exposed_s[0] == pytest.approx(2e-3, rel=1e-9)
+    two = _step(G=2, strategy=3, m=2, params=p).t_dp_exposed_s[0] - _step(G=2, strategy=3, m=2).t_dp_exposed_s[0]
+    assert two == pytest.approx(4e-3, rel=1e-9)
+    ddp = _step(G=2, strategy=0, params=p).t_dp_exposed_s[0] - _step(G=2, strategy=0).t_dp_exposed_s[0]
+    assert ddp == pytest.approx(2e-3, rel=1e-9)
+
+
+def test_gemm_shape_slowdown_by_hand():
+    # c = 42.5, h = 768, t = 1: QKV 1 + 42.5·(1/768 + 1/2304) = 1.0737847, output 1 + 42.5·2/768 = 1.1106771,
+    # FFN up and down 1 + 42.5·(1/768 + 1/3072) = 1.0691732; FLOP weights 3 : 1 : 4 : 4 (of 12 h²)
+    from costopt.llm.step import gemm_shape_slowdown
+
+    want = (3 * 1.0737847 + 1.1106771 + 8 * 1.0691732) / 12
+    assert float(gemm_shape_slowdown(768, 1, 42.5)) == pytest.approx(want, rel=1e-6)
+    # tensor parallel narrows every GEMM: h = 4096, t = 8: QKV 4096 -> 1536, output 512 -> 4096, FFN up
+    # 4096 -> 2048 and down 2048 -> 4096 (closed form 1 + 42.5·(1 + 8/3)/4096 = 1.0380452)
+    g = lambda k, n: 1 + 42.5 * (1 / k + 1 / n)  # noqa: E731
+    want = (3 * g(4096, 1536) + g(512, 4096) + 4 * g(4096, 2048) + 4 * g(2048, 4096)) / 12
+    assert float(gemm_shape_slowdown(4096, 8, 42.5)) == pytest.approx(want, rel=1e-12) == pytest.approx(1.0380452)
+
+
+def test_gemm_shape_constant_from_the_measured_table():
+    # tools/gemm_shape_fit.py on costopt/data/published/gemm_shapes_h100.json (XLA sm_90 bf16 GEMMs):
+    # k0 = 124.2, n0 = 3.3 extra columns, c = (k0 + n0)/3 = 42.5, as written in data/llm_defaults.toml
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "gemm_shape_fit.py"
+    spec = importlib.util.spec_from_file_location("gemm_shape_fit", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    f = mod.fit_shape()
+    assert f["points"] == 16 and f["max_rel_err"] < 0.05
+    assert f["k0"] == pytest.approx(124.2, abs=0.1) and f["c"] == pytest.approx(42.5, abs=0.05)
+    assert default_llm_params().gemm_shape_dims == 42.5
 
 
 def test_pipeline_bubble_and_p2p_by_hand():

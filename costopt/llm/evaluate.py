@@ -67,6 +67,10 @@ def default_llm_params() -> LlmParams:
         unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
         unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
         optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
+        gemm_shape_dims=float(comp["gemm_shape_dims"]),
+        collective_hbm_bytes_per_byte_all_gather=float(links["collective_hbm_bytes_per_byte_all_gather"]),
+        collective_hbm_bytes_per_byte_reduce_scatter=float(links["collective_hbm_bytes_per_byte_reduce_scatter"]),
+        collective_hbm_bytes_per_byte_all_reduce=float(links["collective_hbm_bytes_per_byte_all_reduce"]),
         fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
 
 

@@ -12,8 +12,12 @@ the attention core at its own fraction, the element-wise rest at a fraction of t
     T_mb = (F_hw − F_att)·b·s/(t·p) / (peak · e_mm)  +  F_att·b·s/(t·p) / (peak · e_att)
            +  [c_bw·h·L·b·s·(F_hw/F_model)/(t·p)  +  U·k_sc·(a/t)·s²·b·L/p] / (B_mem · e_mem)
     F_att = 12·L·h·s, plus a third of it again when checkpointing recomputes the forward
-    e_mm = η · MAMF(gpu): the GPU's measured maximum achievable matmul fraction (mamf-finder, ML-ENG
-          table; single-GPU matmuls, not LLM rows) times η, the one share fitted on the LLM rows
+    e_mm = η · MAMF(gpu) / S: the GPU's measured maximum achievable matmul fraction (mamf-finder,
+          ML-ENG table; single-GPU matmuls, not LLM rows) times η, the one share fitted on the LLM rows,
+          over the shape slowdown S of the layer's GEMMs (narrow GEMMs run slower):
+          S = FLOP-weighted mean over QKV (K = h, N = 3h/t), output (h/t, h), FFN up (h, 4h/t) and down
+          (4h/t, h) of 1 + c·(1/K + 1/N) = 1 + c·(1 + t/3)/h, c = 42.5 from measured H100 GEMMs of 512-4096 columns
+          (tools/gemm_shape_fit.py on XLA's sm_90 matmul table); every GPU is given the same shape curve
     e_att per generation from the FlashAttention papers (data/llm_defaults.toml): FlashAttention-2
     reaches 50-73% of the A100 peak forward + backward (Dao 2023), 35-ish% of the H100 peak (Shah et al.
     2024, the FlashAttention-3 paper's baseline). Without FlashAttention (U = 1: the design's or
@@ -45,6 +49,13 @@ Per step, by strategy (X in bytes per GPU; gradients reduced in fp32: 4·P_s, we
     hsdp    fsdp inside the node (M_d = 1), then an all-reduce of the node's shard 4·P_s/g across nodes
             (overlaps the last backward)
     exposed = max(0, C − o·T_overlapped)        (o = overlap_fraction)
+    plus, never hidden, the bytes each collective moves through the GPU's own memory while it overlaps
+    compute (a ring rank reads what it sends and writes what it receives, and a reduction also reads its
+    local chunk): k_ag = 2 bytes per byte all-gathered, k_rs = 3 per byte reduce-scattered, k_ar = 5 per
+    byte all-reduced (reduce-scatter + all-gather), times (n−1)/n of the buffer for a group of n, at
+    B_mem·e_mem:
+    ddp  k_ar·4P_s;  zero1/2  k_rs·4P_s + k_ag·2P_s;  fsdp per micro-batch 2·k_ag·2P_s + k_rs·4P_s;
+    hsdp the fsdp term inside the node (n = g) + k_ar·4P_s/g across (n = M_d)
 
 Tensor parallel: 4 all-reduces of b·s·h·2 bytes per layer per micro-batch (2 forward, 2 backward;
 6 with full recompute), on NVLink/PCIe inside the node, not overlapped:
@@ -89,6 +100,10 @@ class LlmParams:
     unfused_attention_bytes_per_score: float
     unfused_attention_recompute_bytes_per_score: float
     optimizer_bytes_per_param: float
+    gemm_shape_dims: float
+    collective_hbm_bytes_per_byte_all_gather: float
+    collective_hbm_bytes_per_byte_reduce_scatter: float
+    collective_hbm_bytes_per_byte_all_reduce: float
     fit_note: str = ""
 
 
@@ -112,6 +127,13 @@ def _collective_s(x_bytes, f, g, m_d, t, b_intra, b_node, alpha_s):
     intra = f * (g - 1.0) / g * x / b_intra
     inter = np.where(m_d > 1, f * (m_d - 1.0) / np.maximum(m_d, 1.0) * x * t / b_node, 0.0)
     return intra + inter + 2.0 * ((g - 1.0) + (m_d - 1.0)) * alpha_s
+
+
+def gemm_shape_slowdown(h, t, c):
+    """Time per FLOP of a layer's weight GEMMs relative to very large ones (module docstring): the
+    FLOP-weighted mean of 1 + c·(1/K + 1/N) over QKV (h -> 3h/t), output (h/t -> h), FFN up (h -> 4h/t)
+    and down (4h/t -> h), weights 3 : 1 : 4 : 4, which sums to 1 + c·(1 + t/3)/h."""
+    return 1.0 + c * (1.0 + np.asarray(t, dtype=np.float64) / 3.0) / np.asarray(h, dtype=np.float64)
 
 
 def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_per_s, matmul_fraction, attention_fraction,
@@ -142,7 +164,8 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     e_mm = np.asarray(matmul_fraction, dtype=np.float64)
     e_att = np.where(flash, np.asarray(attention_fraction, dtype=np.float64), e_mm)
     e_bw = np.asarray(mem_bw_bytes_per_s, dtype=np.float64) * params.memory_bandwidth_fraction
-    t_matmul = ((f_hw - f_att) / e_mm + f_att / e_att) * b * s / (t * p) / peak
+    t_matmul = ((f_hw - f_att) * gemm_shape_slowdown(h, t, params.gemm_shape_dims) / e_mm + f_att / e_att) \
+        * b * s / (t * p) / peak
     t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
     k_score = params.unfused_attention_bytes_per_score \
         + np.where(ck > 0, params.unfused_attention_recompute_bytes_per_score, 0.0)
@@ -172,6 +195,16 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     hsdp = m * (np.maximum(ag_in - o * t_fwd, 0.0) + np.maximum(ag_in + rs_in - o * t_bwd, 0.0)) \
         + np.maximum(across - o * t_bwd, 0.0)
     t_dp = np.choose(strat, [ddp, zero, zero, fsdp, hsdp])
+    # an overlapped collective still moves its bytes through the GPU's memory, competing with the
+    # compute it hides under: not hidden (module docstring)
+    kag, krs, kar = (params.collective_hbm_bytes_per_byte_all_gather, params.collective_hbm_bytes_per_byte_reduce_scatter,
+                     params.collective_hbm_bytes_per_byte_all_reduce)
+    ring = (d - 1.0) / d
+    sharded_mb = (2.0 * kag * 2.0 * P_s + krs * 4.0 * P_s)  # fsdp micro-batch: gather twice, reduce-scatter once
+    hbm = np.choose(strat, [kar * 4.0 * P_s * ring, (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring,
+                            (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring, m * sharded_mb * ring,
+                            m * sharded_mb * (g - 1.0) / g + kar * 4.0 * P_s / g * (m_d - 1.0) / m_d])
+    t_dp = t_dp + hbm / e_bw
     t_dp = np.where(d > 1, t_dp, 0.0)
 
     n_ar = np.where(ck == 2, 6.0, 4.0)
