@@ -6,34 +6,74 @@ Prints figures; it is not a test. Target (issue 13): the headline
 
 in at most 0.35 s of CPU (user + system, the process and its children). The numpy import is printed
 beside it because CPU time on a shared machine moves with its load: the ratio travels better than the
-seconds. Also prints the solve's own work on the largest reference space (1.76 M designs) for the
-fast paths of issue 13 against the multi-key sorts they replace (written here, as references).
+seconds. Printed:
 
-    python benchmarks/bench_startup.py [--repeats 7]
+- the first run on a machine (an empty validated-catalog cache: the catalog is validated, which imports
+  pydantic) and the normal repeated run (the catalog comes from the cache, costopt/validated_cache.py),
+  each interleaved with the numpy import;
+- `costopt --version` and `costopt solve --help`;
+- with `--against DIR` (a checkout of another commit, e.g. main before a change): whether the headline
+  prints the same bytes there and here (table, JSON and CSV); exit code 1 when not;
+- the solve's own work on the largest reference space (1.76 M designs) for the fast paths of issue 13
+  against the multi-key sorts they replace (written here, as references).
+
+The package's modules are byte-compiled first (as an installed package is), so no run pays for
+compiling them (PYTHONDONTWRITEBYTECODE would otherwise make every run compile them again).
+
+    python benchmarks/bench_startup.py [--repeats 7] [--against DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-HEADLINE = [sys.executable, "-m", "costopt.cli", "solve", "--budget", "200000", "--model", "inception_v3"]
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ["solve", "--budget", "200000", "--model", "inception_v3"]
+HEADLINE = [sys.executable, "-m", "costopt.cli", *ARGS]
 NUMPY = [sys.executable, "-c", "import numpy"]
+VERSION = [sys.executable, "-m", "costopt.cli", "--version"]
+SOLVE_HELP = [sys.executable, "-m", "costopt.cli", "solve", "--help"]
 
 
-def child_cpu(cmd: list[str]) -> float:
+def _env(tree: Path, cache: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree), "COSTOPT_CACHE_DIR": cache, "COLUMNS": "120"}
+
+
+def child_cpu(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> float:
     """User + system CPU seconds of one run of `cmd` (and whatever it starts)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env, cwd=cwd)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _line(label: str, xs: list[float], note: str = "") -> str:
+    return f"{label:58s} CPU min {min(xs):.3f} s, median {statistics.median(xs):.3f} s{note}"
+
+
+def same_bytes(other: Path, cache: str) -> bool:
+    """Whether the headline prints the same bytes (stdout, stderr, exit code) from `other` and from here."""
+    ok = True
+    for fmt in ([], ["--format", "json"], ["--format", "csv"]):
+        cmd = [sys.executable, "-m", "costopt.cli", *ARGS, *fmt]
+        runs = [subprocess.run(cmd, capture_output=True, env=_env(tree, cache), cwd=tree) for tree in (other, ROOT)]
+        a, b = runs
+        same = (a.stdout, a.stderr, a.returncode) == (b.stdout, b.stderr, b.returncode)
+        print(f"  {' '.join(['costopt', *ARGS, *fmt])}: {'identical' if same else 'DIFFERENT'} "
+              f"({len(runs[1].stdout):,} bytes)")
+        ok &= same
+    return ok
 
 
 def best_of(fn, repeats: int) -> tuple[float, float]:
@@ -48,18 +88,36 @@ def best_of(fn, repeats: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--against", type=Path, help="a checkout of another commit: compare the headline's bytes")
+    ap.add_argument("--startup-only", action="store_true", help="skip the fast paths on 1.76 M designs")
     args = ap.parse_args()
-    child_cpu(HEADLINE)  # warm the file cache and the bytecode
-    head, nump = [], []
-    for _ in range(args.repeats):  # interleaved, so both see the same machine load
-        head.append(child_cpu(HEADLINE))
-        nump.append(child_cpu(NUMPY))
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"headline `costopt solve --budget 200000 --model inception_v3`: CPU min {min(head):.3f} s, "
-          f"median {statistics.median(head):.3f} s (target <= 0.35 s)")
-    print(f"`python -c \"import numpy\"`:                                  CPU min {min(nump):.3f} s, "
-          f"median {statistics.median(nump):.3f} s")
-    print(f"headline / numpy import: {statistics.median(head) / statistics.median(nump):.2f}x (medians)")
+    compileall.compile_dir(ROOT / "costopt", quiet=1)
+    with tempfile.TemporaryDirectory(prefix="costopt-bench-") as tmp:
+        warm = str(Path(tmp) / "warm")
+        env = _env(ROOT, warm)
+        child_cpu(HEADLINE, env)  # warms the file cache and the validated-catalog cache
+        cold, head, nump, version, helps = [], [], [], [], []
+        for i in range(args.repeats):  # interleaved, so all see the same machine load
+            cold.append(child_cpu(HEADLINE, _env(ROOT, str(Path(tmp) / f"cold{i}"))))
+            head.append(child_cpu(HEADLINE, env))
+            nump.append(child_cpu(NUMPY, env))
+            version.append(child_cpu(VERSION, env))
+            helps.append(child_cpu(SOLVE_HELP, env))
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+              f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+        print(_line("headline, repeated use (catalog from the cache)", head, " (target <= 0.35 s)"))
+        print(_line("headline, first run (empty cache: validates)", cold))
+        print(_line('`python -c "import numpy"`', nump))
+        print(f"headline / numpy import: {statistics.median(head) / statistics.median(nump):.2f}x repeated, "
+              f"{statistics.median(cold) / statistics.median(nump):.2f}x first run (medians)")
+        print(_line("`costopt --version`", version))
+        print(_line("`costopt solve --help`", helps))
+        if args.against is not None:
+            print(f"\nheadline output, {args.against} vs {ROOT}:")
+            if not same_bytes(args.against.resolve(), warm):
+                sys.exit(1)
+    if args.startup_only:
+        return
 
     # fast paths on the largest reference space, against the sorts they replace
     import costopt

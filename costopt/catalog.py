@@ -26,18 +26,28 @@ built-in name, or a path relative to the file):
   chassis (with `usd_per_hour`) and one NIC of its own, so the design space and timing model treat
   it like any node. Only the hourly price is a cost (see cost.py); the `price_usd` of the parts of a
   cloud catalog merely split that price (GPU: the cheapest USD per GPU-hour of that GPU).
+
+Schema and records. The rules above live in `catalog_schema.py` (pydantic models); the objects the rest
+of costopt reads are the frozen records below, built from the validated data, with the same fields in
+the same order and the same defaults (tests/test_catalog_cache.py holds the two together).
+
+Validated-catalog cache. Validating means importing pydantic and building its models, which costs
+more CPU than a whole headline solve. `load_catalog` keeps the validated data of each catalog it loads
+in the user cache of `validated_cache.py` (JSON, keyed by a SHA-256 of the file's bytes, its path, the
+costopt version and the source of the modules that validate; every base file is checked too), so a
+catalog loads without pydantic from its second use on. The cache never changes what a catalog holds
+or which error a bad file gets: a bad file is never cached, and a miss validates as above.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from .checks import is_date
+from . import validated_cache
 from .cloud_facts import FACTS_FILE, PROVIDERS, provider_facts
 from .errors import InputError
 from .files import read_toml
@@ -46,52 +56,36 @@ from .units import PCIE_X16_GB_PER_S, pcie_x16_gbps
 BUILTIN_CATALOG_DIR = Path(__file__).parent / "catalogs"
 REFERENCE_CATALOG = BUILTIN_CATALOG_DIR / "reference-2026.toml"
 
-# Every number is finite (allow_inf_nan=False below) and at most 1e12: far above any real price, speed or
-# size, so a typo such as 1e308 is refused here instead of overflowing to $inf downstream.
-MAX_VALUE = 1e12
-PositiveFloat = Annotated[float, Field(gt=0, le=MAX_VALUE)]
-NonNegativeFloat = Annotated[float, Field(ge=0, le=MAX_VALUE)]
+
+class _Record:
+    """A validated catalog entry: read-only attributes. `model_copy` and `model_dump` behave as the
+    pydantic methods of the same name (a copy with some fields replaced, not validated again; every
+    field as plain data)."""
+
+    def model_copy(self, *, update: dict[str, Any] | None = None):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if update:
+            new.__dict__.update(update)
+        return new
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
 
-def _calendar_date(v: str) -> str:
-    if not is_date(v):
-        raise ValueError(f"must be a date YYYY-MM-DD (or YYYY-MM, YYYY), got {v!r}")
+def _plain(v: Any) -> Any:
+    if isinstance(v, _Record):
+        return v.model_dump()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
     return v
 
 
-Date = Annotated[str, Field(min_length=4), AfterValidator(_calendar_date)]
-Id = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
-PcieGen = Literal[3, 4, 5, 6]
-Segment = Literal["datacenter", "workstation", "consumer"]
-Lifecycle = Literal["current", "legacy", "end_of_life"]
-Architecture = Literal["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
-                       "cdna2", "cdna3", "other"]
+_RECORD = dict(frozen=True, kw_only=True)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
-
-
-class Sourced(_Strict):
-    """Provenance shared by every catalog entry."""
-
-    source: Annotated[str, Field(min_length=1)]
-    date: Date
-    price_source: Annotated[str, Field(min_length=1)]
-    price_date: Date
-    estimates: list[str] = []
-    notes: str = ""
-
-    @model_validator(mode="after")
-    def _estimates_name_fields(self):
-        fields = set(type(self).model_fields)
-        unknown = [f for f in self.estimates if f not in fields]
-        if unknown:
-            raise ValueError(f"estimates names unknown field(s) {unknown}")
-        return self
-
-
-class LifeCycled(_Strict):
+@dataclass(**_RECORD)
+class LifeCycled(_Record):
     """Where a part stands in its vendor's line-up, with the source that says so.
 
     `current`: on sale as a new part; `legacy`: superseded, still sold or supported but not what a
@@ -99,20 +93,25 @@ class LifeCycled(_Strict):
     Part filters (costopt/part_filter.py) leave legacy and end-of-life parts out of default searches.
     """
 
-    lifecycle: Lifecycle = "current"
-    end_of_life_date: Date | None = None
+    lifecycle: str = "current"  # current | legacy | end_of_life
+    end_of_life_date: str | None = None
     lifecycle_source: str = ""
 
-    @model_validator(mode="after")
-    def _lifecycle_sourced(self):
-        if self.lifecycle == "end_of_life" and not self.end_of_life_date:
-            raise ValueError("lifecycle 'end_of_life' needs end_of_life_date")
-        if self.lifecycle != "current" and not self.lifecycle_source.strip():
-            raise ValueError(f"lifecycle '{self.lifecycle}' needs lifecycle_source")
-        return self
+
+@dataclass(**_RECORD)
+class Sourced(_Record):
+    """Provenance shared by every catalog entry."""
+
+    source: str
+    date: str
+    price_source: str
+    price_date: str
+    estimates: list[str] = field(default_factory=list)
+    notes: str = ""
 
 
-class ReferenceThroughput(_Strict):
+@dataclass(**_RECORD)
+class ReferenceThroughput(_Record):
     """Published single-GPU training throughput used to scale measured compute times to this GPU.
 
     `model` is the zoo model it was measured on (ResNet-50 in the reference catalog). A precision
@@ -120,68 +119,49 @@ class ReferenceThroughput(_Strict):
     """
 
     model: str = "resnet50"
-    fp32_samples_per_s: PositiveFloat | None = None
-    amp_samples_per_s: PositiveFloat | None = None
-    source: Annotated[str, Field(min_length=1)]
-    date: Date
+    fp32_samples_per_s: float | None = None
+    amp_samples_per_s: float | None = None
+    source: str
+    date: str
     estimate: bool = False
 
 
+@dataclass(**_RECORD)
 class Gpu(Sourced, LifeCycled):
-    id: Id
+    """A GPU model: peak rates, memory, GPU link, PCIe generation and price (units in the field names;
+    the allowed values of each field: catalog_schema.Gpu)."""
+
+    id: str
     name: str
-    # datacenter: sold and licensed for servers; workstation: pro cards (RTX PRO / RTX Ada) sold for
-    # desks and servers; consumer: GeForce / Radeon gaming cards, whose driver licence excludes data-centre use
-    segment: Segment
-    vendor: Literal["nvidia", "amd", "intel", "other"] = "nvidia"
-    form_factor: Literal["pcie", "sxm", "oam"]
-    memory_gb: PositiveFloat
-    memory_bandwidth_gbs: PositiveFloat
-    tflops_fp32: PositiveFloat
-    tflops_tf32: PositiveFloat | None = None
-    tflops_fp16: PositiveFloat | None = None
-    tflops_bf16: PositiveFloat | None = None
-    tdp_w: PositiveFloat
-    gpu_link: Literal["none", "nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "infinity-fabric"]
-    gpu_link_gbs: NonNegativeFloat  # per GPU, per direction, GB/s; 0 when the only path is PCIe
-    pcie_gen: PcieGen
-    price_usd: PositiveFloat
-    launch_year: Annotated[int, Field(ge=1970, le=2100)] | None = None
+    segment: str  # datacenter | workstation | consumer (GeForce / Radeon: driver licence excludes data centres)
+    vendor: str = "nvidia"
+    form_factor: str  # pcie | sxm | oam
+    memory_gb: float
+    memory_bandwidth_gbs: float
+    tflops_fp32: float
+    tflops_tf32: float | None = None
+    tflops_fp16: float | None = None
+    tflops_bf16: float | None = None
+    tdp_w: float
+    gpu_link: str  # none | nvlink1..nvlink5 | infinity-fabric
+    gpu_link_gbs: float  # per GPU, per direction, GB/s; 0 when the only path is PCIe
+    pcie_gen: int
+    price_usd: float
+    launch_year: int | None = None
     # GPU generation: selects the achieved fractions of peak the compute roofline uses (compute.py)
-    architecture: Architecture | None = None
+    architecture: str | None = None
     # provenance of the peak fields (tflops_*, memory_bandwidth_gbs): where they are read and when
-    peak_source: Annotated[str, Field(min_length=1)] | None = None
-    peak_date: Date | None = None
+    peak_source: str | None = None
+    peak_date: str | None = None
     # Clock under sustained load vs the rated boost clock the peaks are quoted at (compute.py's
     # roofline scales the peaks by sustained / boost; the physical floor keeps the rated peaks).
     # GeForce GPU Boost runs above the rated boost clock when power and temperature allow.
-    boost_clock_mhz: PositiveFloat | None = None
-    sustained_clock_mhz: PositiveFloat | None = None
-    clock_source: Annotated[str, Field(min_length=1)] | None = None
-    clock_date: Date | None = None
+    boost_clock_mhz: float | None = None
+    sustained_clock_mhz: float | None = None
+    clock_source: str | None = None
+    clock_date: str | None = None
     # a published single-GPU ResNet-50 training figure (one same-model evidence point, see compute.py)
     throughput: ReferenceThroughput | None = None
-
-    @model_validator(mode="after")
-    def _link_consistent(self):
-        if self.gpu_link == "none" and self.gpu_link_gbs != 0:
-            raise ValueError("gpu_link_gbs must be 0 when gpu_link is 'none'")
-        if self.gpu_link != "none" and self.gpu_link_gbs <= 0:
-            raise ValueError(f"gpu_link_gbs must be > 0 for gpu_link '{self.gpu_link}'")
-        return self
-
-    @model_validator(mode="after")
-    def _peak_provenance(self):
-        if (self.peak_source is None) != (self.peak_date is None):
-            raise ValueError("peak_source and peak_date go together")
-        return self
-
-    @model_validator(mode="after")
-    def _clock_provenance(self):
-        clock = (self.boost_clock_mhz, self.sustained_clock_mhz, self.clock_source, self.clock_date)
-        if any(v is not None for v in clock) and any(v is None for v in clock):
-            raise ValueError("boost_clock_mhz, sustained_clock_mhz, clock_source and clock_date go together")
-        return self
 
     @property
     def clock_factor(self) -> float:
@@ -241,64 +221,67 @@ class Gpu(Sourced, LifeCycled):
         return False
 
 
+@dataclass(**_RECORD)
 class Chassis(Sourced, LifeCycled):
-    id: Id
+    """A node chassis: GPU slots (GPUs per node), the GPUs and NICs it takes, price, power, rack units."""
+
+    id: str
     name: str
-    form_factor: Literal["pcie", "sxm", "oam"]
-    gpu_slots: Literal[1, 2, 4, 8, 16]
-    accepts_gpus: list[str] = []  # empty: any GPU of the same form factor
-    intra_fabric: Literal["pcie", "nvswitch", "nvlink-bridge", "infinity-fabric"]
-    pcie_gen: PcieGen
-    gpus_per_pcie_switch: Annotated[int, Field(ge=1, le=16)] = 1
-    price_usd: PositiveFloat
-    power_overhead_w: NonNegativeFloat
-    rack_units: Annotated[int, Field(ge=1, le=48)]
-    nics: list[str] = []  # empty: every NIC whose line rate fits one PCIe x16 slot of this chassis
+    form_factor: str  # pcie | sxm | oam
+    gpu_slots: int  # 1, 2, 4, 8 or 16
+    accepts_gpus: list[str] = field(default_factory=list)  # empty: any GPU of the same form factor
+    intra_fabric: str  # pcie | nvswitch | nvlink-bridge | infinity-fabric
+    pcie_gen: int
+    gpus_per_pcie_switch: int = 1
+    price_usd: float
+    power_overhead_w: float
+    rack_units: int
+    nics: list[str] = field(default_factory=list)  # empty: every NIC whose line rate fits one PCIe x16 slot
     # NIC adapters a node can carry: >1 lets designs put one adapter per GPU rail (DGX/HGX style)
-    max_nics: Annotated[int, Field(ge=1, le=16)] = 1
-    usd_per_hour: PositiveFloat | None = None  # set only on a rented cloud node (built from [[instance]])
+    max_nics: int = 1
+    usd_per_hour: float | None = None  # set only on a rented cloud node (built from [[instance]])
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
-    max_nodes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_nodes: int | None = None
     max_nodes_source: str = ""
 
 
+@dataclass(**_RECORD)
 class Nic(Sourced, LifeCycled):
-    id: Id
+    """A network adapter and its switch family: line rate, transport, latency, prices of adapter, switch
+    port and cable."""
+
+    id: str
     name: str
-    line_rate_gbps: PositiveFloat
-    transport: Literal["tcp", "rdma"]
-    latency_us: PositiveFloat
-    price_usd: PositiveFloat
-    switch_port_price_usd: PositiveFloat
-    switch_ports: Annotated[int, Field(ge=4, le=1024)]
+    line_rate_gbps: float
+    transport: str  # tcp | rdma
+    latency_us: float
+    price_usd: float
+    switch_port_price_usd: float
+    switch_ports: int
     # one link (cable, or fibre with its two transceivers) from a port to a switch port; see cost.py
-    cable_price_usd: NonNegativeFloat
+    cable_price_usd: float
     cable_source: str = ""
-    cable_price_date: Date | None = None
-    power_w: NonNegativeFloat = 25.0
-
-    @model_validator(mode="after")
-    def _cable_sourced(self):
-        if self.cable_price_usd > 0 and not (self.cable_source.strip() and self.cable_price_date):
-            raise ValueError("cable_price_usd needs cable_source and cable_price_date")
-        return self
+    cable_price_date: str | None = None
+    power_w: float = 25.0
 
 
-class Site(_Strict):
+@dataclass(**_RECORD)
+class Site(_Record):
     """Running-cost assumptions for total cost of ownership."""
 
-    electricity_usd_per_kwh: PositiveFloat = 0.0826
-    pue: Annotated[float, Field(ge=1.0, le=3.0)] = 1.5
-    average_draw_fraction: Annotated[float, Field(gt=0, le=1.0)] = 0.75
+    electricity_usd_per_kwh: float = 0.0826
+    pue: float = 1.5
+    average_draw_fraction: float = 0.75
     source: str = (
         "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
         "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
         "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
     )
-    date: Date = "2025-06-20"
+    date: str = "2025-06-20"
 
 
-class Facility(_Strict):
+@dataclass(**_RECORD)
+class Facility(_Record):
     """Racks, power distribution and hardware support: what a cluster needs besides nodes and network.
 
     Racks are counted in cost.py: as many as the nodes need by space (`rack_units_per_rack`) or by
@@ -307,12 +290,12 @@ class Facility(_Strict):
     per year, bought up front for the years asked (`--support-years`; none by default).
     """
 
-    rack_price_usd: NonNegativeFloat = 1500.0
-    rack_units_per_rack: Annotated[int, Field(ge=4, le=60)] = 42
-    rack_power_kw: PositiveFloat = 17.3
-    pdu_price_usd: NonNegativeFloat = 1500.0
-    pdus_per_rack: Annotated[int, Field(ge=0, le=8)] = 2
-    support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = 0.0
+    rack_price_usd: float = 1500.0
+    rack_units_per_rack: int = 42
+    rack_power_kw: float = 17.3
+    pdu_price_usd: float = 1500.0
+    pdus_per_rack: int = 2
+    support_pct_per_year: float = 0.0
     source: str = (
         "built-in defaults, all estimates: 42U cabinet $1,500; rack power 17.3 kW = one 208 V 3-phase 60 A PDU at the "
         "NEC 80% continuous rating, two PDUs per rack on A/B feeds (aiinfrasource.com 'How to choose rack PDU for GPU "
@@ -323,67 +306,70 @@ class Facility(_Strict):
     price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
                          "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
     price_date: str = "2026-06-11"
-    estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"]
+    estimates: list[str] = field(default_factory=lambda: ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"])
     notes: str = ""
 
 
-class CatalogInfo(_Strict):
+@dataclass(**_RECORD)
+class CatalogInfo(_Record):
     name: str
     description: str = ""
-    date: Date
+    date: str
     base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
-    kind: Literal["owned", "cloud"] = "owned"  # cloud: nodes are rented [[instance]]s priced per hour
+    kind: str = "owned"  # owned | cloud (cloud: nodes are rented [[instance]]s priced per hour)
     # cloud: whose instances these are; "aws" takes network and capacity caps from data/cloud_instances.toml
     provider: str = ""
 
 
+@dataclass(**_RECORD)
 class Instance(Sourced):
     """A cloud instance: one rented node with a fixed GPU type and count, network and hourly price."""
 
-    id: Id
+    id: str
     name: str = ""
-    gpu: Id  # a GPU id of the base catalog (specs come from there)
-    gpu_count: Literal[1, 2, 4, 8, 16]
+    gpu: str  # a GPU id of the base catalog (specs come from there)
+    gpu_count: int  # 1, 2, 4, 8 or 16
     # the instance's sustained network bandwidth, all its adapters together; None: from the provider's
     # facts (data/cloud_instances.toml), the one source shared with `catalog import`
-    network_gbps: PositiveFloat | None = None
-    transport: Literal["tcp", "rdma"] | None = None  # rdma: EFA / InfiniBand / RoCE (None: facts, else tcp)
+    network_gbps: float | None = None
+    transport: str | None = None  # tcp | rdma (EFA / InfiniBand / RoCE); None: the facts', else tcp
     # the most instances of this type one cluster can rent; None: the provider's default (cloud_facts.py)
-    max_instances: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_instances: int | None = None
     max_instances_source: str = ""
-    intra_fabric: Literal["pcie", "nvswitch", "nvlink-bridge", "infinity-fabric"] | None = None
-    usd_per_hour: PositiveFloat  # on-demand price of one instance, per hour
-    spot_usd_per_hour: PositiveFloat | None = None
-    vcpus: PositiveFloat | None = None
-    memory_gib: PositiveFloat | None = None
+    intra_fabric: str | None = None
+    usd_per_hour: float  # on-demand price of one instance, per hour
+    spot_usd_per_hour: float | None = None
+    vcpus: float | None = None
+    memory_gib: float | None = None
     region: str = ""
 
-    @model_validator(mode="after")
-    def _cap_sourced(self):
-        if self.max_instances is not None and not self.max_instances_source.strip():
-            raise ValueError("max_instances needs max_instances_source (where the cap comes from)")
-        return self
 
-
-class Catalog(_Strict):
+@dataclass(**_RECORD)
+class Catalog(_Record):
     catalog: CatalogInfo
-    site: Site = Site()
-    facility: Facility = Facility()
+    site: Site = field(default_factory=Site)
+    facility: Facility = field(default_factory=Facility)
     gpu: list[Gpu]
     chassis: list[Chassis]
     nic: list[Nic]
-    instance: list[Instance] = []
+    instance: list[Instance] = field(default_factory=list)
     # GPUs an overlay's [availability] took off the offer: never in a design, but their specs stay
     # known so compute can still be scaled from a measured GPU (e.g. the H200 profiles).
-    unavailable_gpu: list[Gpu] = []
+    unavailable_gpu: list[Gpu] = field(default_factory=list)
     path: str = ""
 
-    @field_validator("gpu", "chassis", "nic")
     @classmethod
-    def _not_empty(cls, v):
-        if not v:
-            raise ValueError("needs at least one entry")
-        return v
+    def from_data(cls, d: dict) -> "Catalog":
+        """The records of validated catalog data (`catalog_schema.validate_catalog`, or the cache)."""
+
+        def gpu(g: dict) -> Gpu:
+            t = g.get("throughput")
+            return Gpu(**{**g, "throughput": ReferenceThroughput(**t) if t is not None else None})
+
+        return cls(catalog=CatalogInfo(**d["catalog"]), site=Site(**d["site"]), facility=Facility(**d["facility"]),
+                   gpu=[gpu(g) for g in d["gpu"]], chassis=[Chassis(**c) for c in d["chassis"]],
+                   nic=[Nic(**n) for n in d["nic"]], instance=[Instance(**i) for i in d["instance"]],
+                   unavailable_gpu=[gpu(g) for g in d["unavailable_gpu"]], path=d["path"])
 
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
@@ -421,7 +407,9 @@ class Catalog(_Strict):
             if ch.get("usd_per_hour") is not None:
                 ch["max_nodes"], ch["max_nodes_source"] = int(n), f"{source} {int(n)}"
                 ch["estimates"] = [e for e in ch["estimates"] if e != "max_nodes"]
-        return Catalog.model_validate(data)
+        from .catalog_schema import Catalog as CatalogSchema
+
+        return Catalog.from_data(CatalogSchema.model_validate(data).model_dump())
 
     def nics_for(self, chassis: Chassis) -> list[Nic]:
         """NICs this chassis can take, in catalog order."""
@@ -436,34 +424,9 @@ class Catalog(_Strict):
         return gpu.form_factor == chassis.form_factor
 
 
-
-def error_location(data: dict, loc: tuple) -> str:
-    """Turn a pydantic error location into 'gpu[3] (id 'h100-sxm'), field 'price_usd''."""
-    parts: list[str] = []
-    node = data
-    i = 0
-    while i < len(loc):
-        key = loc[i]
-        if isinstance(key, str) and i + 1 < len(loc) and isinstance(loc[i + 1], int):
-            idx = loc[i + 1]
-            entry = None
-            if isinstance(node, dict) and isinstance(node.get(key), list) and idx < len(node[key]):
-                entry = node[key][idx]
-            label = f"{key}[{idx}]"
-            if isinstance(entry, dict) and "id" in entry:
-                label += f" (id '{entry['id']}')"
-            parts.append(label)
-            node = entry if isinstance(entry, dict) else {}
-            i += 2
-            continue
-        if isinstance(node, dict) and isinstance(node.get(key), dict):
-            parts.append(f"[{key}]")
-            node = node[key]
-        else:
-            parts.append(f"field '{key}'")
-            node = {}
-        i += 1
-    return ", ".join(parts) if parts else "top level"
+for _cls in (LifeCycled, Sourced, ReferenceThroughput, Gpu, Chassis, Nic, Site, Facility, CatalogInfo, Instance, Catalog):
+    _cls.model_fields = {f.name: f for f in fields(_cls)}  # field name -> dataclasses.Field, in order
+del _cls
 
 
 def _check_cross_references(cat: Catalog, where: str) -> None:
@@ -505,18 +468,9 @@ def _check_cross_references(cat: Catalog, where: str) -> None:
 
 def parse_catalog(data: dict, where: str) -> Catalog:
     """Validate a catalog already read from TOML; `where` names it in messages."""
-    try:
-        cat = Catalog.model_validate({**data, "path": where})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = error_location(data, tuple(err["loc"]))
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "missing required field"
-        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-        raise InputError(f"{where}: {loc}: {msg}{more}") from None
+    from .catalog_schema import validate_catalog
+
+    cat = Catalog.from_data(validate_catalog(data, where))
     _check_cross_references(cat, where)
     return cat
 
@@ -549,6 +503,8 @@ _AVAILABILITY_KEYS = {f"{pre}{k}" for k in _KINDS for pre in ("", "exclude_")}
 
 def _apply_overlay(base: dict, over: dict, where: str, base_name: str) -> dict:
     """Merge an overlay's partial entries and availability lists into a copy of the base data."""
+    from .catalog_schema import validate_overlay_entry
+
     out = copy.deepcopy(base)
     info = over.get("catalog")
     if not isinstance(info, dict):
@@ -584,13 +540,7 @@ def _apply_overlay(base: dict, over: dict, where: str, base_name: str) -> dict:
                     if need not in e:
                         raise InputError(f"{label}, field '{need}': a new price_usd needs its own {need}")
             merged = {**by_id[e["id"]], **copy.deepcopy(e)}
-            try:
-                model.model_validate(merged)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                fld = ".".join(str(x) for x in err["loc"] if isinstance(x, str)) or "?"
-                msg = {"extra_forbidden": "unknown key", "missing": "missing required field"}.get(err["type"], err["msg"])
-                raise InputError(f"{label}, field '{fld}': {msg}") from None
+            validate_overlay_entry(kind, merged, label)
             by_id[e["id"]].update(merged)
     avail = over.get("availability", {})
     if not isinstance(avail, dict):
@@ -647,16 +597,9 @@ def _expand_instances(data: dict, where: str) -> dict:
     raw = data.get("instance", [])
     if not isinstance(raw, list):
         raise InputError(f"{where}: 'instance' must be an array of tables ([[instance]])")
-    try:
-        insts = [Instance.model_validate(e) for e in raw]
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        idx = next((i for i, e in enumerate(raw) if _fails(Instance, e)), 0)
-        entry = raw[idx] if idx < len(raw) else {}
-        lab = f"instance[{idx}]" + (f" (id '{entry['id']}')" if isinstance(entry, dict) and "id" in entry else "")
-        loc = ", ".join(f"field '{x}'" for x in err["loc"] if isinstance(x, str))
-        msg = {"extra_forbidden": "unknown key", "missing": "missing required field"}.get(err["type"], err["msg"])
-        raise InputError(f"{where}: {lab}{', ' + loc if loc else ''}: {msg}") from None
+    from .catalog_schema import validate_instances
+
+    insts = validate_instances(raw, where)
     if not insts:
         raise InputError(f"{where}: a cloud catalog needs at least one [[instance]]")
     provider = data["catalog"].get("provider", "") if isinstance(data.get("catalog"), dict) else ""
@@ -749,24 +692,19 @@ def _with_facts(inst: Instance, facts, idx: int, where: str) -> tuple[Instance, 
     return (inst.model_copy(update=upd) if upd else inst), from_facts, estimated
 
 
-def _fails(model, entry) -> bool:
-    try:
-        model.model_validate(entry)
-        return False
-    except ValidationError:
-        return True
-
-
-def _load_data(p: Path, depth: int = 0) -> tuple[dict, str]:
-    """Read a catalog file and resolve its base chain; returns (data, name used in messages)."""
+def _load_data(p: Path, depth: int = 0, read: list[Path] | None = None) -> tuple[dict, str]:
+    """Read a catalog file and resolve its base chain; returns (data, name used in messages). Every
+    file read is appended to `read` (the cache checks them all)."""
     if depth > 8:
         raise InputError(f"{p}: [catalog], field 'base': chain of base catalogs too deep (a loop?)")
     data = read_toml(p, "catalog file")
+    if read is not None:
+        read.append(p)
     info = data.get("catalog")
     base = info.get("base") if isinstance(info, dict) else None
     if base:
         bp = _resolve_base(base, p)
-        base_data, _ = _load_data(bp, depth + 1)
+        base_data, _ = _load_data(bp, depth + 1, read)
         if base_data.get("catalog", {}).get("kind") == "cloud" or "instance" in base_data:
             raise InputError(f"{p}: [catalog], field 'base': '{base}' is a cloud catalog; build on an owned one")
         data = _apply_overlay(base_data, data, str(p), str(base))
@@ -780,7 +718,8 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load and validate a catalog file; None loads the built-in reference catalog.
 
     A bare name of a built-in catalog (e.g. "reference-2026") is accepted too. Overlays and cloud
-    catalogs are resolved against their base first (see the module docstring).
+    catalogs are resolved against their base first (see the module docstring). A catalog validated
+    before (same bytes, same code) comes from the validated-catalog cache (module docstring).
     """
     if path is not None and (isinstance(path, bool) or not isinstance(path, (str, Path)) or path == ""):
         raise InputError(f"catalog must be a file path or a built-in catalog name, got {type(path).__name__} "
@@ -788,7 +727,15 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     p = Path(path) if path is not None else REFERENCE_CATALOG
     if path is not None and not p.exists() and str(path) in builtin_catalogs():
         p = builtin_catalogs()[str(path)]
-    data, where = _load_data(p)
+    key = validated_cache.key("catalog", p, _VALIDATING_MODULES)
+    cached = validated_cache.get(key)
+    if cached is not None:
+        try:
+            return Catalog.from_data(cached)
+        except (KeyError, TypeError, AttributeError):  # an entry of another layout: validate again
+            pass
+    read: list[Path] = []
+    data, where = _load_data(p, read=read)
     kind = data["catalog"].get("kind", "owned") if isinstance(data.get("catalog"), dict) else "owned"
     if kind not in ("owned", "cloud"):
         raise InputError(f"{where}: [catalog], field 'kind': must be 'owned' or 'cloud', got {kind!r}", field="kind")
@@ -797,7 +744,13 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
                          field="kind")
     if "instance" in data or kind == "cloud":
         data = _expand_instances(data, where)
-    return parse_catalog(data, where)
+    cat = parse_catalog(data, where)
+    validated_cache.put(key, read, cat.model_dump())
+    return cat
+
+
+# the modules whose code decides what a valid catalog holds: a change to any of them is a new cache key
+_VALIDATING_MODULES = ("catalog.py", "catalog_schema.py", "checks.py", "files.py", "units.py")
 
 
 def gpu_link_used(gpu: Gpu, chassis: Chassis) -> bool:

@@ -24,7 +24,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .catalog import Catalog, error_location
+from .catalog import Catalog
+from .catalog_schema import error_location
 from .errors import InputError
 from .files import read_toml
 

@@ -5,9 +5,18 @@ failures (`xfail`) are not skips and are unaffected."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
+
+# The validated-catalog cache (costopt/validated_cache.py) of a test run lives in a folder of its own,
+# never in the user's cache; subprocesses the tests start inherit it.
+if "COSTOPT_CACHE_DIR" not in os.environ:
+    os.environ["COSTOPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="costopt-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["COSTOPT_CACHE_DIR"], ignore_errors=True)
 
 STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The only skips CI accepts: what its machine cannot have (no GPU), and documented command lines whose

@@ -64,12 +64,13 @@ def build_app(modules: tuple[str, ...] = _MODULES) -> typer.Typer:
 
 
 def _modules_for(args: list[str]) -> tuple[str, ...]:
-    """The command module the command line needs: the first word that names a command."""
+    """The command module the command line needs: the first word that names a command (none for
+    `costopt --version`, which prints before any command is read)."""
     for a in args:
         if a.startswith("-"):
             continue
         return (_COMMANDS[a],) if a in _COMMANDS else _MODULES
-    return _MODULES
+    return () if "--version" in args else _MODULES
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -1,0 +1,151 @@
+"""The catalog records and their schema, and the validated-catalog cache (costopt/validated_cache.py).
+
+The cache may change how fast a catalog loads, never what it holds: a load from the cache equals a
+validated load field for field, a changed file or base file is validated again, a bad file is never
+kept, and the command line prints the same bytes with a cold cache, a warm one and none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from costopt import catalog as C
+from costopt import catalog_schema as S
+from costopt import validated_cache
+from costopt.catalog import REFERENCE_CATALOG, load_catalog
+from costopt.errors import InputError
+
+PAIRS = [(C.LifeCycled, S.LifeCycled), (C.Sourced, S.Sourced), (C.ReferenceThroughput, S.ReferenceThroughput),
+         (C.Gpu, S.Gpu), (C.Chassis, S.Chassis), (C.Nic, S.Nic), (C.Site, S.Site), (C.Facility, S.Facility),
+         (C.CatalogInfo, S.CatalogInfo), (C.Instance, S.Instance)]
+
+
+@pytest.mark.parametrize("record, schema", PAIRS, ids=[r.__name__ for r, _ in PAIRS])
+def test_record_has_the_schema_fields_in_order_with_the_same_defaults(record, schema):
+    rec = dataclasses.fields(record)
+    assert [f.name for f in rec] == list(schema.model_fields)
+    for f in rec:
+        sf = schema.model_fields[f.name]
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            assert sf.is_required(), f.name
+        else:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            assert not sf.is_required(), f.name
+            assert default == sf.get_default(call_default_factory=True), f.name
+
+
+def test_catalog_record_has_the_schema_fields():
+    assert [f.name for f in dataclasses.fields(C.Catalog)] == list(S.Catalog.model_fields)
+
+
+def _cache(monkeypatch, folder):
+    monkeypatch.setenv("COSTOPT_CACHE_DIR", str(folder))
+    validated_cache._memo.clear()
+
+
+def test_cached_load_equals_validated_load(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    first = load_catalog()
+    assert len(list(tmp_path.glob("catalog-*.json"))) == 1
+    validated_cache._memo.clear()  # the next load reads the file, as a new process would
+    second = load_catalog()
+    assert second is not first
+    assert second == first
+    assert json.dumps(second.model_dump()) == json.dumps(first.model_dump())
+    assert second.gpus["h100-sxm"].peak_flops("amp_bf16") == 989e12  # H100 SXM dense BF16: 989 TFLOP/s
+
+
+def test_second_process_loads_without_pydantic(tmp_path):
+    env = {**os.environ, "COSTOPT_CACHE_DIR": str(tmp_path)}
+    code = ("import sys, json; from costopt.catalog import load_catalog; c = load_catalog(); "
+            "print(json.dumps({'pydantic': 'pydantic' in sys.modules, 'cat': c.model_dump()}))")
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout) for _ in range(2)]
+    assert runs[0]["pydantic"] is True  # validated
+    assert runs[1]["pydantic"] is False  # from the cache
+    assert runs[0]["cat"] == runs[1]["cat"]
+
+
+def test_changed_file_is_validated_again(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path / "cache")
+    p = tmp_path / "c.toml"
+    text = REFERENCE_CATALOG.read_text(encoding="utf-8")
+    p.write_text(text, encoding="utf-8")
+    assert load_catalog(p).gpus["h100-sxm"].price_usd == load_catalog().gpus["h100-sxm"].price_usd
+    price = load_catalog().gpus["h100-sxm"].price_usd
+    old = f'price_usd = {price:g}'
+    assert old in text  # the reference catalog writes the H100 SXM price as a plain number
+    p.write_text(text.replace(old, "price_usd = 12345.5", 1), encoding="utf-8")
+    changed = load_catalog(p)
+    assert any(g.price_usd == 12345.5 for g in changed.gpu)
+    p.write_text(text.replace(old, "price_usd = -1", 1), encoding="utf-8")
+    with pytest.raises(InputError, match="price_usd"):
+        load_catalog(p)
+
+
+def test_changed_base_file_is_validated_again(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path / "cache")
+    base = tmp_path / "base.toml"
+    base.write_text(REFERENCE_CATALOG.read_text(encoding="utf-8"), encoding="utf-8")
+    over = tmp_path / "quote.toml"
+    over.write_text('[catalog]\nname = "quote"\ndate = "2026-01-01"\nbase = "base.toml"\n', encoding="utf-8")
+    assert load_catalog(over).catalog.name == "quote"
+    nics = len(load_catalog(over).nic)
+    text = base.read_text(encoding="utf-8")
+    cut = text.rindex("[[nic]]")  # drop the last NIC of the base: the overlay must lose it too
+    base.write_text(text[:cut], encoding="utf-8")
+    assert len(load_catalog(over).nic) == nics - 1
+
+
+def test_bad_file_is_never_cached_and_keeps_its_message(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path / "cache")
+    p = tmp_path / "bad.toml"
+    p.write_text(REFERENCE_CATALOG.read_text(encoding="utf-8").replace("[[gpu]]\n", "[[gpu]]\nbogus = 1\n", 1),
+                 encoding="utf-8")
+    messages = []
+    for _ in range(2):
+        with pytest.raises(InputError) as exc:
+            load_catalog(p)
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1]
+    assert messages[0].endswith("field 'bogus': unknown key")
+    assert not list((tmp_path / "cache").glob("catalog-*.json"))
+
+
+def test_corrupt_or_foreign_entry_is_a_miss(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    good = load_catalog()
+    (entry,) = tmp_path.glob("catalog-*.json")
+    for junk in ("{not json", json.dumps({"format": 1, "key": "other", "files": [], "data": {}}),
+                 json.dumps({"format": 1, "key": entry.stem, "files": [], "data": {"catalog": 1}})):
+        entry.write_text(junk, encoding="utf-8")
+        validated_cache._memo.clear()
+        assert load_catalog() == good
+
+
+def test_cache_off_writes_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("COSTOPT_CACHE_DIR", "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    validated_cache._memo.clear()
+    assert validated_cache.cache_dir() is None
+    load_catalog()
+    assert not any(tmp_path.rglob("*.json"))
+
+
+def test_headline_prints_the_same_bytes_with_cold_warm_and_no_cache(tmp_path):
+    cmd = [sys.executable, "-m", "costopt.cli", "solve", "--budget", "200000", "--model", "inception_v3"]
+    outs = []
+    for folder in (str(tmp_path), str(tmp_path), "off"):  # cold, warm, none
+        env = {**os.environ, "COSTOPT_CACHE_DIR": folder, "COLUMNS": "120"}
+        outs.append(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
+    assert len(list(Path(tmp_path).glob("catalog-*.json"))) == 1
+    assert outs[0] == outs[1] == outs[2]
+    assert b"Best: 6 x h200-nvl" in outs[0]  # issue 12's headline pick
