@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from costopt.cost import within_budget
-from costopt.llm.api import search_llm
 from costopt.llm.feasibility import memory_grid
-from costopt.llm.report import LLM_SECTIONS, build_llm_report, usd_per_1e9_tokens
+from costopt.llm.api import _add_costs, search_llm
+from costopt.llm.report import LLM_SECTIONS, build_llm_report
 from costopt.report import write_report
 
 CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
@@ -79,17 +79,26 @@ def test_memory_grid_layout_reason_and_best_is_the_search_best(grid_8b):
                 assert c["best"]["value"] == pytest.approx(c["best"]["tokens_per_s"] / c["best"]["cost_usd"] * 1000)
 
 
-def test_usd_per_1e9_tokens_owned_by_hand():
-    # capex $3,000,000 over 3 years of 8,766 h, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h;
-    # 2 hours per 1e9 tokens: 2 x (3e6 / 26,298 + 9.2925) = 2 x 123.3695 = $246.739
-    site = SimpleNamespace(average_draw_fraction=0.75, pue=1.5, electricity_usd_per_kwh=0.0826)
-    found = SimpleNamespace(catalog=SimpleNamespace(site=site))
-    rec = {"usd_per_1e9_tokens": None, "hours_per_1e9_tokens": 2.0, "capex_usd": 3_000_000.0, "power_kw": 100.0}
-    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(2 * (3e6 / (3 * 8766) + 100 * 0.75 * 1.5 * 0.0826),
-                                                                rel=1e-12)
-    assert usd_per_1e9_tokens(rec, found, 3.0) == pytest.approx(246.739, abs=1e-3)
-    # rented: the rent per hour x hours, as the solve gives it
-    assert usd_per_1e9_tokens({**rec, "usd_per_1e9_tokens": 55.0}, found, 3.0) == 55.0
+def test_usd_per_1e9_tokens_owned_and_rented_by_hand():
+    # owned: capex $3,000,000 over 3 years, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h
+    # (as energy per year: x 8,766 h); 1e9 tokens at 138,888.9 tokens/s take 2 h:
+    # 2 x (1e6 / 8,766 + 9.2925) = 2 x 123.3696 = $246.739
+    energy_per_year = 100 * 0.75 * 1.5 * 0.0826 * 8766
+    costs = SimpleNamespace(cost_usd=np.array([3e6]), capex_usd=np.array([3e6]), power_kw=np.array([100.0]),
+                            rack_units=np.array([10.0]), usd_per_hour=np.array([0.0]),
+                            energy_usd_per_year=np.array([energy_per_year]))
+    rec = _add_costs({"tokens_per_s": 1e9 / 7200, "feasible": True}, costs, 0, 1e11)
+    assert rec["hours_per_1e9_tokens"] == pytest.approx(2.0, rel=1e-12)
+    assert rec["usd_per_1e9_tokens"] == pytest.approx(246.739, abs=1e-3)
+    assert "capex over 3 years" in rec["usd_per_1e9_tokens_basis"] and "estimate" in rec["usd_per_1e9_tokens_basis"]
+    assert rec["cost_to_train_usd"] == 3e6  # an owned cluster: the purchase
+    # rented at $400 per hour: 2 h x $400 = $800 per 1e9 tokens; 1e11 tokens: 200 h x $400 = $80,000
+    costs.usd_per_hour = np.array([400.0])
+    costs.cost_usd = np.array([400.0])
+    rec = _add_costs({"tokens_per_s": 1e9 / 7200, "feasible": True}, costs, 0, 1e11)
+    assert rec["usd_per_1e9_tokens"] == pytest.approx(800.0, rel=1e-12)
+    assert rec["cost_to_train_usd"] == pytest.approx(80_000.0, rel=1e-12)
+    assert rec["usd_per_1e9_tokens_basis"] == "rent per hour x hours"
 
 
 class _Collect(HTMLParser):

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import typer
+from rich import box
 from rich.table import Table
 
 from ..errors import CostoptError
@@ -25,7 +26,8 @@ _PREDICT_FIELDS = (
     ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
     ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
     ("bottleneck", "largest time term", "{}"), ("cost_usd", "cost (USD)", "money"),
-    ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("hours_to_train", "hours to train", "{:,.1f}"),
+    ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("usd_per_1e9_tokens", "USD per 1e9 tokens", "cents"),
+    ("usd_per_1e9_tokens_basis", "  basis", "{}"), ("hours_to_train", "hours to train", "{:,.1f}"),
     ("cost_to_train_usd", "cost to train (USD)", "money"), ("compute_basis", "compute", "{}"),
 )
 
@@ -33,6 +35,8 @@ _PREDICT_FIELDS = (
 def _cell(v, fmt: str) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
+    if fmt == "cents":
+        return f"${v:,.2f}"
     return _fmt_money(v) if fmt == "money" else fmt.format(v)
 
 
@@ -59,22 +63,31 @@ def print_solve(res: dict, fmt: str) -> None:
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
     c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
             "--include consumer,legacy,eol opens them)")
-    t = Table(title="Best design of each GPU type (large-model path)", title_justify="left")
-    cols = ("gpu", "GPUs", "NIC", "layout", "ckpt", "tokens/s", "tok/s/GPU", "MFU", "mem GB", "cost")
+    t = Table(title="Best design of each GPU type (large-model path)", title_justify="left", box=box.SIMPLE_HEAD,
+              show_edge=False, pad_edge=False, collapse_padding=True)
+    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
     if res.get("tokens_to_train"):
         cols += ("hours",)
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("gpu", "NIC", "layout", "ckpt") else "right")
+    rows = []
     for d in [res["best"], *res["best_per_gpu"]]:
         nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
-        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic, f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']}",
-               d["activation_checkpointing"], f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}",
-               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"])]
+        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
+               f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}",
+               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
+               _cell(d.get("usd_per_1e9_tokens"), "cents")]
         if res.get("tokens_to_train"):
             row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
+        rows.append(row)
+    for j, col in enumerate(cols):
+        text = col in ("NIC", "layout")  # these wrap; every other cell is kept whole
+        t.add_column(col, justify="left" if text or col == "gpu" else "right",
+                     min_width=None if text else max(len(r[j]) for r in rows))
+    for row in rows:
         t.add_row(*row)
     c.print(t)
     c.print(f"Why: {res['why']}")
+    c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
 
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:

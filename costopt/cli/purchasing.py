@@ -241,7 +241,7 @@ def report(
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
-            ev = P.evaluate_catalog(catalog, model, budget, opts)
+            ev, _ = P.evaluate_catalog_bounded(catalog, model, budget, opts, keep=lambda piece: P.table_rows(piece, budget))
             P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
                            **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
@@ -297,10 +297,12 @@ def export(
         inputs = [catalog, system]
         if out is not None:
             output_path(out, "--out", inputs)
-        ev = P.evaluate_catalog(catalog, model, budget, opts)
+        # in bounded memory: a space larger than one piece keeps only the table's rows (and what choose needs)
+        ev, counts = P.evaluate_catalog_bounded(catalog, model, budget, opts,
+                                                keep=lambda piece: P.table_rows(piece, budget))
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
-            choose(ev, budget=budget, objective=objective, top=1)
+            choose(ev, budget=budget, objective=objective, top=1, counts=counts)
         text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")

@@ -21,6 +21,7 @@ from ..design_space import DesignSpace, enumerate_designs, single_design
 from ..errors import InfeasibleError, InputError
 from ..part_filter import KEPT, PartFilter
 from ..solver import OBJECTIVES, best_on_front
+from ..units import HOURS_PER_YEAR
 from .arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        design_record, evaluate_layouts)
@@ -52,7 +53,16 @@ def _catalog(catalog: str | Path | Catalog | None) -> Catalog:
     return catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
 
 
-def _add_costs(rec: dict, costs, i: int, tokens: float | None) -> dict:
+OWNED_YEARS = 3.0  # an owned cluster's capex is spread over this many years in its USD per 1e9 tokens
+
+
+def _add_costs(rec: dict, costs, i: int, tokens: float | None, years: float = OWNED_YEARS) -> dict:
+    """Costs of design i. USD per 1e9 tokens: a rented cluster's rent per hour x hours; an owned one's
+    capex spread over `years` of continuous use plus its electricity (cost.py's energy per year):
+
+        USD/1e9 tokens = hours per 1e9 tokens x (capex / years + energy USD per year) / 8,766 h
+
+    an estimate that assumes the cluster is always busy (`usd_per_1e9_tokens_basis` says which)."""
     rec["cost_usd"] = float(costs.cost_usd[i])
     rec["capex_usd"] = float(costs.capex_usd[i])
     rec["power_kw"] = float(costs.power_kw[i])
@@ -61,8 +71,16 @@ def _add_costs(rec: dict, costs, i: int, tokens: float | None) -> dict:
     ok = rec["feasible"] and thr and math.isfinite(thr)
     rec["hours_per_1e9_tokens"] = 1e9 / thr / 3600.0 if ok else None
     rented = costs.usd_per_hour is not None and costs.usd_per_hour[i] > 0
-    rec["usd_per_1e9_tokens"] = (float(costs.usd_per_hour[i]) * rec["hours_per_1e9_tokens"]
-                                 if ok and rented else None)
+    if not ok:
+        rec["usd_per_1e9_tokens"] = None
+    elif rented:
+        rec["usd_per_1e9_tokens"] = float(costs.usd_per_hour[i]) * rec["hours_per_1e9_tokens"]
+    else:
+        owned_per_hour = (float(costs.capex_usd[i]) / years + float(costs.energy_usd_per_year[i])) / HOURS_PER_YEAR
+        rec["usd_per_1e9_tokens"] = owned_per_hour * rec["hours_per_1e9_tokens"]
+    rec["usd_per_1e9_tokens_basis"] = ("rent per hour x hours" if rented else
+                                       f"capex over {years:g} years of continuous use plus electricity (an estimate: "
+                                       "the cluster always busy)")
     if tokens is not None:
         rec["tokens_to_train"] = float(tokens)
         rec["hours_to_train"] = tokens / thr / 3600.0 if ok else None
@@ -210,7 +228,8 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
     return choose_llm(found, tokens=tokens, top=top)
 
 
-def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10) -> dict[str, Any]:
+def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
+               years: float = OWNED_YEARS) -> dict[str, Any]:
     """The pick on the Pareto front of a search, the best design of each other GPU type, and the Why."""
     cfg, space, ev, costs, budget, objective = (found.cfg, found.space, found.ev, found.costs, found.budget,
                                                 found.objective)
@@ -227,7 +246,7 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10) 
     best_local, info = best_on_front(objective, costs.cost_usd[cand], thr[cand], order[cand], budget)
     if best_local is None:
         cheapest = cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]]
-        nearest = _add_costs(design_record(ev, int(cheapest)), costs, int(cheapest), tokens)
+        nearest = _add_costs(design_record(ev, int(cheapest)), costs, int(cheapest), tokens, years)
         raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the cheapest "
                               f"costs ${nearest['cost_usd']:,.0f}", nearest=nearest, reason="budget")
     best = int(cand[best_local])
@@ -242,7 +261,7 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10) 
         if j is not None:
             alts.append(int(mine[j]))
     alts.sort(key=lambda i: (-thr[i], costs.cost_usd[i], order[i]))
-    rec = lambda i: {**_add_costs(design_record(ev, i), costs, i, tokens), "model": cfg.name}  # noqa: E731
+    rec = lambda i: {**_add_costs(design_record(ev, i), costs, i, tokens, years), "model": cfg.name}  # noqa: E731
     best_rec = rec(best)
     return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, "budget_usd": budget,
             "objective": objective, "global_batch_sequences": gb, "tokens_to_train": tokens,

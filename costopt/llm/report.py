@@ -13,13 +13,9 @@ embedded, or Markdown with a PNG folder); sections, each an element with a stabl
     breakdown    the winner's step time (compute, pipeline bubble, exposed data-parallel, tensor-parallel,
                  pipeline point-to-point) and its memory per GPU (model states, activations, reserve, free)
 
-USD per 1e9 tokens of an owned cluster spreads its capex over `years` of continuous use and adds the
-electricity it draws (catalog [site]: average draw × PUE × USD/kWh):
-
-    USD/1e9 tokens = hours per 1e9 tokens × (capex / (years × 8,766 h) + kW × draw × PUE × USD/kWh)
-
-an estimate that assumes the cluster is busy all the time; on a cloud catalog it is the rent per hour
-× hours. The solve JSON is embedded as `<script id="costopt-solve">`, the memory grid as
+USD per 1e9 tokens (api._add_costs, the same field as `solve --format json`): an owned cluster's capex
+spread over `years` (default 3) of continuous use plus the electricity it draws, an estimate that
+assumes the cluster is busy all the time; on a cloud catalog the rent per hour × hours. The solve JSON is embedded as `<script id="costopt-solve">`, the memory grid as
 `<script id="costopt-memory-grid">`.
 """
 
@@ -33,26 +29,12 @@ import numpy as np
 
 from ..catalog import Catalog
 from ..checks import count, positive
-from ..units import HOURS_PER_YEAR
 from ..report import Figure, Report, Section, _dollar_axis, _gpu_colors, _money, _plt, _png, _progress
 from .api import LlmSearch, choose_llm, search_llm
 from .feasibility import memory_grid
 from .memory import LLM_STRATEGIES
 
 LLM_SECTIONS = ("recommended", "memory", "pareto", "breakdown")
-
-
-def usd_per_1e9_tokens(rec: dict, found: LlmSearch, years: float) -> float | None:
-    """Module docstring: rent × hours on a cloud catalog, else capex over `years` plus electricity."""
-    if rec.get("usd_per_1e9_tokens") is not None:
-        return float(rec["usd_per_1e9_tokens"])
-    hours = rec.get("hours_per_1e9_tokens")
-    if hours is None:
-        return None
-    site = found.catalog.site
-    per_hour = (rec["capex_usd"] / (years * HOURS_PER_YEAR)
-                + rec["power_kw"] * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh)
-    return hours * per_hour
 
 
 def _layout(d: dict) -> str:
@@ -76,7 +58,7 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
         row = [str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", _nics(d), _layout(d),
                f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}", f"{d['mfu']:.1%}",
                f"{d['memory_per_gpu_gb']:.1f} / {d['memory_limit_gb']:.1f} / {d['gpu_memory_gb']:g}",
-               _num(d["hours_per_1e9_tokens"], "{:,.2f}"), _money(usd_per_1e9_tokens(d, found, years), True),
+               _num(d["hours_per_1e9_tokens"], "{:,.2f}"), _money(d['usd_per_1e9_tokens'], True),
                _money(d["cost_usd"], cloud)]
         if tokens:
             row += [_num(d.get("hours_to_train"), "{:,.0f}"), _num((d.get("hours_to_train") or math.nan) / 24, "{:,.1f}"),
@@ -88,7 +70,7 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
     if tokens:
         header += [f"hours to train {tokens:,.3g} tokens", "days", "cost to train (USD)"]
     b = res["best"]
-    per_1e9 = usd_per_1e9_tokens(b, found, years)
+    per_1e9 = b["usd_per_1e9_tokens"]
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
              f"{b['chassis']}), {_nics(b)} per node, {_layout(b)}: {b['tokens_per_s']:,.0f} tokens/s, "
              f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU, MFU {b['mfu']:.1%}, {b['memory_per_gpu_gb']:.1f} GB "
@@ -287,7 +269,7 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
                            strategies=strategies)
-        res = choose_llm(found, tokens=tokens, top=top)
+        res = choose_llm(found, tokens=tokens, top=top, years=years)
         prog.advance(task)
         ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]
         colors = _gpu_colors(ranked + [g.id for g in found.space.gpus if g.id not in ranked])
@@ -308,4 +290,4 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
     return Report(title, subtitle, res, sections, data={"memory-grid": grid})
 
 
-__all__ = ["build_llm_report", "usd_per_1e9_tokens", "LLM_SECTIONS"]
+__all__ = ["build_llm_report", "LLM_SECTIONS"]
