@@ -189,3 +189,18 @@ def test_plain_table_leaves_to_rich_what_rich_would_change(cell, width):
     assert plain_table_text(_console(width), "t", ["h"], [False], [[cell]]) is None
     assert plain_table_text(Console(file=io.StringIO(), width=200, force_terminal=True), "t", ["h"], [False], [["x"]]) is None
     assert plain_table_text(_console(), "a title wider than its table", ["h"], [False], [["x"]]) is None
+
+
+def test_select_is_np_select_value_for_value():
+    from costopt.arrays import select
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n, k = int(rng.integers(0, 40)), int(rng.integers(1, 4))
+        conds = [rng.random(n) < 0.4 for _ in range(k)]
+        choices = [rng.standard_normal(n) for _ in range(k)]
+        choices[0][rng.random(n) < 0.2] = np.nan
+        default = float(rng.choice([0.0, 2.5]))
+        want = np.select(conds, choices, default)
+        got = select(conds, choices, default)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
