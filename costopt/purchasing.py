@@ -51,7 +51,7 @@ from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
 from .export import export_table
-from .cloud_facts import PROVIDERS, provider_facts
+from .cloud_facts import PROVIDERS, capacity_summary, provider_facts
 from .units import HOURS_PER_YEAR
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
@@ -414,6 +414,7 @@ class RentVsBuy:
     samples: float | None
     rows: list[tuple[str, float, str]]  # (what, value, unit/meaning)
     verdict: str
+    capacity: dict[str, Any] | None = None  # the rented instance type's cap and whether the rented design sits on it
 
     def to_json_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -445,7 +446,8 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     cloud_opts = dataclasses.replace(opts, hours=None, epochs=None, dataset_size=None, tco_years=0.0)
     cev = evaluate_catalog(cloud_cat, model, None, cloud_opts, node_budget=None)
     try:
-        rent = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own).best
+        rent_res = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own, today=opts.as_of)
+        rent, capacity = rent_res.best, rent_res.capacity
     except InfeasibleError:
         ok = cev.timing.feasible & cev.costs.buildable
         if not ok.any():
@@ -453,6 +455,7 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         idx = np.flatnonzero(ok)
         j = int(idx[np.argmax(cev.timing.throughput_samples_per_s[idx])])
         rent = design_dict(cev.frame([j]).iloc[0])
+        capacity = capacity_summary(cev.space.chassis[int(cev.space.chassis_idx[j])], int(cev.space.nodes[j]))
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
     ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]
@@ -510,8 +513,12 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     else:
         verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
                    f"(break-even after {m_star:.1f} months at full use); rent otherwise")
+    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
+        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
+                    f"{capacity['label']}): renting the same work takes "
+                    f"{ratio:.2f} rented hours per owned hour")
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
-                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict)
+                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity)
 
 
 # ------------------------------------------------------------------------------------------------

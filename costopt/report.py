@@ -174,6 +174,8 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
                      + (" (near tie)" if d.get("near_tie") else ""))
     sec = Section("recommended", "Recommended design and alternatives", intro, [(header, rows)])
     sec.notes += [f"Warning: {w}" for w in res.warnings]
+    if res.capacity:  # a rented pick: its instance type's cap, and whether it bound
+        sec.notes.append(res.capacity["sentence"])
     bom = b.get("bom")
     if bom:
         total = sum(float(x["subtotal_usd"]) for x in bom)
