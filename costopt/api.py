@@ -28,6 +28,7 @@ from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budge
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from .errors import InfeasibleError, InputError
 from .part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
+from .intervals import COMPUTE_KINDS, compute_kind
 from .intervals import bounds as _interval_bounds
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
 from .stacks import AUTO, STACKS, check_stack, stack_codes
@@ -172,10 +173,15 @@ class Evaluation:
 
 def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """80% range of each design's throughput (costopt/intervals.py): the stack's leave-one-source-out
-    residual quantiles around the point, capped at perfect scaling of the design's own GPU."""
+    communication residuals combined with the compute residuals of the GPU's evidence kind (measured,
+    published ratio, roofline) at the design's compute share t_compute / t_iter, capped at perfect
+    scaling of the design's own GPU (widened by that GPU's compute range)."""
     t, s = ev.timing, ev.space
+    idx = np.asarray(idx, dtype=np.int64)
+    kind_of_gpu = np.array([COMPUTE_KINDS.index(compute_kind(src)) for src in ev.compute.source], dtype=np.int64)
+    share = t.t_compute_s[idx] / t.t_iter_s[idx]
     perfect = s.total_gpus[idx] * ev.batch_per_gpu * ev.grad_accum / t.t_compute_s[idx]
-    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], perfect)
+    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], kind_of_gpu[s.gpu_idx[idx]], share, perfect)
 
 
 

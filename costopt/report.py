@@ -161,7 +161,7 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     b = res.best
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
              f"{b['chassis']}), {_nics(b)} per node, {b['strategy']} - cost {_money(b['cost_usd'], cloud)} ({basis}), "
-             f"{b['throughput_samples_per_s']:,.1f} samples/s, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
+             f"throughput {_throughput_phrase(b, res.model)}, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
              f"Why: {res.why}. Strategy: {res.why_strategy}.")
     header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
               "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
@@ -208,6 +208,15 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
                      f"designs; solver {res.solver['solver']} ({res.solver['status']}). Compute basis of the winner: "
                      f"{b['compute_source']} - {b['compute_basis']}")
     return sec
+
+
+def _throughput_phrase(d: dict, model: str) -> str:
+    """'1,234 samples/s (80% range 1,050-1,300; compute ... (estimate))' (costopt/intervals.py)."""
+    from .intervals import compute_label, range_phrase
+
+    label = compute_label(d["compute_source"], model, d.get("compute_basis"), d["gpu"])
+    return range_phrase(d["throughput_samples_per_s"], d.get("throughput_low_samples_per_s"),
+                        d.get("throughput_high_samples_per_s"), label)
 
 
 def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis: str) -> Section:

@@ -7,7 +7,8 @@ Two files of data, both with every value's source:
 - `costopt/data/system_defaults.toml`: the defaults every command uses, FITTED on all shipped rows by
   `tools/fit_defaults.py` (rows, date and tool version recorded in its `[fit]` section, each value's
   prior and source beside it), with the fit's uncertainty (`[uncertainty]`, one standard deviation
-  per fitted parameter) and the 80% range factors from leave-one-source-out residuals (`[interval]`).
+  per fitted parameter) and the communication part of the 80% ranges (`[interval]`; the ranges a design
+  shows combine it with compute error: costopt/intervals.py, costopt/data/residuals.json).
 
 A user's `--system FILE` (written by `costopt calibrate`) overrides any subset of the parameters;
 unknown keys are errors, as in catalogs.
@@ -102,6 +103,29 @@ _MAX_VALUE = 1e9  # no speed (GB/s), per-message cost (us) or size (MB, GB) of t
 _UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv",  # in [0, 1], 0 allowed
                   "nccl_compute_slowdown", "mpi_compute_slowdown", "grpc_compute_slowdown", "gloo_compute_slowdown"}
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
+
+# The parameters `costopt calibrate` fits (calibrate.BOUNDS) and `solve` resamples (robustness.py):
+# name -> (lower, upper, scale). "log": searched (and resampled) on a log scale between the bounds.
+FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "tcp_efficiency": (0.05, 1.0, "lin"),
+    "rdma_efficiency": (0.2, 1.0, "lin"),
+    "tcp_message_overhead_us": (1.0, 2000.0, "log"),
+    "rdma_message_overhead_us": (0.1, 200.0, "log"),
+    "ps_tensor_overhead_us": (1.0, 5000.0, "log"),
+    "ps_pull_overlap": (0.0, 1.0, "lin"),
+    "overlap_efficiency": (0.3, 1.0, "lin"),
+    "host_reduce_gb_per_s": (0.5, 100.0, "log"),
+    "cpu_network_efficiency": (0.05, 1.0, "lin"),
+    "pcie_efficiency": (0.2, 1.0, "lin"),
+    "nvlink_efficiency": (0.2, 1.0, "lin"),
+    "straggler_cv": (0.0, 0.3, "lin"),
+    "sync_us_per_gpu": (0.0, 20000.0, "lin"),
+    "sync_us_per_worker": (0.0, 20000.0, "lin"),
+    **{f"{st}_link_fraction": (0.02, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_copy_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+}
 
 
 def _read(path: Path) -> dict:

@@ -652,8 +652,9 @@ def validate(file: str | Path, *, system: str | Path | SystemParams | None = Non
     summaries = summarize(df)
     summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
     summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
-                             "basis": "10th-90th percentile of the shipped rows' leave-one-source-out residuals, "
-                                      "per stack (costopt/intervals.py)"}
+                             "basis": "10th-90th percentile (Weibull positions) of the shipped rows' leave-one-source-out "
+                                      "residuals, per stack; compute calibrated to each row's 1-GPU figure "
+                                      "(costopt/intervals.py)"}
     return ValidationResult(path, df, header, summaries)
 
 
@@ -661,7 +662,8 @@ def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.nd
     """80% range of each row's prediction (costopt/intervals.py), capped at perfect scaling of its GPU."""
     stack = np.array([STACKS.index(r.stack) for r in prep.rows], dtype=np.int64)
     perfect = np.array([r.total_gpus * r.batch_per_gpu * r.grad_accum for r in prep.rows], dtype=np.float64) / prep.t_compute
-    return interval_bounds(predicted, stack, perfect)
+    # the rows' compute is their own 1-GPU figure (kind `calibrated`): its error is inside the residuals
+    return interval_bounds(predicted, stack, perfect=perfect)
 
 
 __all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",

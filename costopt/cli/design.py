@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from .. import api
 from ..units import plain_number
 from ..errors import CostoptError, InfeasibleError, InputError
+from ..intervals import compute_kind, compute_label, range_phrase
 from ..workload import list_models, load_workload
 from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
 
@@ -98,7 +98,7 @@ def solve(
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
                             max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu)
+                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
@@ -172,12 +172,12 @@ def solve(
         c.print(_design_table(res.best_per_gpu, "Best design per GPU type", wide, legend=False))
     b = res.best
     nics = "no network (one node)" if b["nic"] == "none" else f"{max(int(b['nics_per_node']), 1)} x {b['nic']} per node"
-    rng = ""
-    if b.get("throughput_low_samples_per_s") is not None and b.get("throughput_high_samples_per_s") is not None:
-        rng = f" (80% range {_fmt_number(b['throughput_low_samples_per_s'])}-{_fmt_number(b['throughput_high_samples_per_s'])})"
+    label = compute_label(b["compute_source"], res.model, b["compute_basis"], b["gpu"])
+    thr = range_phrase(b["throughput_samples_per_s"], b.get("throughput_low_samples_per_s"),
+                       b.get("throughput_high_samples_per_s"), label)
     c.print(f"Best: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, {b['chassis']}), "
             f"{nics}, {b['strategy']}; {_fmt_money(b['cost_usd'])} ({b['cost_basis']}); "
-            f"{b['throughput_samples_per_s']:,.1f} samples/s{rng}; {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU; "
+            f"throughput {thr}; {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU; "
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
     c.print(f"Strategy: {res.why_strategy}")
@@ -275,6 +275,8 @@ def predict(
         typer.echo(_json_dump(d))
         return
     c = _console()
+    from rich.table import Table
+
     t = Table(title=f"costopt predict: {d['model']}", title_justify="left")
     t.add_column("field")
     t.add_column("value")
@@ -283,9 +285,10 @@ def predict(
             v = _fmt_money(v) if "usd" in k else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
-    c.print(f"Estimated throughput {d['throughput_samples_per_s']:,.1f} samples/s; 80% range "
-            f"{d['throughput_low_samples_per_s']:,.1f} to {d['throughput_high_samples_per_s']:,.1f} "
-            f"(leave-one-source-out errors of the {d['stack']} stack's published measurements)")
+    label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
+    c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
+            f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "
+            f"with the out-of-sample compute errors of this evidence kind ({compute_kind(d['compute_source'])}).")
 
 
 @app.command()
@@ -313,6 +316,8 @@ def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="ta
     if fmt is PredictFmt.json:
         typer.echo(_json_dump(rows))
         return
+    from rich.table import Table
+
     c = _console()
     t = Table(title="Workload zoo (GFLOP/sample: one training step, forward + backward matmuls)", title_justify="left")
     for col in ("model", "parameters", "gradient MB", "tensors", "default batch", "GFLOP/sample", "precisions",
@@ -328,6 +333,8 @@ def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="ta
 
 def _print_transformers(c) -> None:
     """The transformers described by their architecture (large-model path: fsdp, tp, pp, ...)."""
+    from rich.table import Table
+
     from ..llm.arch import list_llm_models, load_llm_model
 
     t = Table(title="Transformers by architecture (large-model path: predict/solve --strategy fsdp|hsdp|zero1|zero2|ddp)",
