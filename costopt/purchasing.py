@@ -78,12 +78,27 @@ class Options:
     utilization: float = 1.0  # ...at this fraction of the time busy
     as_of: Any = None  # the day price ages are counted to (date or YYYY-MM-DD; None: the clock's date)
     max_instances: int | None = None  # cloud catalogs: at most this many instances of a type (else the catalog's cap)
+    include: list[str] | None = None  # part classes opened beyond the default search: consumer, legacy, eol, all
+    exclude_gpus: list[str] | None = None  # GPU ids left out (part_filter.py); an id a catalog lacks is moot there
 
     def basis(self, amortize: bool = False) -> CostBasis:
         """The cost basis these options state (`cost.CostBasis`); `amortize`: owned designs priced as
         their use over the horizon, for a comparison with rented ones."""
         return CostBasis(tco_years=self.tco_years, hours=self.hours, samples=self.samples,
                          amortize_years=self.years if amortize else None, utilization=self.utilization)
+
+    def part_filter(self, cat: Catalog) -> PartFilter:
+        """The part filter of `costopt solve` (part_filter.py) for this catalog: current data-centre and
+        workstation parts unless `include` opens more; `exclude_gpus` ids this catalog lists are left out."""
+        return PartFilter.from_options(self.include, [g for g in self.exclude_gpus or [] if g in cat.gpus], None, cat)
+
+    def check_exclusions(self, cats: list[Catalog]) -> None:
+        """Every --exclude-gpu id names a GPU of at least one of the catalogs asked about."""
+        known = {g for c in cats for g in c.gpus}
+        unknown = [g for g in self.exclude_gpus or [] if g not in known]
+        if unknown:
+            raise InputError(f"--exclude-gpu: unknown gpu {', '.join(repr(u) for u in unknown)} "
+                             f"(known: {', '.join(sorted(known))})", field="exclude_gpu")
 
     @property
     def samples(self) -> float | None:
@@ -103,6 +118,8 @@ class Options:
         count("max instances", self.max_instances)
         count("batch per GPU", self.batch_per_gpu)
         self.as_of = checks.as_of(self.as_of)
+        self.exclude_gpus = checks.ident_list("exclude gpu", self.exclude_gpus)
+        PartFilter.from_options(self.include, None, None, None)  # the --include words (no catalog needed)
         if (self.epochs is None) != (self.dataset_size is None):
             raise InputError("--epochs and --dataset-size go together")
         if self.objective not in ("throughput", "cost-per-throughput"):
@@ -169,7 +186,7 @@ def evaluate_catalog_bounded(catalog: str | Path | Catalog | None, model: str, b
     Returns (evaluation, counts for `choose`; None when the space was evaluated whole)."""
     cat, space_kw, eval_kw = _catalog_request(catalog, model, budget, opts, amortize=amortize)
     limits = dict(budget=budget, objective=opts.objective, max_power_kw=None, max_rack_units=None,
-                  min_throughput=None, part_filter=None)
+                  min_throughput=None, part_filter=opts.part_filter(cat))
     return api.evaluate_bounded(cat, space_kw, limits, keep=keep, **eval_kw)
 
 
@@ -178,7 +195,8 @@ def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 
     """`choose` on `evaluate_catalog_bounded` (the evaluation returned holds only the survivors, plus `keep`,
     when the space was evaluated in pieces)."""
     ev, counts = evaluate_catalog_bounded(catalog, model, budget, opts, keep=keep)
-    return choose(ev, budget=budget, objective=opts.objective, top=top, counts=counts, today=opts.as_of), ev
+    return choose(ev, budget=budget, objective=opts.objective, top=top, counts=counts, today=opts.as_of,
+                  part_filter=opts.part_filter(ev.catalog)), ev
 
 
 def table_rows(ev: Evaluation, budget: float | None, part_filter: PartFilter | None = None) -> np.ndarray:
@@ -341,6 +359,7 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
         raise InputError("compare needs at least two catalogs")
     answers: list[CatalogAnswer] = []
     cats = [_as_catalog(c) for c in catalogs]
+    opts.check_exclusions(cats)
     for cat in cats:
         if cat.is_cloud and opts.hours is None and opts.samples is None:
             raise InputError(f"{cat.path}: a cloud catalog is priced per hour; give --hours or --epochs with "
@@ -352,7 +371,8 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
         basis = opts.basis(amortize).label(cat.is_cloud)
         ev, counts = evaluate_catalog_bounded(cat, model, budget, opts, amortize=amortize)
         try:
-            res = choose(ev, budget=budget, objective=opts.objective, top=5, counts=counts, today=opts.as_of)
+            res = choose(ev, budget=budget, objective=opts.objective, top=5, counts=counts, today=opts.as_of,
+                         part_filter=opts.part_filter(cat))
             answers.append(CatalogAnswer(label, cat, res, ev, basis))
         except InfeasibleError as exc:
             answers.append(CatalogAnswer(label, cat, None, ev, basis, str(exc)))
@@ -438,6 +458,7 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         raise InputError(f"{own_cat.path}: the owned catalog is a cloud catalog; give an owned one with --catalog")
     if not cloud_cat.is_cloud:
         raise InputError(f"{cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
+    opts.check_exclusions([own_cat, cloud_cat])
     own_opts = dataclasses.replace(opts, hours=None, tco_years=0.0)
     own_res, _ = solve_catalog(own_cat, model, budget, own_opts, top=1)
     buy = own_res.best
@@ -446,7 +467,8 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     cloud_opts = dataclasses.replace(opts, hours=None, epochs=None, dataset_size=None, tco_years=0.0)
     cev = evaluate_catalog(cloud_cat, model, None, cloud_opts, node_budget=None)
     try:
-        rent_res = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own, today=opts.as_of)
+        rent_res = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own, today=opts.as_of,
+                          part_filter=opts.part_filter(cloud_cat))
         rent, capacity = rent_res.best, rent_res.capacity
     except InfeasibleError:
         ok = cev.timing.feasible & cev.costs.buildable

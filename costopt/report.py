@@ -45,6 +45,7 @@ from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
 from .cost import within_budget
+from .part_filter import KEPT, PartFilter
 from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog_bounded, solve_catalog
 from .solver import pareto_front
 from .units import format_usd
@@ -445,12 +446,13 @@ def _bandwidth(ev: api.Evaluation, designs: list[dict]) -> Section:
     return sec
 
 
-def sweep_designs(ev: api.Evaluation, budgets: np.ndarray) -> np.ndarray:
-    """Designs `_budget_sweep` reads: at each budget, the fastest feasible design within it (the first in
-    index order on ties) and the fastest of each strategy. Kept from every piece of a space evaluated in
-    pieces, the pieces in index order, they give the same picks as the whole space."""
+def sweep_designs(ev: api.Evaluation, budgets: np.ndarray, part_filter: PartFilter | None = None) -> np.ndarray:
+    """Designs `_budget_sweep` reads: at each budget, the fastest feasible design within it that the part
+    filter offers (None: the default search, as `solve`; the first in index order on ties) and the fastest
+    of each strategy. Kept from every piece of a space evaluated in pieces, the pieces in index order, they
+    give the same picks as the whole space."""
     c, t, s = ev.costs, ev.timing, ev.space
-    ok = t.feasible & c.buildable
+    ok = t.feasible & c.buildable & ((part_filter or PartFilter()).design_reasons(s) == KEPT)
     thr = t.throughput_samples_per_s
     keep = []
     for b in budgets:
@@ -465,9 +467,11 @@ def sweep_designs(ev: api.Evaluation, budgets: np.ndarray) -> np.ndarray:
 def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progress) -> Section:
     plt = _plt()
     budgets = np.geomspace(budget / 16.0, budget * 2.0, 25)
-    ev, _ = evaluate_catalog_bounded(cat, model, float(budgets[-1]), opts, keep=lambda piece: sweep_designs(piece, budgets))
+    pf = opts.part_filter(cat)
+    ev, _ = evaluate_catalog_bounded(cat, model, float(budgets[-1]), opts,
+                                     keep=lambda piece: sweep_designs(piece, budgets, pf))
     c, t, s = ev.costs, ev.timing, ev.space
-    ok = t.feasible & c.buildable
+    ok = t.feasible & c.buildable & (pf.design_reasons(s) == KEPT)
     task = progress.add_task("budget sweep", total=len(budgets))
     best = np.full(len(budgets), np.nan)
     per = {name: np.full(len(budgets), np.nan) for name in STRATEGIES}
@@ -595,6 +599,7 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
     count("top", top)
     cat = _as_catalog(catalog)
     cloud_cat = _as_catalog(cloud) if cloud is not None else None
+    opts.check_exclusions([cat] + ([cloud_cat] if cloud_cat is not None else []))
     if cloud_cat is not None and not cloud_cat.is_cloud:
         raise InputError(f"--cloud {cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
     basis = opts.basis().label(cat.is_cloud)

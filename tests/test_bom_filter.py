@@ -155,3 +155,42 @@ def test_cli_solve_json_and_bom_command():
     bad = subprocess.run([sys.executable, "-m", "costopt.cli", "solve", "--budget", "200000", "--model",
                           "inception_v3", "--include", "gaming"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown part class" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_export_compare_and_report_take_the_part_filter_of_solve(tmp_path):
+    """export / compare / report / rent-vs-buy offer what solve offers: the default search (current data-centre
+    and workstation parts), --include opens classes, --exclude-gpu leaves a GPU out (an id no catalog lists is
+    refused). The reference catalog marks rtx-4090 consumer and end-of-life, h100-sxm legacy."""
+    import csv
+    import io
+    import tomllib
+    from costopt import purchasing as P
+    ref = Path(costopt.__file__).parent / "catalogs" / "reference-2026.toml"
+    cls = {g["id"]: (g["segment"], g["lifecycle"]) for g in tomllib.loads(ref.read_text())["gpu"]}
+    assert cls["rtx-4090"][0] == "consumer" and cls["h100-sxm"][1] == "legacy"
+
+    def export(*extra):
+        out = subprocess.run([sys.executable, "-m", "costopt.cli", "export", "--model", "resnet50", "--budget", "60000",
+                              *extra], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return list(csv.DictReader(io.StringIO(out.stdout)))
+
+    default, opened = export(), export("--include", "consumer,legacy,eol")
+    gpus_default, gpus_opened = {r["gpu"] for r in default}, {r["gpu"] for r in opened}
+    assert all(cls[g][0] != "consumer" and cls[g][1] == "current" for g in gpus_default)
+    assert "rtx-4090" in gpus_opened and len(opened) > len(default)
+    top = default[0]["gpu"]
+    assert top not in {r["gpu"] for r in export("--exclude-gpu", top)}
+    rc = subprocess.run([sys.executable, "-m", "costopt.cli", "export", "--model", "resnet50", "--budget", "60000",
+                         "--exclude-gpu", "no-such-gpu"], capture_output=True, text=True, timeout=120)
+    assert rc.returncode == 2 and "--exclude-gpu: unknown gpu 'no-such-gpu'" in rc.stderr
+
+    # compare: two copies of one catalog; leaving the winner's GPU out moves both picks off it
+    base = P.compare([ref, ref], "resnet50", 60000, P.Options(), price_cuts=False)
+    won = base.answers[0].best["gpu"]
+    cut = P.compare([ref, ref], "resnet50", 60000, P.Options(exclude_gpus=[won]), price_cuts=False)
+    assert all(a.best["gpu"] != won for a in cut.answers)
+    with pytest.raises(InputError, match="unknown gpu 'no-such-gpu'"):
+        P.compare([ref, ref], "resnet50", 60000, P.Options(exclude_gpus=["no-such-gpu"]), price_cuts=False)
+    with pytest.raises(InputError, match="unknown part class"):
+        P.compare([ref, ref], "resnet50", 60000, P.Options(include=["cheap"]), price_cuts=False)

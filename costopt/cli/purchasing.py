@@ -37,11 +37,11 @@ class ExportFmt(str, Enum):
 
 def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years=0.0,
           objective="throughput", system=None, years=3.0, utilization=1.0, as_of=None,
-          max_instances=None) -> P.Options:
+          max_instances=None, include=None, exclude_gpu=None) -> P.Options:
     return P.Options(precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, strategies=strategy or None,
                      max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
                      objective=objective, system=system, years=years, utilization=utilization, as_of=as_of,
-                     max_instances=max_instances)
+                     max_instances=max_instances, include=include or None, exclude_gpus=exclude_gpu or None)
 
 
 def _cost(v: float, rate: bool = False) -> str:
@@ -60,6 +60,9 @@ _SYSTEM = typer.Option(None, help="System parameters TOML.")
 _MAX_INSTANCES = typer.Option(None, "--max-instances", help="Cloud catalogs: rent at most this many instances of "
                               "any one type (default: each catalog's cap per type, e.g. AWS's 64-instance Capacity "
                               "Block).")
+_INCLUDE = typer.Option(None, help="Also offer these part classes: consumer, legacy, eol (comma separated or "
+                        "repeated; all), as in solve.")
+_EXCLUDE_GPU = typer.Option(None, "--exclude-gpu", help="Leave this GPU out (repeatable), as in solve.")
 _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are counted to (default: today); the "
                       "date used is printed, so a rerun with it gives the same output.")
 
@@ -81,12 +84,14 @@ def compare(
     system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
     max_instances: Optional[int] = _MAX_INSTANCES,
+    include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     try:
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
-                                                       utilization, max_instances=max_instances),
+                                                       utilization, max_instances=max_instances, include=include,
+                                                       exclude_gpu=exclude_gpu),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -149,12 +154,14 @@ def rent_vs_buy(
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
     max_instances: Optional[int] = _MAX_INSTANCES,
+    include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
     try:
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
-                                     system=system, max_instances=max_instances))
+                                     system=system, max_instances=max_instances, include=include,
+                                     exclude_gpu=exclude_gpu))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -206,10 +213,7 @@ def report(
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = _MAX_INSTANCES,
-    include: Optional[list[str]] = typer.Option(None, help="Transformers: also offer these part classes: consumer, "
-                                                "legacy, eol (as in solve)."),
-    exclude_gpu: Optional[list[str]] = typer.Option(None, "--exclude-gpu", help="Transformers: leave this GPU out "
-                                                    "(repeatable)."),
+    include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
@@ -228,9 +232,6 @@ def report(
     try:
         if model is None:
             raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
-        if include or exclude_gpu:
-            raise InputError("--include and --exclude-gpu: only in a large-model report for now (a transformer "
-                             "model)")
         inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
@@ -243,13 +244,15 @@ def report(
                 raise InputError(f"--all must end in .csv, .xlsx or .json, got '{all_designs.name}'")
             output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system,
-                     as_of=as_of, max_instances=max_instances)
+                     as_of=as_of, max_instances=max_instances, include=include, exclude_gpu=exclude_gpu)
         rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress, cloud=cloud, years=years,
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
-            ev, _ = P.evaluate_catalog_bounded(catalog, model, budget, opts, keep=lambda piece: P.table_rows(piece, budget))
-            P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
+            pf = opts.part_filter(P._as_catalog(catalog))
+            ev, _ = P.evaluate_catalog_bounded(catalog, model, budget, opts,
+                                               keep=lambda piece: P.table_rows(piece, budget, pf))
+            P.export_table(P.ranked_table(ev, budget, part_filter=pf), fmt, all_designs, inputs + [out],
                            **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
     except CostoptError as exc:
@@ -297,20 +300,24 @@ def export(
     tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
+    include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
 ) -> None:
     """Every feasible design within the budget, ranked, for spreadsheets (csv, xlsx, json)."""
     try:
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
-                     objective, system)
+                     objective, system, include=include, exclude_gpu=exclude_gpu)
         inputs = [catalog, system]
         if out is not None:
             output_path(out, "--out", inputs)
+        cat = P._as_catalog(catalog)
+        opts.check_exclusions([cat])
+        pf = opts.part_filter(cat)  # the designs solve would offer (--include opens more)
         # in bounded memory: a space larger than one piece keeps only the table's rows (and what choose needs)
-        ev, counts = P.evaluate_catalog_bounded(catalog, model, budget, opts,
-                                                keep=lambda piece: P.table_rows(piece, budget))
-        table = P.ranked_table(ev, budget, objective)
+        ev, counts = P.evaluate_catalog_bounded(cat, model, budget, opts,
+                                                keep=lambda piece: P.table_rows(piece, budget, pf))
+        table = P.ranked_table(ev, budget, objective, part_filter=pf)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
-            choose(ev, budget=budget, objective=objective, top=1, counts=counts)
+            choose(ev, budget=budget, objective=objective, top=1, counts=counts, part_filter=pf)
         text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
