@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budge
 from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from .errors import InfeasibleError, InputError
 from .part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
+from .intervals import COMPUTE_KINDS, compute_kind
 from .intervals import bounds as _interval_bounds
 from .solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
 from .stacks import AUTO, STACKS, check_stack, stack_codes
@@ -172,10 +173,15 @@ class Evaluation:
 
 def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """80% range of each design's throughput (costopt/intervals.py): the stack's leave-one-source-out
-    residual quantiles around the point, capped at perfect scaling of the design's own GPU."""
+    communication residuals combined with the compute residuals of the GPU's evidence kind (measured,
+    published ratio, roofline) at the design's compute share t_compute / t_iter, capped at perfect
+    scaling of the design's own GPU (widened by that GPU's compute range)."""
     t, s = ev.timing, ev.space
+    idx = np.asarray(idx, dtype=np.int64)
+    kind_of_gpu = np.array([COMPUTE_KINDS.index(compute_kind(src)) for src in ev.compute.source], dtype=np.int64)
+    share = t.t_compute_s[idx] / t.t_iter_s[idx]
     perfect = s.total_gpus[idx] * ev.batch_per_gpu * ev.grad_accum / t.t_compute_s[idx]
-    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], perfect)
+    return _interval_bounds(t.throughput_samples_per_s[idx], s.stack[idx], kind_of_gpu[s.gpu_idx[idx]], share, perfect)
 
 
 
@@ -523,24 +529,43 @@ def solve(
                        gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     limits = dict(budget=budget, objective=objective, max_power_kw=max_power_kw, max_rack_units=max_rack_units,
                   min_throughput=min_throughput, part_filter=part_filter)
-    chunks = iter_design_chunks(cat, max_designs=CHUNK_DESIGNS, **kw)
-    first = next(chunks)
-    second = next(chunks, None)
-    if second is None:  # the whole space at once
-        ev = evaluate_space(first, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
-                            batch_per_gpu=batch, overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack,
-                            support_years=support_years)
-        return choose(ev, top=top, today=today, **limits)
-    ev, counts = _evaluate_in_chunks(itertools.chain([first, second], chunks), limits, catalog=cat, workload=workload,
-                                     tensors=tensors, params=params, precision=precision, batch_per_gpu=batch,
-                                     overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack,
-                                     support_years=support_years)
+    ev, counts = evaluate_bounded(cat, kw, limits, workload=workload, tensors=tensors, params=params,
+                                  precision=precision, batch_per_gpu=batch, overlap=overlap, basis=basis,
+                                  grad_accum=grad_accum, stack=stack, support_years=support_years)
     return choose(ev, top=top, counts=counts, today=today, **limits)
 
 
 # Designs evaluated at once (about 0.5 GB of arrays); a larger space is evaluated in pieces of this size
 # and only the designs `choose` can pick or name are kept from each (see `_survivors`).
 CHUNK_DESIGNS = 1_000_000
+
+Keep = Callable[[Evaluation], np.ndarray]  # designs of one piece a caller needs besides `_survivors` (indices)
+
+
+def evaluate_bounded(cat: Catalog, space_kw: dict[str, Any], limits: dict[str, Any], *, keep: Keep | None = None,
+                     workload: Workload, tensors: TensorSet, params: SystemParams, precision: str, batch_per_gpu: int,
+                     overlap: str, basis: CostBasis, grad_accum: int = 1, stack: str | None = None,
+                     support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]] | None]:
+    """The design space `enumerate_designs(cat, **space_kw)` evaluated in bounded memory: the one mechanism
+    of `solve`, `compare`, `report` and `export`.
+
+    A space of at most CHUNK_DESIGNS designs is evaluated whole: (its Evaluation, None). A larger one is
+    evaluated piece by piece (`iter_design_chunks`), keeping from each piece only what `choose` with
+    `limits` may pick or name (`_survivors`: the piece's Pareto front merged as the pieces go, family
+    bests, ...) plus `keep(piece)` (e.g. every row of an export table): (the survivors' Evaluation,
+    `counts` for `choose`). Peak memory is one piece plus what is kept, whatever the catalog size."""
+    chunks = iter_design_chunks(cat, max_designs=CHUNK_DESIGNS, **space_kw)
+    first = next(chunks)
+    second = next(chunks, None)
+    if second is None:  # the whole space at once
+        ev = evaluate_space(first, catalog=cat, workload=workload, tensors=tensors, params=params, precision=precision,
+                            batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis, grad_accum=grad_accum,
+                            stack=stack, support_years=support_years)
+        return ev, None
+    return _evaluate_in_chunks(itertools.chain([first, second], chunks), limits, catalog=cat, workload=workload,
+                               tensors=tensors, params=params, precision=precision, batch_per_gpu=batch_per_gpu,
+                               overlap=overlap, basis=basis, grad_accum=grad_accum, stack=stack,
+                               support_years=support_years, keep=keep)
 
 
 def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_throughput,
@@ -562,9 +587,27 @@ def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_
 
 
 def _family(s: DesignSpace, idx: np.ndarray) -> np.ndarray:
-    """One integer per (gpu, chassis, nic, strategy, reduce_on, NICs per node) family."""
-    return ((((s.gpu_idx[idx] * 1000 + s.chassis_idx[idx]) * 1000 + (s.nic_idx[idx] + 1)) * 10 + s.strategy[idx]) * 10
-            + s.reduce_on[idx]) * 32 + s.nics_per_node[idx]
+    """One integer per (gpu, chassis, nic, strategy, reduce_on, NICs per node) family, collision-free.
+
+    Mixed radix, each digit below its radix (the number of values it can take in this space):
+
+        key = ((((g·C + c)·(N+1) + (n+1))·S + s)·R + r)·K + k
+
+    with C chassis, N NICs (n = -1: none), S strategies, R reduce_on values and K = 1 + the largest
+    NICs-per-node count, so two families share a key only when all six digits are equal, and ascending
+    keys order families by the tuple (g, c, n, s, r, k). When the product of the radices would not fit
+    in an int64, the families are numbered by `np.unique` over the six columns instead (same order).
+    """
+    cols = (s.gpu_idx[idx], s.chassis_idx[idx], s.nic_idx[idx] + 1, s.strategy[idx], s.reduce_on[idx],
+            s.nics_per_node[idx])
+    kmax = int(s.nics_per_node[idx].max()) + 1 if len(idx) else 1
+    radices = (len(s.gpus), len(s.chassis), len(s.nics) + 1, len(STRATEGIES), len(REDUCE_ON), kmax)
+    if math.prod(radices) < 2**62:
+        key = np.zeros(len(idx), dtype=np.int64)
+        for col, radix in zip(cols, radices):
+            key = key * radix + col
+        return key
+    return np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def _survivors(ev: Evaluation, limits: dict[str, Any]) -> tuple[np.ndarray, int]:
@@ -607,6 +650,11 @@ def _keep_for_choose(m: dict[str, np.ndarray], ev: Evaluation, objective: str, b
     if len(idx):
         score = -objective_values(objective, cost[idx], thr[idx])
         keep.append(idx[best_per_group(_family(s, idx), score, cost[idx], rank[idx])])
+        # the robustness shortlist (robustness.decision_robustness): the SHORTLIST best by (score, cost, rank);
+        # the whole space's are among the pieces' own
+        from .robustness import SHORTLIST
+
+        keep.append(idx[_best_k(-score, cost[idx], rank[idx], SHORTLIST)])
     shown = m["hw_ok"] & ((cost <= budget) if budget is not None else True)
     is_ps = s.strategy == STRATEGIES.index("ps")
     for group in (is_ps.astype(np.int64), s.gpu_idx):
@@ -622,6 +670,16 @@ def _keep_for_choose(m: dict[str, np.ndarray], ev: Evaluation, objective: str, b
             zero = np.zeros(len(j), dtype=np.int64)
             for score, second in ((-cost[j], -thr[j]), (thr[j], cost[j]), (thr[j], spend[j])):
                 keep.append(j[best_per_group(zero, score, second, rank[j])])
+
+
+def _best_k(value: np.ndarray, cost: np.ndarray, rank: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k first by (value, cost, rank) ascending: `np.lexsort` on the few whose value is
+    at most the k-th smallest, not on all."""
+    if len(value) <= k:
+        return np.arange(len(value))
+    kth = np.partition(value, k - 1)[k - 1]
+    cand = np.flatnonzero(value <= kth) if not np.isnan(kth) else np.arange(len(value))
+    return cand[np.lexsort((rank[cand], cost[cand], value[cand]))[:k]]
 
 
 def _concat(parts: list, kind):
@@ -642,9 +700,11 @@ def _concat(parts: list, kind):
 def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, workload: Workload, tensors: TensorSet,
                         params: SystemParams, precision: str, batch_per_gpu: int, overlap: str,
                         basis: CostBasis, grad_accum: int = 1, stack: str | None = None,
-                        support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]]]:
-    """Evaluate a large design space piece by piece, keeping only each piece's `_survivors`: memory is
-    bounded by one piece, whatever the catalog size. Returns the survivors as one Evaluation and
+                        support_years: float = 0.0,
+                        keep: Keep | None = None) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]]]:
+    """Evaluate a large design space piece by piece, keeping only each piece's `_survivors` (and
+    `keep(piece)`): memory is bounded by one piece and what is kept, whatever the catalog size. Returns the
+    survivors as one Evaluation and
     (designs evaluated, candidates after constraints, designs left out per part-filter reason) over the
     whole space."""
     spaces, timings, costs = [], [], []
@@ -659,12 +719,14 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
                             precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis,
                             grad_accum=grad_accum, stack=stack, support_years=support_years)
         gpu_precision = ev.gpu_precision  # per catalog GPU: the same in every piece
-        keep, k = _survivors(ev, limits)
+        kept, k = _survivors(ev, limits)
+        if keep is not None:
+            kept = np.union1d(kept, np.asarray(keep(ev), dtype=np.int64))
         n_designs += len(space)
         n_cand += k
-        spaces.append(space.take(keep))
-        timings.append(_take(ev.timing, keep))
-        costs.append(_take(ev.costs, keep))
+        spaces.append(space.take(kept))
+        timings.append(_take(ev.timing, kept))
+        costs.append(_take(ev.costs, kept))
         compute = ev.compute if compute is None else _merge_compute(compute, ev.compute, space)
         del ev
     first = spaces[0]

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -63,6 +63,8 @@ if TYPE_CHECKING:  # pandas only where a DataFrame is made (validate.frame_for):
 from .errors import InputError
 from .system import FIELD_TO_KEY, SystemParams, load_system, prior_system, system_to_toml
 from .validate import VALIDATION_DIR, Prepared, error_stats, frame_for, prepare, read_measurements, summarize
+
+Progress = Callable[[int, int, str], None]  # (fits done, fits in all, what was just fitted)
 
 # name -> (lower, upper, scale). "log": searched on a log scale between the bounds.
 BOUNDS: dict[str, tuple[float, float, str]] = {
@@ -205,8 +207,8 @@ class FitResult:
         return out
 
 
-def _residuals(prep: Prepared, rows: np.ndarray, params: SystemParams) -> np.ndarray:
-    pred = prep.predict(params)[rows]
+def _residuals(prep: Prepared, rows: np.ndarray, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
+    pred = prep.predict(params, groups)[rows]
     return np.log(pred / prep.measured[rows])
 
 
@@ -240,11 +242,12 @@ def fit(prep: Prepared, rows: np.ndarray | None = None, *, start: SystemParams, 
     u0 = np.array([_prior_u(n, getattr(start, n)) for n in names])
     w = np.array([PRIOR[n][1] for n in names])
     n_data = len(rows)
+    groups = prep.groups_for(rows)  # only the groups holding fitted rows are evaluated
 
     hk = None if row_sigma is None else robust
 
     def resid(zz: np.ndarray) -> np.ndarray:
-        data = _huber(_residuals(prep, rows, params_of(zz)) / sig, hk)
+        data = _huber(_residuals(prep, rows, params_of(zz), groups) / sig, hk)
         if row_sigma is None:
             return data
         u = np.array([_prior_u(n, _from_z(n, float(v))) for n, v in zip(names, zz)])
@@ -348,30 +351,36 @@ class CalibrationResult:
 
 def loso(prep: Prepared, start: SystemParams, names: tuple[str, ...] = DEFAULT_FIT,
          max_iter: int = 15, row_sigma: float | None = ROW_SIGMA,
-         fit_mask: np.ndarray | None = None, robust: float | None = HUBER_K) -> tuple[np.ndarray, dict[str, SystemParams]]:
+         fit_mask: np.ndarray | None = None, robust: float | None = HUBER_K,
+         progress: Progress | None = None) -> tuple[np.ndarray, dict[str, SystemParams]]:
     """Leave-one-source-out predictions: each source's rows predicted by a fit on the others.
 
-    `fit_mask` (bool per row): rows allowed in a training set (default all).
+    `fit_mask` (bool per row): rows allowed in a training set (default all). `progress(done, total, label)`
+    is called after each source's fold.
     """
     sources = np.array([r.source for r in prep.rows])
     usable = np.ones(len(prep.rows), bool) if fit_mask is None else np.asarray(fit_mask, bool)
     out = np.full(len(prep.rows), np.nan)
     per: dict[str, SystemParams] = {}
-    for s in sorted({str(x) for x in sources}):
+    names_left = sorted({str(x) for x in sources})
+    for done, s in enumerate(names_left, 1):
         train = np.flatnonzero((sources != s) & usable)
         test = np.flatnonzero(sources == s)
-        if len(train) == 0:
-            continue
-        res = fit(prep, train, start=start, names=names, max_iter=max_iter, row_sigma=row_sigma, robust=robust)
-        per[s] = res.params
-        out[test] = prep.predict(res.params)[test]
+        if len(train):
+            res = fit(prep, train, start=start, names=names, max_iter=max_iter, row_sigma=row_sigma, robust=robust)
+            per[s] = res.params
+            out[test] = prep.predict(res.params)[test]
+        if progress is not None:
+            progress(done, len(names_left), f"left out {s}")
     return out, per
 
 
 def calibrate(file: str | Path, *, system: str | Path | SystemParams | None = None, catalog: str | Path | None = None,
               names: tuple[str, ...] = DEFAULT_FIT, with_loso: bool = True, max_iter: int = 15,
               row_sigma: float | None = ROW_SIGMA, fit_assumed_network: bool = False, fit_efficiency_rows: bool = False,
-              robust: float | None = HUBER_K) -> CalibrationResult:
+              robust: float | None = HUBER_K, progress: Progress | None = None) -> CalibrationResult:
+    """Fit the system parameters to a measurement file (see the module docstring); `progress(done, total,
+    label)` is called as each fit ends (the fit on all rows, then each leave-one-source-out fold)."""
     path, rows, header = read_measurements(file)
     # A shipped dataset: the shipped defaults are fitted on its rows, so the fit (and each leave-one-source-out
     # fold) starts from the public-measurement priors instead, or a left-out source would leak back in.
@@ -380,7 +389,7 @@ def calibrate(file: str | Path, *, system: str | Path | SystemParams | None = No
     return calibrate_rows(rows, path=path, header=header, system=system, catalog=catalog, names=names,
                           with_loso=with_loso, max_iter=max_iter, row_sigma=row_sigma,
                           fit_assumed_network=fit_assumed_network, fit_efficiency_rows=fit_efficiency_rows,
-                          robust=robust, start=prior_system() if shipped else None)
+                          robust=robust, start=prior_system() if shipped else None, progress=progress)
 
 
 def calibrate_rows(rows: list, *, path: Path, header: list[str] | None = None,
@@ -388,7 +397,7 @@ def calibrate_rows(rows: list, *, path: Path, header: list[str] | None = None,
                    names: tuple[str, ...] = DEFAULT_FIT, with_loso: bool = True, max_iter: int = 15,
                    row_sigma: float | None = ROW_SIGMA, fit_assumed_network: bool = False,
                    fit_efficiency_rows: bool = False, robust: float | None = HUBER_K,
-                   start: SystemParams | None = None) -> CalibrationResult:
+                   start: SystemParams | None = None, progress: Progress | None = None) -> CalibrationResult:
     """`calibrate` on rows already read (several files at once: `tools/fit_defaults.py`).
 
     `system`: the parameters reported as "uncalibrated" (default: the shipped defaults); `start`: where the
@@ -396,10 +405,15 @@ def calibrate_rows(rows: list, *, path: Path, header: list[str] | None = None,
     current = system if isinstance(system, SystemParams) else load_system(system)
     start = current if start is None else start
     prep = prepare(rows, catalog, path, header)
+    n_folds = len({r.source for r in rows}) if with_loso else 0
+    if progress is not None:
+        progress(0, 1 + n_folds, "fit on all rows")
     mask = np.array([(fit_assumed_network or r.raw.get("nic_basis", "") != "assumed")
                      and (fit_efficiency_rows or r.raw.get("measured_basis", "") != "efficiency") for r in rows])
     res = fit(prep, np.flatnonzero(mask), start=start, names=names, max_iter=max_iter, row_sigma=row_sigma,
               robust=robust)
+    if progress is not None:
+        progress(1, 1 + n_folds, "fit on all rows")
     base_pred = prep.predict(current)
     fit_pred = prep.predict(res.params)
     df = frame_for(prep, base_pred).rename(columns={"predicted_samples_per_s": "predicted_uncalibrated",
@@ -409,7 +423,8 @@ def calibrate_rows(rows: list, *, path: Path, header: list[str] | None = None,
     summaries = {"uncalibrated": summarize(df, "error_uncalibrated_pct"), "fitted": summarize(df, "error_fitted_pct")}
     per: dict[str, SystemParams] = {}
     if with_loso:
-        lp, per = loso(prep, start, names, max_iter, row_sigma, mask, robust)
+        fold_done = None if progress is None else (lambda k, _n, label: progress(1 + k, 1 + n_folds, label))
+        lp, per = loso(prep, start, names, max_iter, row_sigma, mask, robust, fold_done)
         df["predicted_loso"] = lp
         df["error_loso_pct"] = (lp - prep.measured) / prep.measured * 100.0
         if np.isfinite(lp).any():

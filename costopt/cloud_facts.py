@@ -103,8 +103,8 @@ def capacity_summary(chassis: Any, nodes: int) -> dict[str, Any] | None:
         return None
     estimate = "max_nodes" in chassis.estimates
     bound = int(nodes) >= int(cap)
-    label = "estimate" if estimate else "documented"
     why = chassis.max_nodes_source
+    label = "estimate" if estimate else ("your limit" if why.startswith("--max-instances") else "documented")
     if bound:
         sentence = (f"Capacity: the pick rents {int(nodes)} x {chassis.id}, the most this catalog allows of that type "
                     f"({int(cap)}, {label}: {why}); the cap bound, so a larger cluster of it was not considered "
@@ -112,7 +112,7 @@ def capacity_summary(chassis: Any, nodes: int) -> dict[str, Any] | None:
     else:
         sentence = f"Capacity: {int(nodes)} of at most {int(cap)} x {chassis.id} ({label}: {why}); the cap did not bind."
     return {"instance": chassis.id, "nodes": int(nodes), "max_instances": int(cap), "bound": bool(bound),
-            "estimate": estimate, "source": why, "sentence": sentence}
+            "estimate": estimate, "label": label, "source": why, "sentence": sentence}
 
 
 __all__ = ["InstanceFacts", "ProviderFacts", "provider_facts", "capacity_summary", "PROVIDERS"]

@@ -1,37 +1,161 @@
-"""80% ranges on predicted throughput, from leave-one-source-out residuals.
+"""80% ranges on predicted throughput: communication error and compute error, both out of sample.
 
-For every shipped measurement row i, r_i = ln(measured_i / predicted_i) where predicted_i comes from
-parameters fitted WITHOUT row i's source (leave-one-source-out, `costopt.calibrate.loso`): the error a
-prediction makes on a system nobody fitted on. Per communication stack s (costopt/stacks.py) with at
-least MIN_ROWS such residuals, and over all rows otherwise:
+Data: `costopt/data/residuals.json`, written by `tools/build_residuals.py`, holds log residuals
+r = ln(observed / predicted) of predictions made without the observation's own source or GPU:
 
-    q10_s, q90_s = the 10th and 90th percentiles of r over the rows of s
-    low  = τ · exp(min(q10_s, 0))          high = min(τ · exp(max(q90_s, 0)), τ_perfect)
+- r_c (communication): every shipped measurement row predicted by the leave-one-source-out fit
+  (`costopt.calibrate.loso`). The rows are calibrated to their own 1-GPU figure, so r_c is the error
+  of everything beyond one GPU's compute. Per communication stack s with at least MIN_ROWS rows the
+  stack's own residuals, else all rows.
+- r_k (compute, per evidence kind k of costopt/compute.py, the design's `compute_source`):
+  `measured` (the phase sum of a measured profile against the iteration timed whole), `published`
+  (a published same-model or same-class ratio standing in for another table's or model's ratio),
+  `roofline` (leave-one-GPU-out cells of tools/compute_loo.py). Kind `calibrated` (a validation row
+  with its own 1-GPU figure) has r_k = 0: that figure's error is inside r_c already.
 
-τ is the point prediction, τ_perfect = N · b / t_compute (no cluster beats perfect scaling of its own
-GPU). The min/max with 0 keep low ≤ τ ≤ high even when a stack's residuals all lie on one side of 0.
-`tools/fit_defaults.py` writes the ratios exp(q10), exp(q90) into `system_defaults.toml` [interval]
-(`<stack>_p10_ratio`, `<stack>_p90_ratio`, `<stack>_rows`, `<stack>_basis`).
+Combination. Compute error scales the GPU's compute time, t_c -> t_c e^(-r_k); with the exposed
+communication t_x held, the iteration t_c + t_x changes by the design's compute share w = t_c / t_iter:
 
-Coverage check (`coverage`): the range of source k's rows is built from the residuals of the OTHER
-sources only, so the share of rows inside their range is itself out of sample.
+    ln(X_true / X_pred) = r_c + g(w, r_k),      g(w, r) = -ln(w e^(-r) + 1 - w)      (g(1, r) = r)
+
+r_c and r_k are independent (different data, different mechanisms), so the predictive sample of the
+sum is every pair (i, j) of the two residual sets: n_c x n_k values. Its 10th and 90th percentiles
+q10(s, k, w), q90(s, k, w) are computed on a grid of shares w (SHARE_GRID, 11 points, steps of 0.1) for each
+(stack, kind) that the designs use, in one numpy pass per pair (at most 4 x 4 pairs, never per
+design), and interpolated linearly in w per design:
+
+    low  = X · exp(min(q10, 0))
+    high = min(X · exp(max(q90, 0)),  max(X_perfect · exp(max(q90_k, 0)), X))
+
+X_perfect = N · b / t_c (perfect scaling of the design's own GPU) widened by the compute kind's own
+q90_k (the GPU itself is known only within its compute range). min/max with 0 keep low ≤ X ≤ high.
+
+Percentiles are the Weibull plotting positions (numpy method "weibull": the j-th smallest of n values
+sits at j / (n + 1)): for exchangeable draws the interval between the order statistics at 0.1 (n + 1)
+and 0.9 (n + 1) holds a new draw with probability 0.8, which is what a prediction range claims. The
+default "linear" rule (j - 1)/(n - 1) is narrower for small n (with 23 rows, 0.4 rows in from each end).
+
+Coverage (`coverage`, `coverage_by_group`): each source's (or GPU's) range is built from the OTHER
+sources' (GPUs') residuals only, so the share of rows inside their range is out of sample.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .stacks import STACKS
-from .system import fit_record
 
+RESIDUALS_PATH = Path(__file__).parent / "data" / "residuals.json"
 MIN_ROWS = 20  # fewer residuals than this for a stack: its range comes from all stacks' rows
 LOW_Q, HIGH_Q = 10.0, 90.0
+METHOD = "weibull"
+COMPUTE_KINDS = ("calibrated", "measured", "published", "roofline")
+SHARE_GRID = np.linspace(0.0, 1.0, 11)
+# compute_source (costopt/compute.py, "-floored" removed) -> evidence kind
+_KIND_OF_SOURCE = {"measured": "measured", "interpolated": "measured", "extrapolated": "measured",
+                   "published": "published", "roofline": "roofline", "calibrated": "calibrated"}
+
+
+def _q(x: np.ndarray, axis: int | None = None) -> tuple[Any, Any]:
+    lo, hi = np.percentile(x, [LOW_Q, HIGH_Q], axis=axis, method=METHOD)
+    return lo, hi
+
+
+def compute_kind(source: str) -> str:
+    """Evidence kind of a `compute_source` label; unknown labels count as the least sure (roofline)."""
+    return _KIND_OF_SOURCE.get(str(source).removesuffix("-floored"), "roofline")
+
+
+@dataclass(frozen=True)
+class Residuals:
+    comm: np.ndarray  # log residuals of the shipped rows (leave-one-source-out)
+    comm_stack: np.ndarray
+    comm_source: np.ndarray
+    compute: dict  # kind -> log residuals (kind 'calibrated': [0.0])
+    date: str
+
+    def stack_sample(self, stack: str, min_rows: int = MIN_ROWS) -> np.ndarray:
+        mine = self.comm[self.comm_stack == stack]
+        return mine if len(mine) >= min_rows else self.comm
+
+    def stack_basis(self, stack: str, min_rows: int = MIN_ROWS) -> str:
+        return "stack" if int((self.comm_stack == stack).sum()) >= min_rows else "all rows"
+
+
+@lru_cache(maxsize=4)
+def load_residuals(path: str = str(RESIDUALS_PATH)) -> Residuals:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    comm = data["communication"]
+    kinds = {k: np.array([c["log_residual"] for c in data["compute"] if c["kind"] == k], dtype=np.float64)
+             for k in COMPUTE_KINDS if k != "calibrated"}
+    kinds["calibrated"] = np.zeros(1)
+    return Residuals(np.array([c["log_residual"] for c in comm], dtype=np.float64),
+                     np.array([c["stack"] for c in comm]), np.array([c["source"] for c in comm]), kinds,
+                     str(data.get("date", "")))
+
+
+def combined_quantiles(comm: np.ndarray, comp: np.ndarray, shares: np.ndarray = SHARE_GRID) -> tuple[np.ndarray, np.ndarray]:
+    """(q10, q90) of r_c + g(w, r_k) over every pair of the two samples, one value per share w."""
+    w = np.asarray(shares, dtype=np.float64)[:, None]
+    g = -np.log(w * np.exp(-np.asarray(comp, dtype=np.float64))[None, :] + (1.0 - w))  # shares x n_k
+    s = np.asarray(comm, dtype=np.float64)[None, :, None] + g[:, None, :]  # shares x n_c x n_k
+    lo, hi = _q(s.reshape(len(w), -1), axis=1)
+    return lo, hi
+
+
+@lru_cache(maxsize=64)
+def _grid(stack: str, kind: str, path: str) -> tuple[np.ndarray, np.ndarray, float]:
+    res = load_residuals(path)
+    lo, hi = combined_quantiles(res.stack_sample(stack), res.compute[kind])
+    return lo, hi, float(_q(res.compute[kind])[1])
+
+
+def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray | None = None,
+           compute_share: np.ndarray | None = None, perfect: np.ndarray | None = None,
+           path: str | Path = RESIDUALS_PATH) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per design: the 80% range of the stack's communication error combined with the
+    compute error of the design's evidence kind (index into COMPUTE_KINDS; default `calibrated`) at its
+    compute share t_c / t_iter (default 1), capped at perfect scaling widened by the compute range."""
+    thr = np.asarray(throughput, dtype=np.float64)
+    n = len(thr)
+    if n == 0:
+        return thr.copy(), thr.copy()
+    st = np.broadcast_to(np.asarray(stack_idx, dtype=np.int64), (n,))
+    kd = np.zeros(n, dtype=np.int64) if kind_idx is None else np.broadcast_to(np.asarray(kind_idx, dtype=np.int64), (n,))
+    w = np.ones(n) if compute_share is None else np.clip(np.nan_to_num(np.asarray(compute_share, dtype=np.float64),
+                                                                       nan=1.0), 0.0, 1.0)
+    combo = st * len(COMPUTE_KINDS) + kd
+    used, inv = np.unique(combo, return_inverse=True)
+    grids = [_grid(STACKS[c // len(COMPUTE_KINDS)], COMPUTE_KINDS[c % len(COMPUTE_KINDS)], str(path)) for c in used.tolist()]
+    lo_tab = np.array([g[0] for g in grids]).reshape(len(used), -1)
+    hi_tab = np.array([g[1] for g in grids]).reshape(len(used), -1)
+    kind_hi = np.array([g[2] for g in grids])[inv]
+    pos = w * (len(SHARE_GRID) - 1)
+    i0 = np.minimum(np.floor(pos).astype(np.int64), len(SHARE_GRID) - 2)
+    frac = pos - i0
+    q10 = lo_tab[inv, i0] * (1.0 - frac) + lo_tab[inv, i0 + 1] * frac
+    q90 = hi_tab[inv, i0] * (1.0 - frac) + hi_tab[inv, i0 + 1] * frac
+    low = thr * np.exp(np.minimum(q10, 0.0))
+    high = thr * np.exp(np.maximum(q90, 0.0))
+    if perfect is not None:
+        cap = np.asarray(perfect, dtype=np.float64) * np.exp(np.maximum(kind_hi, 0.0))
+        high = np.minimum(high, np.maximum(cap, thr))
+    return low, high
+
+
+# ---------------------------------------------------------------------------------------------------
+# communication-only quantiles and out-of-sample coverage (tools/fit_defaults.py, tools/build_residuals.py)
 
 
 def _ratios(r: np.ndarray) -> tuple[float, float]:
-    return float(np.exp(np.percentile(r, LOW_Q))), float(np.exp(np.percentile(r, HIGH_Q)))
+    lo, hi = _q(r)
+    return float(np.exp(lo)), float(np.exp(hi))
 
 
 def quantile_table(log_ratio: np.ndarray, stack: np.ndarray, min_rows: int = MIN_ROWS) -> dict[str, dict[str, Any]]:
@@ -60,7 +184,7 @@ def coverage(log_ratio: np.ndarray, stack: np.ndarray, source: np.ndarray, min_r
     src = np.asarray(source)
     st = np.asarray(stack)
     inside = np.zeros(len(r), dtype=bool)
-    for s in sorted(set(src.tolist())):
+    for s in sorted(set(src.tolist())):  # one pass per source (a handful), vectorised over its rows
         mine = src == s
         table = quantile_table(np.where(mine, np.nan, r), st, min_rows)
         lo = np.log(np.array([table[x]["p10_ratio"] for x in st[mine]]))
@@ -70,23 +194,62 @@ def coverage(log_ratio: np.ndarray, stack: np.ndarray, source: np.ndarray, min_r
     return inside
 
 
-def shipped_table() -> dict[str, tuple[float, float]]:
-    """(p10_ratio, p90_ratio) per stack from the shipped defaults' [interval]; (1, 1) where absent."""
-    rec = fit_record()["interval"]
-    return {s: (float(rec.get(f"{s}_p10_ratio", 1.0)), float(rec.get(f"{s}_p90_ratio", 1.0))) for s in STACKS}
+def coverage_by_group(log_ratio: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per residual: True when it lies inside the range built from the other groups' residuals (one
+    group = one GPU, or one model for measured profiles)."""
+    r = np.asarray(log_ratio, dtype=np.float64)
+    grp = np.asarray(group)
+    inside = np.zeros(len(r), dtype=bool)
+    for gname in sorted(set(grp.tolist())):
+        mine = grp == gname
+        if (~mine).sum() == 0:
+            continue
+        lo, hi = _q(r[~mine])
+        inside[mine] = (r[mine] >= min(lo, 0.0)) & (r[mine] <= max(hi, 0.0))
+    return inside
 
 
-def bounds(throughput: np.ndarray, stack_idx: np.ndarray, perfect: np.ndarray | None = None,
-           table: dict[str, tuple[float, float]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per design: the stack's 80% range around `throughput`, capped at perfect scaling."""
-    t = shipped_table() if table is None else table
-    lo_r = np.array([min(t[s][0], 1.0) for s in STACKS])[np.asarray(stack_idx, dtype=np.int64)]
-    hi_r = np.array([max(t[s][1], 1.0) for s in STACKS])[np.asarray(stack_idx, dtype=np.int64)]
-    thr = np.asarray(throughput, dtype=np.float64)
-    high = thr * hi_r
-    if perfect is not None:
-        high = np.minimum(high, np.maximum(np.asarray(perfect, dtype=np.float64), thr))
-    return thr * lo_r, high
+# ---------------------------------------------------------------------------------------------------
+# the words a buyer reads
+
+_PRETTY = {"resnet50": "ResNet-50", "bert_base_squad": "BERT-base", "bert_large_squad": "BERT-large"}
 
 
-__all__ = ["quantile_table", "coverage", "shipped_table", "bounds", "MIN_ROWS"]
+def compute_label(source: str, model: str | None = None, basis: str | None = None, gpu: str | None = None) -> str:
+    """Where the compute time behind a prediction comes from, in the words a buyer reads: measured on
+    the GPU, or an estimate (a published ratio, a roofline) labelled as one."""
+    kind = compute_kind(source)
+    src = str(source).removesuffix("-floored")
+    on = f" on {gpu}" if gpu else " on this GPU"
+    if kind == "measured":
+        text = f"compute {src}{on}" if src == "measured" else f"compute {src} from batches measured{on}"
+    elif kind == "published":
+        lm = None
+        if model is not None:
+            from .compute import load_published
+
+            entry = load_published().model_map.get(model)
+            lm = entry["lambda_model"] if entry else None
+        what = f"a published {_PRETTY.get(lm, lm)} ratio" if lm else "a published same-model ratio"
+        text = f"compute scaled from {what} to the measured GPU (estimate)"
+    elif kind == "roofline":
+        stand_in = ("; fractions of another GPU generation" if basis and "no " in basis and " data:" in basis else "")
+        text = f"compute a roofline estimate (peak FLOP/s and bandwidth x fitted fractions{stand_in})"
+    else:
+        text = "compute calibrated to the measured 1-GPU figure"
+    return text + ("; raised to the physical floor" if str(source).endswith("-floored") else "")
+
+
+def range_phrase(point: float, low: float | None, high: float | None, label: str, unit: str = "samples/s") -> str:
+    """'1,234 samples/s (80% range 1,050-1,300; <label>)': the point, its range and what it rests on."""
+    if low is None or high is None:
+        return f"{_num(point)} {unit} ({label})"
+    return f"{_num(point)} {unit} (80% range {_num(low)}-{_num(high)}; {label})"
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
+
+
+__all__ = ["bounds", "combined_quantiles", "compute_kind", "compute_label", "coverage", "coverage_by_group",
+           "load_residuals", "quantile_table", "range_phrase", "COMPUTE_KINDS", "MIN_ROWS", "RESIDUALS_PATH"]

@@ -43,6 +43,7 @@ import pandas as pd
 from . import api
 from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from .catalog import Catalog, load_catalog
+from .design_space import enumerate_designs
 from . import checks
 from .checks import count, non_negative, output_path, positive, write_text
 from .part_filter import KEPT, PartFilter
@@ -50,7 +51,7 @@ from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values
 from .errors import InfeasibleError, InputError
 from .export import export_table
-from .cloud_facts import PROVIDERS, provider_facts
+from .cloud_facts import PROVIDERS, capacity_summary, provider_facts
 from .units import HOURS_PER_YEAR
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
@@ -127,11 +128,10 @@ def _as_catalog(c: str | Path | Catalog | None) -> Catalog:
     return c if isinstance(c, Catalog) else load_catalog(c)
 
 
-def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
-                     *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
-                     chassis_ids: list[str] | None = None, amortize: bool = False) -> Evaluation:
-    """Enumerate and evaluate every design of a catalog, priced on the basis `opts` states (owned or rented;
-    `amortize`: owned designs as their use over the horizon)."""
+def _catalog_request(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options, *,
+                     node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
+                     chassis_ids: list[str] | None = None, amortize: bool = False) -> tuple[Catalog, dict, dict]:
+    """(catalog, `enumerate_designs` arguments, `evaluate_space` arguments) of a purchasing request."""
     opts = _options(opts)
     check_budget(budget)
     basis = opts.basis(amortize)
@@ -141,17 +141,52 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
     cat, params, workload, batch, tensors = resolve_inputs(model, cat, opts.precision,
                                                             opts.batch_per_gpu, opts.system, opts.profile,
                                                             "pytorch", opts.overlap)
-    space = api.enumerate_for_budget(cat, budget, basis, max_nodes=opts.max_nodes, strategies=opts.strategies,
-                                     reduce_on=opts.reduce_on, gpu_ids=gpu_ids, chassis_ids=chassis_ids,
-                                     node_budget=node_budget)
-    return evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
-                          precision=api.resolve_precision(workload, opts.precision), batch_per_gpu=batch,
-                          overlap=opts.overlap, basis=basis)
+    space_kw = api._space_kwargs(cat, budget, basis, max_nodes=opts.max_nodes, strategies=opts.strategies,
+                                 reduce_on=opts.reduce_on, gpu_ids=gpu_ids, chassis_ids=chassis_ids,
+                                 node_budget=node_budget)
+    eval_kw = dict(workload=workload, tensors=tensors, params=params,
+                   precision=api.resolve_precision(workload, opts.precision), batch_per_gpu=batch,
+                   overlap=opts.overlap, basis=basis)
+    return cat, space_kw, eval_kw
 
 
-def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10) -> tuple[SolveResult, Evaluation]:
-    ev = evaluate_catalog(catalog, model, budget, opts)
-    return choose(ev, budget=budget, objective=opts.objective, top=top, today=opts.as_of), ev
+def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
+                     *, node_budget: float | None | str = "auto", gpu_ids: list[str] | None = None,
+                     chassis_ids: list[str] | None = None, amortize: bool = False) -> Evaluation:
+    """Enumerate and evaluate every design of a catalog, priced on the basis `opts` states (owned or rented;
+    `amortize`: owned designs as their use over the horizon). The whole space at once: for a space of any
+    size, `evaluate_catalog_bounded`."""
+    cat, space_kw, eval_kw = _catalog_request(catalog, model, budget, opts, node_budget=node_budget, gpu_ids=gpu_ids,
+                                              chassis_ids=chassis_ids, amortize=amortize)
+    return evaluate_space(enumerate_designs(cat, **space_kw), catalog=cat, **eval_kw)
+
+
+def evaluate_catalog_bounded(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
+                             *, amortize: bool = False, keep: api.Keep | None = None,
+                             ) -> tuple[Evaluation, tuple | None]:
+    """`evaluate_catalog` in bounded memory, through the mechanism of `solve` (`api.evaluate_bounded`): a space
+    larger than one piece keeps only what `choose` (budget, `opts.objective`) may pick or name, plus `keep`.
+    Returns (evaluation, counts for `choose`; None when the space was evaluated whole)."""
+    cat, space_kw, eval_kw = _catalog_request(catalog, model, budget, opts, amortize=amortize)
+    limits = dict(budget=budget, objective=opts.objective, max_power_kw=None, max_rack_units=None,
+                  min_throughput=None, part_filter=None)
+    return api.evaluate_bounded(cat, space_kw, limits, keep=keep, **eval_kw)
+
+
+def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10,
+                  keep: api.Keep | None = None) -> tuple[SolveResult, Evaluation]:
+    """`choose` on `evaluate_catalog_bounded` (the evaluation returned holds only the survivors, plus `keep`,
+    when the space was evaluated in pieces)."""
+    ev, counts = evaluate_catalog_bounded(catalog, model, budget, opts, keep=keep)
+    return choose(ev, budget=budget, objective=opts.objective, top=top, counts=counts, today=opts.as_of), ev
+
+
+def table_rows(ev: Evaluation, budget: float | None, part_filter: PartFilter | None = None) -> np.ndarray:
+    """The designs of `ranked_table`: feasible, within the budget, offered by the part filter (default: the
+    default search, as `solve`)."""
+    c, t = ev.costs, ev.timing
+    offered = (part_filter or PartFilter()).design_reasons(ev.space) == KEPT
+    return np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget) & offered)
 
 
 def ranked_table(ev: Evaluation, budget: float | None, objective: str = "throughput",
@@ -159,10 +194,10 @@ def ranked_table(ev: Evaluation, budget: float | None, objective: str = "through
     """Every feasible design within the budget that the part filter offers (default: the default search,
     as `solve`), best first by the objective (`solver.objective_values`; ties: cheaper, then catalog order).
 
-    Adds `rank` and `usd_per_hour` (rented designs) to the DESIGN columns."""
+    Adds `rank` and `usd_per_hour` (rented designs) to the DESIGN columns. For a space of any size,
+    evaluate it with `evaluate_catalog_bounded(..., keep=lambda piece: table_rows(piece, budget))`."""
     c, t = ev.costs, ev.timing
-    offered = (part_filter or PartFilter()).design_reasons(ev.space) == KEPT
-    idx = np.flatnonzero(t.feasible & c.buildable & within_budget(c, budget) & offered)
+    idx = table_rows(ev, budget, part_filter)
     order_rank = ev.space.order_rank()
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
     idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
@@ -315,9 +350,9 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
     for cat in cats:
         label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
         basis = opts.basis(amortize).label(cat.is_cloud)
-        ev = evaluate_catalog(cat, model, budget, opts, amortize=amortize)
+        ev, counts = evaluate_catalog_bounded(cat, model, budget, opts, amortize=amortize)
         try:
-            res = choose(ev, budget=budget, objective=opts.objective, top=5, today=opts.as_of)
+            res = choose(ev, budget=budget, objective=opts.objective, top=5, counts=counts, today=opts.as_of)
             answers.append(CatalogAnswer(label, cat, res, ev, basis))
         except InfeasibleError as exc:
             answers.append(CatalogAnswer(label, cat, None, ev, basis, str(exc)))
@@ -379,6 +414,7 @@ class RentVsBuy:
     samples: float | None
     rows: list[tuple[str, float, str]]  # (what, value, unit/meaning)
     verdict: str
+    capacity: dict[str, Any] | None = None  # the rented instance type's cap and whether the rented design sits on it
 
     def to_json_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -410,7 +446,8 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     cloud_opts = dataclasses.replace(opts, hours=None, epochs=None, dataset_size=None, tco_years=0.0)
     cev = evaluate_catalog(cloud_cat, model, None, cloud_opts, node_budget=None)
     try:
-        rent = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own).best
+        rent_res = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own, today=opts.as_of)
+        rent, capacity = rent_res.best, rent_res.capacity
     except InfeasibleError:
         ok = cev.timing.feasible & cev.costs.buildable
         if not ok.any():
@@ -418,6 +455,7 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         idx = np.flatnonzero(ok)
         j = int(idx[np.argmax(cev.timing.throughput_samples_per_s[idx])])
         rent = design_dict(cev.frame([j]).iloc[0])
+        capacity = capacity_summary(cev.space.chassis[int(cev.space.chassis_idx[j])], int(cev.space.nodes[j]))
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
     ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]
@@ -475,8 +513,12 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     else:
         verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
                    f"(break-even after {m_star:.1f} months at full use); rent otherwise")
+    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
+        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
+                    f"{capacity['label']}): renting the same work takes "
+                    f"{ratio:.2f} rented hours per owned hour")
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
-                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict)
+                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -615,5 +657,5 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     return "\n".join(head) + "\n" + "\n\n".join(blocks) + "\n", warnings
 
 
-__all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table",
-           "export_table", "evaluate_catalog", "solve_catalog", "import_vms_csv"]
+__all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table", "table_rows",
+           "export_table", "evaluate_catalog", "evaluate_catalog_bounded", "solve_catalog", "import_vms_csv"]

@@ -45,7 +45,7 @@ from .design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from .errors import InputError
 from .files import json_safe
 from .cost import within_budget
-from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog, solve_catalog
+from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog_bounded, solve_catalog
 from .solver import pareto_front
 from .units import format_usd
 
@@ -161,7 +161,7 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     b = res.best
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
              f"{b['chassis']}), {_nics(b)} per node, {b['strategy']} - cost {_money(b['cost_usd'], cloud)} ({basis}), "
-             f"{b['throughput_samples_per_s']:,.1f} samples/s, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
+             f"throughput {_throughput_phrase(b, res.model)}, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
              f"Why: {res.why}. Strategy: {res.why_strategy}.")
     header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
               "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
@@ -174,6 +174,8 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
                      + (" (near tie)" if d.get("near_tie") else ""))
     sec = Section("recommended", "Recommended design and alternatives", intro, [(header, rows)])
     sec.notes += [f"Warning: {w}" for w in res.warnings]
+    if res.capacity:  # a rented pick: its instance type's cap, and whether it bound
+        sec.notes.append(res.capacity["sentence"])
     bom = b.get("bom")
     if bom:
         total = sum(float(x["subtotal_usd"]) for x in bom)
@@ -208,6 +210,15 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     return sec
 
 
+def _throughput_phrase(d: dict, model: str) -> str:
+    """'1,234 samples/s (80% range 1,050-1,300; compute ... (estimate))' (costopt/intervals.py)."""
+    from .intervals import compute_label, range_phrase
+
+    label = compute_label(d["compute_source"], model, d.get("compute_basis"), d["gpu"])
+    return range_phrase(d["throughput_samples_per_s"], d.get("throughput_low_samples_per_s"),
+                        d.get("throughput_high_samples_per_s"), label)
+
+
 def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis: str) -> Section:
     """The best design of every GPU type (the solve's `best_per_gpu`), as a table and a bar chart."""
     plt = _plt()
@@ -237,7 +248,24 @@ def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis:
                    [Figure("gputypes", "Best design per GPU type", _png(fig))])
 
 
-def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: dict[str, Any]) -> Section:
+def fronts_per_gpu(ev: api.Evaluation) -> np.ndarray:
+    """Designs on each GPU type's cost-throughput Pareto front among the feasible ones (ties: first in index
+    order), the designs `_pareto` draws. Kept from every piece of a space evaluated in pieces: a GPU's front
+    over the whole space lies in the union of the pieces' fronts."""
+    c, t, s = ev.costs, ev.timing, ev.space
+    ok = np.flatnonzero(t.feasible & c.buildable)
+    if len(ok) == 0:
+        return ok
+    ok = ok[np.argsort(s.gpu_idx[ok], kind="stable")]  # grouped by GPU, index order within each
+    starts = np.flatnonzero(np.concatenate(([True], s.gpu_idx[ok][1:] != s.gpu_idx[ok][:-1])))
+    keep = []
+    for m in np.split(ok, starts[1:]):
+        keep.append(m[pareto_front(c.cost_usd[m], t.throughput_samples_per_s[m], np.arange(len(m)))])
+    return np.sort(np.concatenate(keep))
+
+
+def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: dict[str, Any],
+            pieces: bool = False) -> Section:
     plt = _plt()
     c, t, s = ev.costs, ev.timing, ev.space
     ok = t.feasible & c.buildable
@@ -271,6 +299,11 @@ def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: d
     ax.legend(fontsize=7, ncol=2)
     intro = ("Every feasible design (grey) and, per GPU type, the designs no cheaper design of that type beats "
              "on throughput. The star is the recommendation.")
+    if pieces:
+        intro = ("The design space was too large to hold at once and was evaluated in pieces: grey are the feasible "
+                 "designs kept from the pieces (every GPU type's front and the search's candidates), not every "
+                 "design. Per GPU type, the designs no cheaper design of that type beats on throughput. The star "
+                 "is the recommendation.")
     return Section("pareto", "Cost-throughput Pareto front by GPU type", intro,
                    [(["GPU", "front size", "best cost within budget", "samples/s", "design"], rows)],
                    [Figure("pareto", "Pareto front", _png(fig))])
@@ -412,10 +445,27 @@ def _bandwidth(ev: api.Evaluation, designs: list[dict]) -> Section:
     return sec
 
 
+def sweep_designs(ev: api.Evaluation, budgets: np.ndarray) -> np.ndarray:
+    """Designs `_budget_sweep` reads: at each budget, the fastest feasible design within it (the first in
+    index order on ties) and the fastest of each strategy. Kept from every piece of a space evaluated in
+    pieces, the pieces in index order, they give the same picks as the whole space."""
+    c, t, s = ev.costs, ev.timing, ev.space
+    ok = t.feasible & c.buildable
+    thr = t.throughput_samples_per_s
+    keep = []
+    for b in budgets:
+        m = ok & within_budget(c, float(b))
+        for sel in (m, *(m & (s.strategy == k) for k in range(len(STRATEGIES)))):
+            if sel.any():
+                j = np.flatnonzero(sel)
+                keep.append(int(j[np.argmax(thr[j])]))
+    return np.unique(np.array(keep, dtype=np.int64))
+
+
 def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progress) -> Section:
     plt = _plt()
     budgets = np.geomspace(budget / 16.0, budget * 2.0, 25)
-    ev = evaluate_catalog(cat, model, float(budgets[-1]), opts)
+    ev, _ = evaluate_catalog_bounded(cat, model, float(budgets[-1]), opts, keep=lambda piece: sweep_designs(piece, budgets))
     c, t, s = ev.costs, ev.timing, ev.space
     ok = t.feasible & c.buildable
     task = progress.add_task("budget sweep", total=len(budgets))
@@ -551,7 +601,10 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
     steps = len(SECTIONS) + (opts.samples is not None) + (cloud_cat is not None)
     with _progress(progress) as prog:
         task = prog.add_task("report", total=steps)
-        res, ev = solve_catalog(cat, model, budget, opts, top=top)  # the pipeline of `costopt solve`
+        # the pipeline of `costopt solve`, in bounded memory; a space evaluated in pieces also keeps the designs
+        # the Pareto section draws
+        res, ev = solve_catalog(cat, model, budget, opts, top=top, keep=fronts_per_gpu)
+        pieces = res.candidates_evaluated > len(ev)
         best = res.best
         designs = [best] + res.alternatives
         ranked = [d["gpu"] for d in (res.best_per_gpu or [best])]
@@ -560,7 +613,7 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
         prog.advance(task)
         sections.append(_gpu_types(res, colors, cat.is_cloud, basis))
         prog.advance(task)
-        sections.append(_pareto(ev, best, budget, basis, colors))
+        sections.append(_pareto(ev, best, budget, basis, colors, pieces))
         prog.advance(task)
         sections.append(_scaling(cat, ev, best, opts))
         prog.advance(task)

@@ -84,7 +84,10 @@ def per_stack(params, name: str, stack: np.ndarray) -> np.ndarray:
     """Per-design value of the stack parameter `name` (e.g. `sync_us`): `<stack>_<name>` of each design's
     stack. A parameter may itself be an array (one value per design, used by resampling)."""
     n = len(stack)
-    vals = [np.broadcast_to(np.asarray(getattr(params, f"{s}_{name}"), dtype=np.float64), (n,)) for s in STACKS]
+    raw = [getattr(params, f"{s}_{name}") for s in STACKS]
+    if all(type(v) is float or type(v) is int for v in raw):  # one value per stack: a table lookup
+        return np.array(raw, dtype=np.float64)[stack]
+    vals = [np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in raw]
     return np.choose(stack, vals)
 
 

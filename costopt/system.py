@@ -7,7 +7,8 @@ Two files of data, both with every value's source:
 - `costopt/data/system_defaults.toml`: the defaults every command uses, FITTED on all shipped rows by
   `tools/fit_defaults.py` (rows, date and tool version recorded in its `[fit]` section, each value's
   prior and source beside it), with the fit's uncertainty (`[uncertainty]`, one standard deviation
-  per fitted parameter) and the 80% range factors from leave-one-source-out residuals (`[interval]`).
+  per fitted parameter) and the communication part of the 80% ranges (`[interval]`; the ranges a design
+  shows combine it with compute error: costopt/intervals.py, costopt/data/residuals.json).
 
 A user's `--system FILE` (written by `costopt calibrate`) overrides any subset of the parameters;
 unknown keys are errors, as in catalogs.

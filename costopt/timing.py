@@ -135,15 +135,30 @@ class Timing:
 def _param(params: SystemParams, name: str, n: int) -> np.ndarray:
     """A system parameter as one value per design (a parameter may be a scalar or, when resampled, an
     array with one value per design)."""
-    return np.broadcast_to(np.asarray(getattr(params, name), dtype=np.float64), (n,))
+    v = getattr(params, name)
+    if type(v) is float or type(v) is int:  # the common case, without broadcast_to's generic machinery
+        return np.full(n, float(v))
+    return np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
 
 
-def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-design effective bandwidths (bytes/s) and per-message latencies (s).
+@dataclass
+class LinkSpecs:
+    """The parts of `_link_arrays` that depend on the designs only, not on the system parameters: built once
+    per space and reused when the same space is evaluated for many parameter sets (calibration)."""
 
-    Spec tables per (gpu, chassis) and per NIC are small loops over catalog entries; efficiencies are
-    applied per design afterwards, so every parameter may carry one value per design."""
-    n = len(space)
+    nvlink: np.ndarray  # per design: the GPU link (not PCIe) carries intra-node traffic
+    intra: np.ndarray  # per design: intra-node spec rate, bytes/s
+    pcie: np.ndarray  # per design: host PCIe spec rate, bytes/s
+    share: np.ndarray  # per chassis: GPUs per PCIe switch
+    line: np.ndarray  # per NIC (+ none): line rate, bytes/s
+    rdma: np.ndarray  # per NIC (+ none)
+    adapter_us: np.ndarray  # per NIC (+ none)
+    ni: np.ndarray  # per design: NIC index (none -> the extra last entry)
+    gpu_mem: np.ndarray  # per design: GPU memory bandwidth, bytes/s
+
+
+def link_specs(space: DesignSpace) -> LinkSpecs:
+    """Spec tables per (gpu, chassis) pair in use and per NIC: small loops over catalog entries."""
     n_g, n_c = len(space.gpus), len(space.chassis)
     intra = np.zeros((n_g, n_c))
     pcie = np.zeros((n_g, n_c))
@@ -155,17 +170,34 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) ->
         nvlink[gi, ci] = gpu_link_used(g, c)
         intra[gi, ci] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, c))
         pcie[gi, ci] = gb_per_s_to_bytes_per_s(host_pcie_gb_per_s(g, c))
-    share = np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64)
-    line = np.array([gbps_to_bytes_per_s(n_.line_rate_gbps) for n_ in space.nics] + [np.inf])
-    rdma = np.array([n_.transport == "rdma" for n_ in space.nics] + [False])
-    adapter_us = np.array([n_.latency_us for n_ in space.nics] + [0.0])
-    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
-    has_nic = space.nic_idx != NO_NIC
     g_i, c_i = space.gpu_idx, space.chassis_idx
+    return LinkSpecs(
+        nvlink=nvlink[g_i, c_i], intra=intra[g_i, c_i], pcie=pcie[g_i, c_i],
+        share=np.array([c.gpus_per_pcie_switch for c in space.chassis], dtype=np.float64),
+        line=np.array([gbps_to_bytes_per_s(n_.line_rate_gbps) for n_ in space.nics] + [np.inf]),
+        rdma=np.array([n_.transport == "rdma" for n_ in space.nics] + [False]),
+        adapter_us=np.array([n_.latency_us for n_ in space.nics] + [0.0]),
+        ni=np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx),
+        gpu_mem=np.array([gb_per_s_to_bytes_per_s(g.memory_bandwidth_gbs) for g in space.gpus])[g_i],
+    )
+
+
+def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
+                 specs: LinkSpecs | None = None) -> dict[str, np.ndarray]:
+    """Per-design effective bandwidths (bytes/s) and per-message latencies (s).
+
+    Spec tables (`link_specs`, or `specs` when the caller built them for this space) are small loops over
+    catalog entries; efficiencies are applied per design afterwards, so every parameter may carry one
+    value per design."""
+    n = len(space)
+    sp = link_specs(space) if specs is None else specs
+    share, line, rdma, adapter_us, ni = sp.share, sp.line, sp.rdma, sp.adapter_us, sp.ni
+    has_nic = space.nic_idx != NO_NIC
+    c_i = space.chassis_idx
     G = space.gpus_per_node.astype(np.float64)
     pcie_eff = _param(params, "pcie_efficiency", n)
-    intra_eff = np.where(nvlink[g_i, c_i], _param(params, "nvlink_efficiency", n), pcie_eff)
-    pcie_one = pcie[g_i, c_i] * pcie_eff
+    intra_eff = np.where(sp.nvlink, _param(params, "nvlink_efficiency", n), pcie_eff)
+    pcie_one = sp.pcie * pcie_eff
     is_rdma = rdma[ni]
     wire_eff = np.where(is_rdma, _param(params, "rdma_efficiency", n), _param(params, "tcp_efficiency", n))
     overhead_us = np.where(is_rdma, _param(params, "rdma_message_overhead_us", n),
@@ -177,11 +209,11 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray) ->
         # host CPU time per byte an RPC stack spends serialising and copying what it sends (s/byte); no NIC: 0
         "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
         "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),
-        "B_intra": intra[g_i, c_i] * intra_eff,
+        "B_intra": sp.intra * intra_eff,
         "a_intra": us_to_s(_param(params, "intra_message_overhead_us", n)),
         "B_pcie": pcie_one / np.minimum(share[c_i], G),
         "B_pcie_one": pcie_one,
-        "B_gpu_mem": np.array([gb_per_s_to_bytes_per_s(g.memory_bandwidth_gbs) for g in space.gpus])[g_i],
+        "B_gpu_mem": sp.gpu_mem,
     }
 
 
@@ -203,6 +235,22 @@ def expected_max_normal(n: int) -> float:
         hit = float(np.sum(f) * (x[1] - x[0]))
         _EMAX_CACHE[n] = hit
     return hit
+
+
+_BUCKET_CACHE: dict[tuple[int, float], tuple[TensorSet, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+
+def _buckets(tensors: TensorSet, bucket_bytes: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`tensors.buckets(bucket_bytes)`, cached per (tensor set, size) as `_ps_node_bytes` is."""
+    key = (id(tensors), bucket_bytes)
+    hit = _BUCKET_CACHE.get(key)
+    if hit is not None and hit[0] is tensors:
+        return hit[1]
+    out = tensors.buckets(bucket_bytes)
+    if len(_BUCKET_CACHE) > 1024:
+        _BUCKET_CACHE.clear()
+    _BUCKET_CACHE[key] = (tensors, out)
+    return out
 
 
 _PS_CACHE: dict[tuple[int, int, int], tuple[TensorSet, float, float, float]] = {}
@@ -247,11 +295,13 @@ def evaluate(
     batch_per_gpu: int,
     overlap: str = "wfbp",
     num_ps: np.ndarray | None = None,
+    specs: LinkSpecs | None = None,
 ) -> Timing:
     """Iteration time, throughput and bottleneck for every design in `space`.
 
     `num_ps` (optional, one integer per design) is the number of PS shards for `ps` designs; 0 or
-    None means the default layout, one shard per node. Shard p lives on node p mod M.
+    None means the default layout, one shard per node. Shard p lives on node p mod M. `specs`: the
+    space's `link_specs`, when the caller evaluates the same space many times (else built here).
     """
     if overlap not in OVERLAP_MODES:
         raise ValueError(f"overlap must be one of {OVERLAP_MODES}")
@@ -264,7 +314,7 @@ def evaluate(
     stack = np.asarray(space.stack, dtype=np.int64)
     host_stack = (stack == MPI) | (stack == GLOO)  # all-reduce through host memory whatever reduce_on says
     S = tensors.total_gradient_bytes
-    L = _link_arrays(space, params, stack)
+    L = _link_arrays(space, params, stack, specs)
     a_nic, B_intra, a_intra, B_pcie = L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
     B_wire, c_copy = L["B_wire"], L["c_copy"]
     # gRPC serialises from host memory: a tensor held on a GPU is copied device -> host before it is sent and
@@ -359,7 +409,7 @@ def evaluate(
     slowest = np.maximum(np.maximum(t_nic, t_host), np.maximum(t_local, t_red))
     stream_bw = np.where(is_hier | is_cpu_ar, summed, slowest) / _param(params, "overlap_efficiency", n)
 
-    bucket_bytes, bucket_ready, bucket_count = tensors.buckets(float(params.bucket_mb) * 1e6)
+    bucket_bytes, bucket_ready, bucket_count = _buckets(tensors, float(params.bucket_mb) * 1e6)
     n_buckets = len(bucket_bytes)
     # PS pays the per-tensor request cost on the remote share of its tensors
     per_tensor = np.where(p, (a_nic + us_to_s(_param(params, "ps_tensor_overhead_us", n)))

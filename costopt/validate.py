@@ -41,6 +41,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,7 @@ from .files import read_toml
 from .intervals import bounds as interval_bounds
 from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
-from .timing import OVERLAP_MODES, GpuCompute, evaluate
+from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, evaluate, link_specs
 from .workload import PRECISIONS, TensorSet, load_workload
 
 VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
@@ -67,6 +68,8 @@ COLUMNS = (
     "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
 )
+# the cells _parse_row reads (every other column is only echoed)
+PARSED_COLUMNS = COLUMNS + ("tensor_set", "chassis", "overlap", "grad_accum", "nics_per_node", "stack")
 ROW_STRATEGIES = ("ps", "ring", "hierarchical", "single")
 TRANSPORTS = ("tcp", "rdma")
 # adapter latency of the ad-hoc NICs: as the reference catalog's 10/25 GbE (tcp) and RoCE (rdma) adapters
@@ -150,20 +153,84 @@ def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[s
     if dup:
         raise InputError(f"{path}: line 1: duplicate column(s) {', '.join(repr(d) for d in dup)}")
     rows: list[Row] = []
+    workloads: dict[str, Any] = {}  # model id -> Workload (or the InputError it raised): each read once
+    # Rows that differ from an earlier row only in `source` and `measured_samples_per_s` (the cells a row
+    # alone checks) are copies of that row's parse: the other cells passed every check there.
+    parsed: dict[tuple, Row] = {}
+    key_columns = [c for c in PARSED_COLUMNS if c not in ("source", "measured_samples_per_s")]
+    n_cols = len(header)
+    strip = str.strip
     for cells in reader:
         line = reader.line_num
-        if not cells or all(not c.strip() for c in cells):
+        if not cells or not "".join(cells).strip():
             continue
-        if len(cells) != len(header):
-            raise InputError(f"{path}: line {line}: {len(cells)} fields, header has {len(header)}")
-        raw = {h: c.strip() for h, c in zip(header, cells)}
-        rows.append(_parse_row(path, line, raw))
+        if len(cells) != n_cols:
+            raise InputError(f"{path}: line {line}: {len(cells)} fields, header has {n_cols}")
+        raw = dict(zip(header, map(strip, cells)))
+        key = tuple([raw.get(c) for c in key_columns])
+        done = parsed.get(key)
+        if done is None:
+            r = parsed[key] = _parse_row(path, line, raw, workloads)
+        else:
+            if raw["source"] == "":
+                raise _err(path, line, "source", "empty (required)")
+            r = object.__new__(Row)  # a shallow copy of `done` (copy.copy, without its generic machinery)
+            r.__dict__.update(done.__dict__)
+            r.line, r.source, r.raw = line, raw["source"], raw
+            r.measured_samples_per_s = _number(path, line, raw, "measured_samples_per_s")
+        rows.append(r)
     if not rows:
         raise InputError(f"{path}: no measurement rows")
     return path, rows, header
 
 
-def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
+def _workload(model: str, cache: dict[str, Any]):
+    """`load_workload(model)`, each model read once per file (a file may have 100,000 rows)."""
+    w = cache.get(model)
+    if w is None:
+        try:
+            w = load_workload(model)
+        except InputError as exc:
+            w = exc
+        cache[model] = w
+    if isinstance(w, InputError):
+        raise w
+    return w
+
+
+@lru_cache(maxsize=None)
+def _inferred_stack(strategy: str, reduce_on: str) -> str:
+    """The stack a row runs when its file does not say (stacks.infer_stack), one lookup per pair."""
+    st = STRATEGIES.index(strategy) if strategy in STRATEGIES else 0
+    return STACKS[int(infer_stack(np.array([st]), np.array([REDUCE_ON.index(reduce_on)]))[0])]
+
+
+def _number(path: Path, line: int, raw: dict[str, str], col: str, *, integer: bool = False, optional: bool = False,
+            positive: bool = True):
+    """A number cell, checked: finite, > 0 unless `positive` is False, whole and at most MAX_COUNT when `integer`."""
+    v = raw[col]
+    if v == "":
+        if optional:
+            return None
+        raise _err(path, line, col, "empty (required)")
+    try:
+        x = float(v)
+    except ValueError:
+        raise _err(path, line, col, f"not a number: {v!r}") from None
+    if not math.isfinite(x) or (positive and x <= 0):
+        raise _err(path, line, col, f"must be a positive number, got {v!r}")
+    if not integer and x > 1e12:  # far past any GPU count, batch, link rate or throughput: a typo, and would overflow
+        raise _err(path, line, col, f"must be at most 1e12, got {v!r}")
+    if integer:
+        if not x.is_integer():
+            raise _err(path, line, col, f"must be a whole number, got {v!r}")
+        if x > MAX_COUNT:
+            raise _err(path, line, col, f"must be at most {MAX_COUNT:,}, got {v!r}")
+        return int(x)
+    return x
+
+
+def _parse_row(path: Path, line: int, raw: dict[str, str], workloads: dict[str, Any] | None = None) -> Row:
     def need(col: str) -> str:
         v = raw[col]
         if v == "":
@@ -171,26 +238,7 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
         return v
 
     def number(col: str, *, integer: bool = False, optional: bool = False, positive: bool = True):
-        v = raw[col]
-        if v == "":
-            if optional:
-                return None
-            raise _err(path, line, col, "empty (required)")
-        try:
-            x = float(v)
-        except ValueError:
-            raise _err(path, line, col, f"not a number: {v!r}") from None
-        if not math.isfinite(x) or (positive and x <= 0):
-            raise _err(path, line, col, f"must be a positive number, got {v!r}")
-        if not integer and x > 1e12:  # far past any GPU count, batch, link rate or throughput: a typo, and would overflow
-            raise _err(path, line, col, f"must be at most 1e12, got {v!r}")
-        if integer:
-            if not x.is_integer():
-                raise _err(path, line, col, f"must be a whole number, got {v!r}")
-            if x > MAX_COUNT:
-                raise _err(path, line, col, f"must be at most {MAX_COUNT:,}, got {v!r}")
-            return int(x)
-        return x
+        return _number(path, line, raw, col, integer=integer, optional=optional, positive=positive)
 
     def choice(col: str, options: tuple[str, ...], default: str | None = None) -> str | None:
         v = raw[col].lower()
@@ -204,7 +252,7 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
 
     model = need("model")
     try:
-        workload = load_workload(model)
+        workload = _workload(model, {} if workloads is None else workloads)
     except InputError as exc:
         raise _err(path, line, "model", str(exc)) from None
     r = Row(
@@ -248,8 +296,7 @@ def _parse_row(path: Path, line: int, raw: dict[str, str]) -> Row:
     if given and given != AUTO:
         r.stack, r.stack_basis = given, "column"
     else:
-        st = STRATEGIES.index(r.strategy) if r.strategy in STRATEGIES else 0
-        r.stack = STACKS[int(infer_stack(np.array([st]), np.array([REDUCE_ON.index(r.reduce_on)]))[0])]
+        r.stack = _inferred_stack(r.strategy, r.reduce_on)
     return r
 
 
@@ -294,7 +341,11 @@ def validation_catalog(rows: list[Row], catalog: str | Path | None = None) -> Ca
 
 @dataclass
 class Group:
-    """Rows sharing (model, tensor set, batch, overlap): one design space, one evaluate() call."""
+    """Rows sharing (model, tensor set, batch, overlap): one design space, one evaluate() call.
+
+    The space holds each distinct design of the group once (its own GPU entry carrying its own compute
+    calibration); `inverse` maps every row of the group to its design, so a file of 100,000 rows that
+    repeat a few hundred designs evaluates a few hundred."""
 
     rows: np.ndarray  # indices into the prepared row list
     space: DesignSpace
@@ -303,6 +354,8 @@ class Group:
     batch: int
     num_ps: np.ndarray
     overlap: str = "wfbp"
+    inverse: np.ndarray | None = None  # per row of `rows`: its design in `space` (None: one design per row)
+    specs: LinkSpecs | None = None  # the space's link spec tables (timing.link_specs), built once
 
 
 @dataclass
@@ -317,35 +370,71 @@ class Prepared:
     header: list[str] = field(default_factory=list)
     t_compute: np.ndarray | None = None  # per row: one GPU's calibrated iteration time (s)
 
-    def predict(self, params: SystemParams) -> np.ndarray:
+    def predict(self, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
+        """Predicted throughput per row. `groups` (bool per group, `groups_for`): evaluate only those groups;
+        the other groups' rows are NaN (a fit on a subset of rows evaluates only what it reads)."""
         out = np.full(len(self.rows), np.nan)
         out[self.single_idx] = self.single_pred
-        for g in self.groups:
-            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps)
-            out[g.rows] = t.throughput_samples_per_s
+        for k, g in enumerate(self.groups):
+            if groups is not None and not groups[k]:
+                continue
+            if g.specs is None:
+                g.specs = link_specs(g.space)
+            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps, specs=g.specs)
+            thr = t.throughput_samples_per_s
+            out[g.rows] = thr if g.inverse is None else thr[g.inverse]
         return out
+
+    def groups_for(self, rows: np.ndarray) -> np.ndarray:
+        """Bool per group: the group holds at least one of `rows` (indices into the rows)."""
+        mask = np.zeros(len(self.groups), dtype=bool)
+        if self.groups:
+            of_row = np.full(len(self.rows), -1, dtype=np.int64)
+            for k, g in enumerate(self.groups):
+                of_row[g.rows] = k
+            hit = of_row[np.asarray(rows, dtype=np.int64)]
+            mask[np.unique(hit[hit >= 0])] = True
+        return mask
 
 
 def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: Path | None = None,
             header: list[str] | None = None) -> Prepared:
+    """Per row: the calibrated compute times and the catalog design; rows grouped by (model, tensor set,
+    batch, overlap) and, within a group, by identical design and compute, so each distinct design is
+    evaluated once however many rows repeat it. The compute estimate and the chassis choice are looked
+    up once per distinct (model, GPU, precision, batch) and (GPU, shape, link, strategy) respectively.
+
+    Per row i (K = grad_accum, s_i = its measured 1-GPU rate, when given):
+        T_f = K·f + (K−1)·b,  T_b = b,  T_step = st       (zoo phases f, b, st at batch b_i)
+        scale = (K·b_i / s_i) / (T_f + T_b + T_step)      (1 when s_i is not given)
+    and every phase is multiplied by `scale`, so one GPU runs at exactly s_i.
+    """
     cat = catalog if isinstance(catalog, Catalog) else validation_catalog(rows, catalog)
-    gpus_all, chassis_all, nics_all = list(cat.gpu), list(cat.chassis), list(cat.nic)
+    chassis_all, nics_all = list(cat.chassis), list(cat.nic)
     where = str(path) if path is not None else "measurements"
-    f = np.zeros(len(rows))
-    b = np.zeros(len(rows))
-    st = np.zeros(len(rows))
-    basis: list[str] = [""] * len(rows)
+    n_rows = len(rows)
+    f = np.zeros(n_rows)
+    b = np.zeros(n_rows)
+    st = np.zeros(n_rows)
+    basis: list[str] = [""] * n_rows
+    workloads: dict[str, Any] = {}
+    estimates: dict[tuple, Any] = {}  # (model, gpu, precision, batch) -> ComputeEstimate
+    placed: dict[tuple, tuple[int, int]] = {}  # the single_design arguments -> (chassis index, NIC index)
     design: dict[int, tuple[int, int]] = {}
     for i, r in enumerate(rows):
         if r.gpu not in cat.gpus:
             raise InputError(f"{where}: line {r.line}, column 'gpu': unknown gpu '{r.gpu}' "
                              f"(known: {', '.join(cat.gpus)})")
         g = cat.gpus[r.gpu]
-        w = load_workload(r.model)
-        try:
-            est = w.compute(g, r.precision, r.batch_per_gpu, cat)
-        except InputError as exc:
-            raise InputError(f"{where}: line {r.line}, column 'gpu': {exc}") from None
+        ekey = (r.model, r.gpu, r.precision, r.batch_per_gpu)
+        est = estimates.get(ekey)
+        if est is None:
+            w = _workload(r.model, workloads)
+            try:
+                est = w.compute(g, r.precision, r.batch_per_gpu, cat)
+            except InputError as exc:
+                raise InputError(f"{where}: line {r.line}, column 'gpu': {exc}") from None
+            estimates[ekey] = est
         k = r.grad_accum  # K micro-batches per synchronisation (api._gpu_compute)
         fk, bk, sk = k * est.forward_s + (k - 1) * est.backward_s, est.backward_s, est.step_s
         scale = 1.0
@@ -357,45 +446,63 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         f[i], b[i], st[i] = fk * scale, bk * scale, sk * scale
         if r.strategy == "single":
             continue
-        strategy = r.strategy
-        try:
-            sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, strategy, r.reduce_on, r.chassis,
-                               r.nics_per_node if r.nodes > 1 else 1)
-        except InputError as exc:
-            msg = str(exc)
-            # the column at fault, from what single_design says failed; the link when no chassis takes it
-            col = {"nic": "nic_gbps", "chassis": "chassis"}.get(exc.field or "", "gpus_per_node")
-            if col == "nic_gbps":
-                msg += f" (no adapter slot in the catalog takes {r.nic_gbps:g} Gb/s {r.transport})"
-            raise InputError(f"{where}: line {r.line}, column '{col}': {msg}") from None
-        design[i] = (int(sp.chassis_idx[0]), int(sp.nic_idx[0]))
+        nics = r.nics_per_node if r.nodes > 1 else 1
+        dkey = (r.gpu, r.gpus_per_node, r.nodes, r.nic_id, r.strategy, r.reduce_on, r.chassis, nics)
+        at = placed.get(dkey)
+        if at is None:
+            try:
+                sp = single_design(cat, r.gpu, r.gpus_per_node, r.nodes, r.nic_id, r.strategy, r.reduce_on, r.chassis,
+                                   nics)
+            except InputError as exc:
+                msg = str(exc)
+                # the column at fault, from what single_design says failed; the link when no chassis takes it
+                col = {"nic": "nic_gbps", "chassis": "chassis"}.get(exc.field or "", "gpus_per_node")
+                if col == "nic_gbps":
+                    msg += f" (no adapter slot in the catalog takes {r.nic_gbps:g} Gb/s {r.transport})"
+                raise InputError(f"{where}: line {r.line}, column '{col}': {msg}") from None
+            at = placed[dkey] = (int(sp.chassis_idx[0]), int(sp.nic_idx[0]))
+        design[i] = at
 
     single_idx = np.array([i for i, r in enumerate(rows) if r.strategy == "single"], dtype=np.int64)
-    single_pred = np.array([rows[i].batch_per_gpu * rows[i].grad_accum / (f[i] + b[i] + st[i]) for i in single_idx])
+    per_iter = np.array([r.batch_per_gpu * r.grad_accum for r in rows], dtype=np.float64)
+    single_pred = per_iter[single_idx] / (f[single_idx] + b[single_idx] + st[single_idx])
     keys: dict[tuple, list[int]] = {}
     for i in design:
         r = rows[i]
         keys.setdefault((r.model, r.tensor_set, r.batch_per_gpu * r.grad_accum, r.overlap), []).append(i)
     groups = []
     for (model, ts, batch, overlap), idx in keys.items():
-        idx_a = np.array(idx, dtype=np.int64)
-        n = len(idx)
+        # distinct designs of the group, first row first: everything evaluate() reads of a row
+        distinct: dict[tuple, int] = {}
+        first: list[int] = []
+        inverse = np.empty(len(idx), dtype=np.int64)
+        for j, i in enumerate(idx):
+            r = rows[i]
+            key = (r.gpu, design[i], r.nodes, r.strategy, r.reduce_on, r.stack, r.nics_per_node if r.nodes > 1 else 1,
+                   r.num_ps or 0, f[i], b[i], st[i])
+            u = distinct.get(key)
+            if u is None:
+                u = distinct[key] = len(first)
+                first.append(i)
+            inverse[j] = u
+        n = len(first)
         space = DesignSpace(
-            gpus=[cat.gpus[rows[i].gpu] for i in idx], chassis=chassis_all, nics=nics_all,
+            gpus=[cat.gpus[rows[i].gpu] for i in first], chassis=chassis_all, nics=nics_all,
             gpu_idx=np.arange(n, dtype=np.int64),
-            chassis_idx=np.array([design[i][0] for i in idx], dtype=np.int64),
-            nic_idx=np.array([design[i][1] for i in idx], dtype=np.int64),
-            nodes=np.array([rows[i].nodes for i in idx], dtype=np.int64),
-            strategy=np.array([STRATEGIES.index(rows[i].strategy) for i in idx], dtype=np.int64),
-            reduce_on=np.array([REDUCE_ON.index(rows[i].reduce_on) for i in idx], dtype=np.int64),
-            stack=np.array([STACKS.index(rows[i].stack) for i in idx], dtype=np.int64),
-            nics_per_node=np.array([rows[i].nics_per_node if rows[i].nodes > 1 else 1 for i in idx], dtype=np.int64),
+            chassis_idx=np.array([design[i][0] for i in first], dtype=np.int64),
+            nic_idx=np.array([design[i][1] for i in first], dtype=np.int64),
+            nodes=np.array([rows[i].nodes for i in first], dtype=np.int64),
+            strategy=np.array([STRATEGIES.index(rows[i].strategy) for i in first], dtype=np.int64),
+            reduce_on=np.array([REDUCE_ON.index(rows[i].reduce_on) for i in first], dtype=np.int64),
+            stack=np.array([STACKS.index(rows[i].stack) for i in first], dtype=np.int64),
+            nics_per_node=np.array([rows[i].nics_per_node if rows[i].nodes > 1 else 1 for i in first], dtype=np.int64),
         )
-        compute = GpuCompute(f[idx_a], b[idx_a], st[idx_a], np.ones(n, bool), np.ones(n, bool),
-                             ["calibrated"] * n, [basis[i] for i in idx])
-        num_ps = np.array([rows[i].num_ps or 0 for i in idx], dtype=np.int64)
-        groups.append(Group(idx_a, space, compute, load_workload(model).tensors(ts), int(batch), num_ps, overlap))
-    del gpus_all
+        fa = np.array(first, dtype=np.int64)
+        compute = GpuCompute(f[fa], b[fa], st[fa], np.ones(n, bool), np.ones(n, bool),
+                             ["calibrated"] * n, [basis[i] for i in first])
+        num_ps = np.array([rows[i].num_ps or 0 for i in first], dtype=np.int64)
+        groups.append(Group(np.array(idx, dtype=np.int64), space, compute,
+                            _workload(model, workloads).tensors(ts), int(batch), num_ps, overlap, inverse))
     measured = np.array([r.measured_samples_per_s for r in rows])
     return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [], f + b + st)
 
@@ -435,32 +542,58 @@ class ValidationResult:
     summaries: dict[str, Any]
 
     def to_json_dict(self) -> dict[str, Any]:
-        rows = []
-        for rec in self.frame.to_dict(orient="records"):
-            out = {}
-            for k, v in rec.items():
-                if isinstance(v, (np.integer,)):
-                    v = int(v)
-                elif isinstance(v, (np.floating, float)):
-                    v = None if not math.isfinite(float(v)) else float(f"{float(v):.6g}")
-                out[k] = v
-            rows.append(out)
+        """The rows as JSON-ready dicts (floats to 6 significant digits, NaN and infinities as None), column by
+        column, then the summaries."""
+        columns = self.json_columns()
+        rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
         return {"file": str(self.path), "rows": rows, **self.summaries}
+
+    def json_columns(self) -> dict[str, list]:
+        """The rows' values as `to_json_dict` gives them, one list per column."""
+        return {k: _json_column(self.frame[k]) for k in self.frame.columns}
+
+    def json_text(self) -> str:
+        """`json.dumps(to_json_dict(), indent=2)` (with non-finite numbers as null), byte for byte, without
+        building a dict per row (files.json_with_columns)."""
+        from .files import json_with_columns
+
+        return json_with_columns({"file": str(self.path)}, "rows", self.json_columns(), self.summaries)
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return None if not math.isfinite(float(v)) else float(f"{float(v):.6g}")
+    return v
+
+
+def _json_column(col: pd.Series) -> list:
+    """One frame column as Python values: ints and strings as they are, floats to 6 significant digits."""
+    values = col.tolist()
+    kinds = set(map(type, values))
+    if col.dtype.kind in "iub" or kinds == {str}:
+        return values
+    if kinds == {float} and all(map(math.isfinite, values)):
+        return [float(f"{v:.6g}") for v in values]
+    return [_json_value(v) for v in values]
 
 
 def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
-    recs = []
-    for r, p, basis in zip(prep.rows, predicted, prep.compute_basis):
-        rec: dict[str, Any] = dict(r.raw)
-        rec["line"] = r.line
-        rec["stack"] = r.stack
-        rec["predicted_samples_per_s"] = float(p)
-        rec["error_pct"] = float((p - r.measured_samples_per_s) / r.measured_samples_per_s * 100.0)
-        rec["compute_basis"] = basis
-        recs.append(rec)
+    """The file's columns (as read), then line, stack, predicted_samples_per_s, error_pct and compute_basis
+    (a column of the file with one of those names is replaced in place). Built column by column."""
     import pandas as pd
 
-    df = pd.DataFrame.from_records(recs)
+    rows = prep.rows
+    # every row's raw dict has the header's keys in the header's order: transpose the values in one pass
+    cols: dict[str, Any] = dict(zip(rows[0].raw, map(list, zip(*(r.raw.values() for r in rows))))) if rows else {}
+    cols["line"] = [r.line for r in rows]
+    cols["stack"] = [r.stack for r in rows]
+    pred = np.asarray(predicted, dtype=np.float64)
+    cols["predicted_samples_per_s"] = pred
+    cols["error_pct"] = (pred - prep.measured) / prep.measured * 100.0
+    cols["compute_basis"] = list(prep.compute_basis)
+    df = pd.DataFrame(cols)
     df["nodes"] = df["nodes"].astype(int)
     df["gpus_per_node"] = df["gpus_per_node"].astype(int)
     return df
@@ -493,8 +626,9 @@ def validate(file: str | Path, *, system: str | Path | SystemParams | None = Non
     summaries = summarize(df)
     summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
     summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
-                             "basis": "10th-90th percentile of the shipped rows' leave-one-source-out residuals, "
-                                      "per stack (costopt/intervals.py)"}
+                             "basis": "10th-90th percentile (Weibull positions) of the shipped rows' leave-one-source-out "
+                                      "residuals, per stack; compute calibrated to each row's 1-GPU figure "
+                                      "(costopt/intervals.py)"}
     return ValidationResult(path, df, header, summaries)
 
 
@@ -502,7 +636,8 @@ def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.nd
     """80% range of each row's prediction (costopt/intervals.py), capped at perfect scaling of its GPU."""
     stack = np.array([STACKS.index(r.stack) for r in prep.rows], dtype=np.int64)
     perfect = np.array([r.total_gpus * r.batch_per_gpu * r.grad_accum for r in prep.rows], dtype=np.float64) / prep.t_compute
-    return interval_bounds(predicted, stack, perfect)
+    # the rows' compute is their own 1-GPU figure (kind `calibrated`): its error is inside the residuals
+    return interval_bounds(predicted, stack, perfect=perfect)
 
 
 __all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",

@@ -12,8 +12,12 @@ or above the throughput target), with v_d the objective value to minimise (`solv
 2. A near tie on throughput: n = the cheapest design with τ_d ≥ 0.95 τ_w among the allowed ones
    (ties: faster, then design order). When n ≠ w it is cheaper: the line gives c_n, 1 − c_n/c_w and
    τ_n/τ_w − 1, so a buyer sees what the last few percent of throughput cost.
-3. Whether the winner's compute time is measured on that GPU or an estimate (a published same-model
-   ratio, or a roofline), in the sentence itself.
+3. The winner's throughput with its 80% range (costopt/intervals.py: communication and compute error
+   combined) and, in the same words, where its compute time comes from: measured on that GPU, or an
+   estimate (a published same-model or same-class ratio, or a roofline):
+       "throughput 1,234 samples/s (80% range 1,050-1,300; compute scaled from a published ResNet-50
+        ratio to the measured GPU (estimate))"
+   The near tie of 2. says whether its range overlaps the winner's (the solve's `near_tie` rule).
 
 The strategy comparison (the best design of the other synchronisation family, PS vs all-reduce) is a
 separate line: a question of how to run the cluster, not which to buy.
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .design_space import STRATEGIES
+from .intervals import compute_label, range_phrase
 from .solver import objective_values
 from .units import format_usd
 
@@ -112,12 +117,20 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
                                                     "throughput_samples_per_s")}
         facts["near_cheaper_cost_saving"] = 1.0 - cost[n] / cost[best]
         facts["near_cheaper_throughput_change"] = thr[n] / thr[best] - 1.0
+        overlap = bool(nd["throughput_high_samples_per_s"] >= row["throughput_low_samples_per_s"]
+                       and row["throughput_high_samples_per_s"] >= nd["throughput_low_samples_per_s"])
+        facts["near_cheaper_ranges_overlap"] = overlap
         parts.append(f"near tie: {_design(nd)} costs {_money(cost[n])} "
-                     f"({facts['near_cheaper_cost_saving']:.0%} less) for {thr[n] / thr[best] - 1.0:+.1%} throughput")
+                     f"({facts['near_cheaper_cost_saving']:.0%} less) for {thr[n] / thr[best] - 1.0:+.1%} throughput"
+                     + (" (80% ranges overlap)" if overlap else " (outside the winner's 80% range)"))
 
     facts["compute_source"] = str(row.get("compute_source", ""))
-    parts.append(_compute_phrase(ev, int(s.gpu_idx[best])))
-    why = f"{row['total_gpus']} x {row['gpu']} ({_design(row)}): " + "; ".join(parts)
+    gi = int(s.gpu_idx[best])
+    label = compute_label(str(ev.compute.source[gi]), ev.model, str(ev.compute.basis[gi]), ev.space.gpus[gi].id)
+    facts["compute_label"] = label
+    head = "throughput " + range_phrase(row["throughput_samples_per_s"], row["throughput_low_samples_per_s"],
+                                        row["throughput_high_samples_per_s"], label)
+    why = f"{row['total_gpus']} x {row['gpu']} ({_design(row)}): " + "; ".join([head] + parts)
     return Reasons(why, _strategy_line(ev, best, row, allowed, values, cost, thr, order_rank, objective), facts)
 
 
@@ -142,18 +155,3 @@ def _strategy_line(ev, best, row, allowed, values, cost, thr, order_rank, object
         else:
             parts.append(f"{1.0 - cost[best] / cost[j]:.0%} cheaper than the cheapest {label} design")
     return f"{strat} {nic}: " + "; ".join(parts)
-
-
-def _compute_phrase(ev: "Evaluation", gi: int) -> str:
-    """How sure the winner's compute is: measured (or inter/extrapolated from measurements on that GPU),
-    a published same-model speed ratio to the measured GPU, or a roofline estimate."""
-    gpu, src = ev.space.gpus[gi].id, str(ev.compute.source[gi])
-    if src.startswith(("measured", "interpolated", "extrapolated")):
-        return f"its compute time is {src} on {gpu}"
-    if src.startswith("published"):
-        return (f"its compute time is an estimate: {gpu} scaled by a published same-model speed ratio to the "
-                f"measured GPU")
-    basis = str(ev.compute.basis[gi])
-    stand_in = "; fractions of another GPU generation" if "no " in basis and " data:" in basis else ""
-    return (f"its compute time is a roofline estimate ({src}: peak FLOP/s and bandwidth x fitted "
-            f"fractions{stand_in}), less sure")

@@ -138,3 +138,30 @@ def test_catalog_show_cloud_lists_instances_with_hourly_price():
     rc, js = cli("catalog", "show", AWS, "--format", "json")
     p5e = next(i for i in json.loads(js)["instances"] if i["id"] == "p5e.48xlarge")
     assert p5e["network_gbps"] == 3200 and p5e["max_instances"] == 64
+
+
+def test_rent_vs_buy_says_when_the_rented_side_sits_on_its_cap():
+    # 2 instances at most: no rented design matches the owned cluster, so the fastest one (2 x p5e) is used
+    from costopt import purchasing as P
+
+    r = P.rent_vs_buy("inception_v3", 1_000_000, AWS, opts=P.Options(max_instances=2))
+    assert r.rent["nodes"] <= 2 and r.capacity["bound"] is True and r.capacity["label"] == "your limit"
+    assert r.work_ratio > 1 and "capacity cap" in r.verdict and f"{r.work_ratio:.2f} rented hours" in r.verdict
+    free = P.rent_vs_buy("inception_v3", 1_000_000, AWS)
+    assert free.rent["nodes"] <= 64 and (free.capacity["bound"] or "capacity cap" not in free.verdict)
+
+
+def test_compare_owned_vs_cloud_per_job_rent_by_hand():
+    # per job: rented cost = instances x USD/h (the catalog file's price) x the design's own time to train,
+    # time to train = epochs x dataset / throughput; the rented side stays within its capacity cap
+    from costopt import purchasing as P
+
+    samples = 1 * 1_281_167
+    cmp = P.compare([ROOT / "catalogs" / "vendor-a-datacenter-2026.toml", AWS], "resnet50", 100_000,
+                    P.Options(epochs=1, dataset_size=1_281_167, years=5, utilization=0.4), price_cuts=False)
+    rent = cmp.answers[1].best
+    price = {i["id"]: i["usd_per_hour"] for i in tomllib.loads(AWS.read_text())["instance"]}[rent["chassis"]]
+    hours = samples / rent["throughput_samples_per_s"] / 3600.0
+    assert rent["time_to_train_h"] == pytest.approx(hours, rel=1e-8)
+    assert rent["cost_usd"] == pytest.approx(rent["nodes"] * price * hours, rel=1e-8)
+    assert rent["nodes"] <= 64 and cmp.to_json_dict()["catalogs"][1]["capacity"]["max_instances"] == 64

@@ -322,6 +322,6 @@ def test_solve_explains_how_sure_the_winners_compute_is():
     # with no published figure and no CDNA3 data, is a roofline estimate and the sentence says so
     res = costopt.solve(2_000_000, "bert_large", gpus=["b200", "h200-sxm", "h100-sxm"], top=3)
     assert res.best["gpu"] == "b200"
-    assert "published same-model speed ratio" in res.why
+    assert "compute scaled from a published BERT-large ratio to the measured GPU (estimate)" in res.why
     res = costopt.solve(2_000_000, "bert_large", gpus=["mi300x"], top=1)
     assert "roofline estimate" in res.why and "another GPU generation" in res.why

@@ -79,6 +79,22 @@ def test_memory_grid_layout_reason_and_best_is_the_search_best(grid_8b):
                 assert c["best"]["value"] == pytest.approx(c["best"]["tokens_per_s"] / c["best"]["cost_usd"] * 1000)
 
 
+def test_memory_grid_names_the_catalog_gpus_it_leaves_out(grid_8b):
+    _, grid = grid_8b  # asked for h100-sxm and b200 only
+    left = grid["left_out_by_memory_gb"]
+    assert {g["gpu"] for gs in left.values() for g in gs} >= {"h200-sxm", "a100-sxm-80gb", "mi300x"}
+    assert all(g["why"] == "not among the GPUs asked for" for gs in left.values() for g in gs)
+    # the default part filter leaves the H100 (a legacy part in the reference catalog) out of the 80 GB
+    # column and says how to bring it back; --include legacy brings the 80 GB size in
+    found = search_llm(1_000_000, "llama3_8b", max_nodes=1)
+    grid = memory_grid(found)
+    assert 80.0 not in grid["memory_sizes_gb"]
+    (h100,) = [g for g in grid["left_out_by_memory_gb"]["80"] if g["gpu"] == "h100-sxm"]
+    assert "legacy" in h100["why"] and "--include legacy" in h100["why"]
+    grid = memory_grid(search_llm(1_000_000, "llama3_8b", max_nodes=1, include=["legacy"]))
+    assert 80.0 in grid["memory_sizes_gb"] and "h100-sxm" in grid["gpus_by_memory_gb"]["80"]
+
+
 def test_usd_per_1e9_tokens_owned_and_rented_by_hand():
     # owned: capex $3,000,000 over 3 years, plus 100 kW x 0.75 draw x PUE 1.5 x $0.0826/kWh = $9.2925/h
     # (as energy per year: x 8,766 h); 1e9 tokens at 138,888.9 tokens/s take 2 h:
@@ -191,3 +207,10 @@ def test_llm_report_refuses_data_parallel_options(tmp_path):
     assert p.returncode == 2
     assert "--epochs" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_part_filter_options_are_for_large_model_reports(tmp_path):
+    p = subprocess.run(CLI + ["report", "--model", "resnet50", "--budget", "200000", "--include", "legacy",
+                              "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "--include" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr

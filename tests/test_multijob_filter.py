@@ -93,3 +93,4 @@ def test_cli_workload_takes_include_and_prints_the_filter(tmp_path, consumer_min
     r = CliRunner().invoke(app, ["solve", "--workload", str(mix), "--catalog", str(consumer_mini)],
                            env={"COLUMNS": "120"})
     assert r.exit_code == 0 and "Part filter:" in r.output and "left out" in r.output
+    assert "…" not in r.output  # 120 columns: cells fold, none is cut

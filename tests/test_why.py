@@ -83,12 +83,19 @@ def test_why_figures_are_true(model, budget, objective, target, catalog, job):
     else:
         assert "no design within 5% of its throughput costs less" in why
 
-    # 3. measured or estimated compute, in the sentence itself
+    # 3. the winner's throughput with its 80% range, and measured or estimated compute, in the sentence itself
     src = w["compute_source"]
+    m = re.search(r"throughput ([\d,.]+) samples/s \(80% range ([\d,.]+)-([\d,.]+); (compute [^;]*)", why)
+    assert m, why
+    lo, mid, hi = (float(m[i].replace(",", "")) for i in (2, 1, 3))
+    assert lo <= mid <= hi
+    assert mid == pytest.approx(w["throughput_samples_per_s"], abs=1.0)
+    assert lo == pytest.approx(w["throughput_low_samples_per_s"], abs=1.0)
+    assert hi == pytest.approx(w["throughput_high_samples_per_s"], abs=1.0)
     if src.startswith(("measured", "interpolated", "extrapolated")):
-        assert f"compute time is {src} on {w['gpu']}" in why and "estimate" not in why.split("its compute")[1]
+        assert m[4].startswith(f"compute {src}") and f"on {w['gpu']}" in m[4] and "estimate" not in m[4]
     else:
-        assert "estimate" in why.split("its compute time is ")[1]
+        assert "estimate" in m[4]
 
     # strategy talk is on its own line
     assert "PS design" not in why and "all-reduce design" not in why

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -11,7 +13,7 @@ from rich.table import Table
 
 from ..calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
 from ..checks import non_negative, output_path, write_text
-from .common import _console, _fail, _json_dump, out_option
+from .common import _console, _fail, _json_dump, out_option, plain_table_text
 
 from ..errors import CostoptError, InputError
 from ..validate import validate as run_validate
@@ -35,6 +37,24 @@ def _summary_table(title: str, groups: dict) -> Table:
     for name, s in groups.items():
         t.add_row(name, str(s["n"]), _fmt(s["median_abs_error_pct"]), _fmt(s["p90_abs_error_pct"]), _fmt(s["max_abs_error_pct"]))
     return t
+
+
+def _validate_cells(frame) -> list[list[str]]:
+    """The per-row table's cells, column by column (no per-row pandas access)."""
+    col = {k: frame[k].tolist() for k in ("line", "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu",
+                                          "strategy", "reduce_on", "num_ps", "stack", "nic_gbps", "transport",
+                                          "measured_samples_per_s", "predicted_samples_per_s",
+                                          "predicted_low_samples_per_s", "predicted_high_samples_per_s", "error_pct")}
+    strat = [s + ("/cpu" if ro == "cpu" else "") + (f" P={p}" if p else "")
+             for s, ro, p in zip(col["strategy"], col["reduce_on"], col["num_ps"])]
+    nic = [f"{g}G {t}" if g else "-" for g, t in zip(col["nic_gbps"], col["transport"])]
+    return [list(r) for r in zip(
+        map(str, col["line"]), col["source"], col["model"], col["gpu"],
+        [f"{g}x{m}" for g, m in zip(col["gpus_per_node"], col["nodes"])], map(str, col["batch_per_gpu"]), strat,
+        col["stack"], nic, [f"{float(v):,.1f}" for v in col["measured_samples_per_s"]],
+        [f"{v:,.1f}" for v in col["predicted_samples_per_s"]],
+        [f"{lo:,.0f}-{hi:,.0f}" for lo, hi in zip(col["predicted_low_samples_per_s"], col["predicted_high_samples_per_s"])],
+        [f"{v:+.1f}" for v in col["error_pct"]])]
 
 
 @app.command()
@@ -64,23 +84,24 @@ def validate(
         return
     med = res.summaries["summary"]["median_abs_error_pct"]
     if fmt is ValFmt.json:
-        typer.echo(_json_dump(res.to_json_dict()))
+        typer.echo(res.json_text())  # as _json_dump(res.to_json_dict()), column by column
     else:
         c = _console()
-        t = Table(title=f"costopt validate: {res.path}", title_justify="left")
-        for col in ("line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured", "predicted",
-                    "80% range", "err %"):
-            t.add_column(col, justify="right" if col in ("line", "batch", "measured", "predicted", "80% range", "err %")
-                         else "left")
-        for _, r in res.frame.iterrows():
-            strat = r["strategy"] + ("/cpu" if r["reduce_on"] == "cpu" else "") + (f" P={r['num_ps']}" if r["num_ps"] else "")
-            nic = f"{r['nic_gbps']}G {r['transport']}" if r["nic_gbps"] else "-"
-            t.add_row(str(r["line"]), r["source"], r["model"], r["gpu"], f"{r['gpus_per_node']}x{r['nodes']}",
-                      str(r["batch_per_gpu"]), strat, r["stack"], nic, f"{float(r['measured_samples_per_s']):,.1f}",
-                      f"{r['predicted_samples_per_s']:,.1f}",
-                      f"{r['predicted_low_samples_per_s']:,.0f}-{r['predicted_high_samples_per_s']:,.0f}",
-                      f"{r['error_pct']:+.1f}")
-        c.print(t)
+        headers = ["line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured", "predicted",
+                   "80% range", "err %"]
+        right = [h in ("line", "batch", "measured", "predicted", "80% range", "err %") for h in headers]
+        cells = _validate_cells(res.frame)
+        title = f"costopt validate: {res.path}"
+        text = plain_table_text(c, title, headers, right, cells)
+        if text is not None:  # what rich prints, built by joins (100,000 rows in about a second)
+            c.file.write(text)
+        else:
+            t = Table(title=title, title_justify="left")
+            for col, r in zip(headers, right):
+                t.add_column(col, justify="right" if r else "left")
+            for row in cells:
+                t.add_row(*row)
+            c.print(t)
         s = res.summaries
         c.print(_summary_table("Absolute error by source", s["by_source"]))
         c.print(_summary_table("Absolute error by strategy", s["by_strategy"]))
@@ -90,6 +111,28 @@ def validate(
     if max_median_error is not None and med is not None and med > max_median_error:
         typer.echo(f"median absolute error {med:.2f}% is above --max-median-error {max_median_error:g}%", err=True)
         raise typer.Exit(1)
+
+
+@contextmanager
+def _fit_progress():
+    """A progress bar on stderr, one step per fit (all rows, then each leave-one-source-out fold), when stderr
+    is a terminal; else nothing (logs and pipes stay clean). Yields the `progress(done, total, label)`
+    callback of `calibrate`."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("calibrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("reading rows", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label if done else f"fitting: {label}")
+
+        yield progress
 
 
 @app.command()
@@ -113,7 +156,8 @@ def calibrate(
         output = out_option(output, output_alias)
         if output is not None:
             output_path(output, "--out", inputs)  # before the fit, which takes a while
-        res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso)
+        with _fit_progress() as progress:
+            res = run_calibrate(file, system=system, catalog=catalog, names=names, with_loso=loso, progress=progress)
         if output is not None:
             write_text(output, res.toml(), "--out", inputs)
     except CostoptError as exc:

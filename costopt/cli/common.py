@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from enum import Enum
 from typing import Any
@@ -35,6 +36,53 @@ def _console() -> Console:
     # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
     return Console(width=width, highlight=False)
+
+
+_PLAIN = re.compile(r"[ -Z\\\]-~]*")  # printable ASCII without "[" (rich markup)
+_EMOJI = re.compile(r":(\S*?):")  # what rich would try as an emoji code
+
+
+def plain_table_text(console: Console, title: str, headers: list[str], right: list[bool],
+                     rows: list[list[str]]) -> str | None:
+    """The text rich's `Table(title=title, title_justify="left")` with these columns prints on `console`, byte
+    for byte, built with string joins: a table of 100,000 rows in a second instead of minutes. None when rich
+    would do more than pad cells: a terminal or colour (styles), a non-UTF-8 console (ASCII boxes), a cell
+    with markup, an emoji code or a character outside printable ASCII, or a table wider than the console
+    (wrapping). Then the caller lets rich render it.
+
+    Rich's layout in the case kept: column width w_j = 2 + the longest of its header and cells (one space of
+    padding each side); heavy-head box; the title left-justified and padded to the table's width
+    Σ w_j + columns + 1."""
+    if console.is_terminal or console.color_system is not None or not console.encoding.lower().startswith("utf"):
+        return None
+    texts = [title, *headers]
+    if not all(_PLAIN.fullmatch(t) for t in texts) or any(_EMOJI.search(t) for t in texts):
+        return None
+    cols = list(zip(*rows)) if rows else [()] * len(headers)
+    widths = []
+    for h, col in zip(headers, cols):
+        blob = "\n".join(col)
+        if not _PLAIN.fullmatch(blob.replace("\n", " ")) or _EMOJI.search(blob):
+            return None
+        widths.append(2 + max([len(h), *map(len, col)]))
+    table_width = sum(widths) + len(widths) + 1
+    if table_width > console.width or len(title) > table_width:
+        return None
+
+    def line(cells, left: str, mid: str, end: str) -> str:
+        return left + mid.join(" " + (c.rjust(w - 2) if r else c.ljust(w - 2)) + " "
+                               for c, w, r in zip(cells, widths, right)) + end
+
+    out = [title.ljust(table_width),
+           "┏" + "┳".join("━" * w for w in widths) + "┓",
+           line(headers, "┃", "┃", "┃"),
+           "┡" + "╇".join("━" * w for w in widths) + "┩"]
+    pads = [(w - 2, r) for w, r in zip(widths, right)]
+    body_cols = [[(" " + c.rjust(w) + " ") if r else (" " + c.ljust(w) + " ") for c in col]
+                 for col, (w, r) in zip(cols, pads)]
+    out += ["│" + "│".join(cells) + "│" for cells in zip(*body_cols)]
+    out.append("└" + "┴".join("─" * w for w in widths) + "┘")
+    return "\n".join(out) + "\n"
 
 
 def _json_dump(obj: Any) -> str:

@@ -12,6 +12,7 @@ from rich.table import Table
 from .. import api
 from ..units import plain_number
 from ..errors import CostoptError, InfeasibleError, InputError
+from ..intervals import compute_kind, compute_label, range_phrase
 from ..workload import list_models, load_workload
 from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
 
@@ -172,12 +173,12 @@ def solve(
         c.print(_design_table(res.best_per_gpu, "Best design per GPU type", wide, legend=False))
     b = res.best
     nics = "no network (one node)" if b["nic"] == "none" else f"{max(int(b['nics_per_node']), 1)} x {b['nic']} per node"
-    rng = ""
-    if b.get("throughput_low_samples_per_s") is not None and b.get("throughput_high_samples_per_s") is not None:
-        rng = f" (80% range {_fmt_number(b['throughput_low_samples_per_s'])}-{_fmt_number(b['throughput_high_samples_per_s'])})"
+    label = compute_label(b["compute_source"], res.model, b["compute_basis"], b["gpu"])
+    thr = range_phrase(b["throughput_samples_per_s"], b.get("throughput_low_samples_per_s"),
+                       b.get("throughput_high_samples_per_s"), label)
     c.print(f"Best: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, {b['chassis']}), "
             f"{nics}, {b['strategy']}; {_fmt_money(b['cost_usd'])} ({b['cost_basis']}); "
-            f"{b['throughput_samples_per_s']:,.1f} samples/s{rng}; {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU; "
+            f"throughput {thr}; {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU; "
             f"batch {b['batch_per_gpu']}/GPU {b['precision']}")
     c.print(f"Why: {res.why}")
     c.print(f"Strategy: {res.why_strategy}")
@@ -283,9 +284,10 @@ def predict(
             v = _fmt_money(v) if "usd" in k else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
-    c.print(f"Estimated throughput {d['throughput_samples_per_s']:,.1f} samples/s; 80% range "
-            f"{d['throughput_low_samples_per_s']:,.1f} to {d['throughput_high_samples_per_s']:,.1f} "
-            f"(leave-one-source-out errors of the {d['stack']} stack's published measurements)")
+    label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
+    c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
+            f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "
+            f"with the out-of-sample compute errors of this evidence kind ({compute_kind(d['compute_source'])}).")
 
 
 @app.command()

@@ -206,6 +206,10 @@ def report(
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = _MAX_INSTANCES,
+    include: Optional[list[str]] = typer.Option(None, help="Transformers: also offer these part classes: consumer, "
+                                                "legacy, eol (as in solve)."),
+    exclude_gpu: Optional[list[str]] = typer.Option(None, "--exclude-gpu", help="Transformers: leave this GPU out "
+                                                    "(repeatable)."),
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
@@ -216,7 +220,7 @@ def report(
 
     if is_llm_request(model, model_config, strategy, tokens, list_models()):
         _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
-                    max_nodes, top, years, progress,
+                    max_nodes, top, years, progress, include, exclude_gpu,
                     {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
                      "--system": system, "--all": all_designs, "--cloud": cloud, "--utilization": utilization,
                      "--as-of": as_of, "--max-instances": max_instances})
@@ -224,6 +228,9 @@ def report(
     try:
         if model is None:
             raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
+        if include or exclude_gpu:
+            raise InputError("--include and --exclude-gpu: only in a large-model report for now (a transformer "
+                             "model)")
         inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
@@ -241,7 +248,7 @@ def report(
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
-            ev = P.evaluate_catalog(catalog, model, budget, opts)
+            ev, _ = P.evaluate_catalog_bounded(catalog, model, budget, opts, keep=lambda piece: P.table_rows(piece, budget))
             P.export_table(P.ranked_table(ev, budget), fmt, all_designs, inputs + [out],
                            **spreadsheet_about(ev, budget, "throughput"))
             files.append(all_designs)
@@ -252,7 +259,7 @@ def report(
 
 
 def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
-                max_nodes, top, years, progress, data_parallel_only: dict) -> None:
+                max_nodes, top, years, progress, include, exclude_gpu, data_parallel_only: dict) -> None:
     from .. import report as R
     from ..llm.report import build_llm_report
 
@@ -269,7 +276,8 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
             R.check_figure_dir(R.figure_dir_for(out))
         rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
                                global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
-                               strategies=strategy, max_nodes=max_nodes, top=top, years=years, progress=progress)
+                               strategies=strategy, max_nodes=max_nodes, top=top, years=years, include=include,
+                               exclude_gpus=exclude_gpu, progress=progress)
         files = R.write_report(rep, out, inputs)
     except CostoptError as exc:
         _fail(exc)
@@ -297,10 +305,12 @@ def export(
         inputs = [catalog, system]
         if out is not None:
             output_path(out, "--out", inputs)
-        ev = P.evaluate_catalog(catalog, model, budget, opts)
+        # in bounded memory: a space larger than one piece keeps only the table's rows (and what choose needs)
+        ev, counts = P.evaluate_catalog_bounded(catalog, model, budget, opts,
+                                                keep=lambda piece: P.table_rows(piece, budget))
         table = P.ranked_table(ev, budget, objective)
         if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
-            choose(ev, budget=budget, objective=objective, top=1)
+            choose(ev, budget=budget, objective=objective, top=1, counts=counts)
         text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import within_budget
+from ..part_filter import KEPT, REASONS
 from .api import LlmSearch
 from .arch import CHECKPOINTING
 from .evaluate import WHY_NOT, Layout, fastest_fitting, size_triples
@@ -47,6 +48,7 @@ def memory_grid(found: LlmSearch) -> dict[str, Any]:
     out: dict[str, Any] = {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len,
                            "designs": int(len(cand)), "value_unit": unit, "memory_sizes_gb": [], "gpus_by_memory_gb": {},
                            "cells": []}
+    out["left_out_by_memory_gb"] = _left_out(found, cand)
     if len(cand) == 0:
         return out
     sub = space.take(cand)
@@ -88,6 +90,39 @@ def memory_grid(found: LlmSearch) -> dict[str, Any]:
                 cell.update(fits=False, binding=_binding(sized, np.flatnonzero(tri_mem == m), lay_f, layouts, sub))
             out["cells"].append(cell)
     return out
+
+
+def _left_out(found: LlmSearch, cand: np.ndarray) -> dict[str, list[dict[str, str]]]:
+    """Catalog GPUs with no design in the grid, by memory size, each with why: the part filter's reason
+    (its most common one over the GPU's designs), no design buildable within the budget, or no
+    design at all (no chassis takes it, or a node costs more than the budget)."""
+    space = found.space
+    in_grid = set(space.gpu_idx[cand].tolist())
+    reasons = found.parts.design_reasons(space)
+    within = found.costs.buildable & within_budget(found.costs, found.budget)
+    by_id = {g.id: i for i, g in enumerate(space.gpus)}
+    out: dict[str, list[dict[str, str]]] = {}
+    for g in found.catalog.gpu:
+        gi = by_id.get(g.id)
+        if gi is not None and gi in in_grid:
+            continue
+        mine = np.zeros(len(space), dtype=bool) if gi is None else space.gpu_idx == gi
+        if found.parts.named_gpus and g.id not in found.parts.named_gpus:
+            why = "not among the GPUs asked for"
+        elif not mine.any():
+            why = "no design: no chassis takes it, or one node costs more than the budget"
+        elif (reasons[mine] != KEPT).all():
+            codes, counts = np.unique(reasons[mine], return_counts=True)
+            word = REASONS[int(codes[np.argmax(counts)])]
+            why = ("left out by --exclude-gpu" if word == "excluded_gpu" else
+                   f"left out by the part filter ({word.replace('_', '-')} parts; --include "
+                   f"{'eol' if word == 'end_of_life' else word} offers them)")
+        elif not within[mine].any():
+            why = "no design buildable within the budget"
+        else:
+            why = "its designs are left out by the part filter (chassis or NIC)"
+        out.setdefault(f"{g.memory_gb:g}", []).append({"gpu": g.id, "why": why})
+    return dict(sorted(out.items(), key=lambda kv: float(kv[0])))
 
 
 def _binding(sized, tris: np.ndarray, lay_f: np.ndarray, layouts: Layout, sub) -> dict[str, Any]:

@@ -177,6 +177,15 @@ def _memory(grid: dict, best: dict) -> Section:
                      "layout needs at least 88 GB per GPU, most of it model states. Every (memory, strategy, tp, pp) "
                      "cell, with the design that needs the least memory where nothing fits, is in the JSON embedded "
                      "as costopt-memory-grid.")
+    left = grid.get("left_out_by_memory_gb") or {}
+    if left:
+        parts = []
+        for m, gs in left.items():
+            whys: dict[str, list[str]] = {}
+            for g in gs:
+                whys.setdefault(g["why"], []).append(g["gpu"])
+            parts.append(f"{m} GB: " + "; ".join(f"{', '.join(ids)} ({why})" for why, ids in whys.items()))
+        sec.notes.append("Catalog GPUs not in the grid: " + " | ".join(parts) + ".")
     sec.notes.append("Memory per GPU: mixed-precision Adam states per ZeRO stage, Korthikanti et al. 2022 activations "
                      "with FlashAttention, fp32 logits, and a reserve (docs/large-models.md); tokens/s are roofline "
                      "estimates, not measurements.")
@@ -259,6 +268,7 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
                      tokens: float | None = None, model_config: str | Path | None = None, seq_len: int | None = None,
                      global_batch: int | None = None, precision: str = "amp_bf16", strategies: list[str] | None = None,
                      max_nodes: int | None = None, top: int = 8, years: float = 3.0,
+                     include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                      progress: bool = True) -> Report:
     """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number."""
     count("top", top)
@@ -268,7 +278,7 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
         task = prog.add_task("report", total=len(LLM_SECTIONS) + 1)
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
-                           strategies=strategies)
+                           strategies=strategies, include=include, exclude_gpus=exclude_gpus)
         res = choose_llm(found, tokens=tokens, top=top, years=years)
         prog.advance(task)
         ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 def render(res: MixResult, console, timings: bool = False) -> None:
     """Print a mix result as rich tables on `console` (solve times only with `timings`, so the same
     inputs print the same bytes)."""
+    from rich import box
     from rich.table import Table
 
     lim = res.limits
@@ -19,26 +20,29 @@ def render(res: MixResult, console, timings: bool = False) -> None:
     console.print(f"costopt solve --workload: mix '{res.name}', objective {res.objective}, {shown}")
     took = f", solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s)" if timings else ""
     console.print(f"solver CBC: {res.status}, gap {gap}{took}, objective value {res.objective_value:,.6g}")
-    t = Table(title="One design per job", title_justify="left")
-    for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("gpus", "right"), ("nic", "left"),
+    # 120 columns without a cut cell: a light box, short headers, and a cell too wide folds onto a second line
+    t = Table(title="One design per job", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True,
+              pad_edge=False)
+    for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("GPUs", "right"), ("nic", "left"),
                       ("strategy", "left"), ("list cost", "right"), ("samples/s", "right"), ("target", "right"),
-                      ("ratio", "right"), ("power kW", "right"), ("RU", "right"), ("candidates", "right")):
-        t.add_column(col, justify=just)
+                      ("ratio", "right"), ("kW", "right"), ("RU", "right"), ("designs", "right")):
+        t.add_column(col, justify=just, overflow="fold", no_wrap=col != "designs")  # only the long one wraps
     for j in res.jobs:
         d = j["design"]
         c = j["candidates"]
         t.add_row(j["name"], j["model"], d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", d["nic"],
-                  d["strategy"] + ("" if d["reduce_on"] == "gpu" else "/cpu"), f"${d['cost_usd']:,.0f}",
-                  f"{j['throughput_samples_per_s']:,.1f}",
-                  "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.1f}",
+                  {"hierarchical": "hier"}.get(d["strategy"], d["strategy"]) + ("" if d["reduce_on"] == "gpu" else "/cpu"),
+                  f"${d['cost_usd']:,.0f}", f"{j['throughput_samples_per_s']:,.0f}",
+                  "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.0f}",
                   "-" if j["target_ratio"] is None else f"{j['target_ratio']:.2f}", f"{d['power_kw']:,.1f}",
                   f"{d['rack_units']:g}",
-                  f"{c.get('feasible', 0):,} -> {c.get('within_limits', 0):,} -> {c.get('after_pruning', 0):,}")
+                  f"{c.get('feasible', 0):,} > {c.get('within_limits', 0):,} > {c.get('after_pruning', 0):,}")
     console.print(t)
+    console.print("designs: feasible > within the per-design limits > kept after pruning (per job)")
     if res.parts:
-        t = Table(title="Shared parts (inventory, stock, volume tiers)", title_justify="left")
+        t = Table(title="Shared parts (inventory, stock, volume tiers)", title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("part", "used", "owned", "bought", "spare", "stock", "unit price", "cost"):
-            t.add_column(col, justify="left" if col == "part" else "right")
+            t.add_column(col, justify="left" if col == "part" else "right", overflow="fold")
         for p in res.parts:
             t.add_row(f"{p['kind']} {p['id']}", str(p["used"]), str(p["owned"]), str(p["bought"]), str(p["spare"]),
                       "-" if p["stock"] is None else str(p["stock"]),
@@ -52,9 +56,10 @@ def render(res: MixResult, console, timings: bool = False) -> None:
     if res.binding:
         t = Table(title="Limits at the answer (binds: changing one job's design would improve the answer but "
                         "needs more of this limit)",
-                  title_justify="left")
+                  title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("limit", "used", "allowed", "slack", "binds", "what more of it would allow"):
-            t.add_column(col, justify="left" if col in ("limit", "binds", "what more of it would allow") else "right")
+            t.add_column(col, justify="left" if col in ("limit", "binds", "what more of it would allow") else "right",
+                         overflow="fold")
         for b in res.binding:
             t.add_row(b["limit"], _amount(b["used"], b["unit"]), _amount(b["allowed"], b["unit"]),
                       _amount(b["slack"], b["unit"]), "yes" if b["binds"] else ("at limit" if b["at_limit"] else "no"),
