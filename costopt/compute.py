@@ -21,7 +21,15 @@ Evidence, best first (the estimate's `source` and `basis` say which one was used
     with P the dense peak FLOP/s at p (catalog) at the clock the GPU sustains (P_rated x sustained /
     rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated
     boost clock), W the memory bandwidth, e the achieved fractions.
-    The measured reference keeps the model's own overheads: t_gpu(b) = t_ref(b) * r_gpu / r_ref.
+    The measured reference's time beyond its own roofline, o = max(t_ref(b) - b r_ref, 0) (kernel
+    launches, host work: the same on any GPU), is kept and only the rest is scaled:
+
+        t_gpu(b) = (t_ref(b) - o) * r_gpu / r_ref + o
+
+    which is the additive form the fit itself uses (time = roofline + host). A plain ratio would
+    multiply the H200's launch-bound share by the speed ratio: on a K80 or P100 (10-20x slower)
+    Inception-v3, whose H200 time is twice its roofline, came out 30-50% slow against TensorFlow's
+    2017 figures.
 
     Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over generations, by
     least squares on u = 1/e with u >= 1 (never above peak), with one host term h >= 0 per benchmark
@@ -32,6 +40,11 @@ Evidence, best first (the estimate's `source` and `basis` say which one was used
       - every published single-GPU cell of GPU k against its table's reference GPU j, ratio
         rho = X_k / X_j of a Lambda model l with a zoo equivalent m (its F and B):
             rho * (r_k(m) + h_l) - (r_j(m) + h_l) = 0                   (weight 1/(F/P_j + B/W_j))
+      - every single-GPU figure of TensorFlow's 2017 benchmark page (K80, P100 SXM2; fp32, synthetic
+        data; data/published/tf_bench_2017_single_gpu.json), the only Kepler and Pascal evidence, as
+        an absolute time per sample of zoo model m (no host term: 2017 GPUs at 20-220 images/s leave
+        the host a negligible share):
+            F/P u_mm + B/W u_bw = 1 / X                                 (weight X)
     The host terms belong to the benchmark harness, not to the GPU: predictions for a zoo model use
     r_gpu / r_ref alone (the reference measurement already carries its own overheads).
     A generation without data takes the fractions of the nearest generation that has some
@@ -66,6 +79,7 @@ from .units import ms_to_s
 DATA_DIR = Path(__file__).parent / "data"
 ZOO_DIR = DATA_DIR / "zoo"
 PUBLISHED_PATH = DATA_DIR / "published" / "lambda_single_gpu.json"
+ABSOLUTE_PATH = DATA_DIR / "published" / "tf_bench_2017_single_gpu.json"
 PRECISIONS = ("fp32", "amp_bf16", "amp_fp16")
 # Profiles are recorded as fp32 or amp_bf16; fp16 autocast runs on the same tensor cores at the same
 # rate on the measured GPU, so amp_fp16 reads the amp_bf16 profile.
@@ -212,6 +226,12 @@ def load_published(path: str = str(PUBLISHED_PATH)) -> Published:
     return Published(cells, data["model_map"], data["tables"])
 
 
+@lru_cache(maxsize=1)
+def load_absolute(path: str = str(ABSOLUTE_PATH)) -> tuple[dict, ...]:
+    """Single-GPU figures used as absolute times per sample in the fit (TensorFlow 2017: K80, P100)."""
+    return tuple(json.loads(Path(path).read_text(encoding="utf-8"))["cells"])
+
+
 def published_ratio(model: str, gpu: Gpu, ref: Gpu, precision: str, catalog: Catalog | None = None,
                     withhold: frozenset = frozenset()) -> tuple[float, str] | None:
     """X_ref / X_gpu for `model` from one harness, with a note; None when no such pair exists.
@@ -312,15 +332,21 @@ class Fractions:
     u: dict  # (generation, pc) -> (u_mm, u_bw)
     cells: dict  # (generation, pc) -> number of equations that involve it
     host: dict  # pc -> {Lambda model (or 'zoo' for the reference anchors): host seconds per sample >= 0}
+    # (generation, pc) fitted on TensorFlow 2017 figures only: used for that generation, never lent to
+    # another one (a 2017 TensorFlow/cuDNN 5 harness, not the one the other fractions describe)
+    absolute_only: frozenset = frozenset()
 
     def for_gpu(self, gpu: Gpu, precision: str) -> tuple[float, float, str]:
         pc = PRECISION_CLASS[precision]
         gen = gpu.architecture or "other"
         if (gen, pc) in self.u:
             um, ub = self.u[(gen, pc)]
-            return um, ub, f"{gen} fractions fitted on {self.cells[(gen, pc)]} equations"
+            what = ("TensorFlow 2017 single-GPU figures (estimate)" if (gen, pc) in self.absolute_only
+                    else "equations")
+            return um, ub, f"{gen} fractions fitted on {self.cells[(gen, pc)]} {what}"
         slot = _GENERATION_SLOT.get(gen, _GENERATION_SLOT["other"])
-        have = sorted((abs(_GENERATION_SLOT[g] - slot), _GENERATION_SLOT[g], g) for g, p in self.u if p == pc)
+        have = sorted((abs(_GENERATION_SLOT[g] - slot), _GENERATION_SLOT[g], g) for g, p in self.u
+                      if p == pc and (g, p) not in self.absolute_only)
         if not have:
             raise InputError(f"no achieved fractions for {pc} on any GPU generation")
         _, _, near = have[0]
@@ -328,12 +354,17 @@ class Fractions:
         return um, ub, f"no {gen} data: {near} fractions used (estimate)"
 
 
+@lru_cache(maxsize=1)
+def _zoo_files() -> tuple[tuple[str, dict], ...]:
+    """(model id, data) of every zoo file, in name order, read once (the fit reads them all)."""
+    return tuple((path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(ZOO_DIR.glob("*.json")))
+
+
 def _reference_anchors(ref_id: str, pc: str) -> list[tuple[SampleCost, float]]:
     """(cost, measured seconds per sample at the largest batch) of every zoo model measured on ref."""
     out = []
     want = "fp32" if pc == "fp32" else "amp_bf16"
-    for path in sorted(ZOO_DIR.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    for _, data in _zoo_files():
         cost = sample_cost(data.get("flops"))
         pts = [p for p in data.get("profiles", []) if p["gpu"] == ref_id and p["precision"] == want]
         if cost is None or not pts:
@@ -346,16 +377,19 @@ def _reference_anchors(ref_id: str, pc: str) -> list[tuple[SampleCost, float]]:
 @lru_cache(maxsize=1)
 def _zoo_costs() -> dict:
     out = {}
-    for path in sorted(ZOO_DIR.glob("*.json")):
-        c = sample_cost(json.loads(path.read_text(encoding="utf-8")).get("flops"))
+    for model, data in _zoo_files():
+        c = sample_cost(data.get("flops"))
         if c is not None:
-            out[path.stem] = c
+            out[model] = c
     return out
 
 
 def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
                   withhold: frozenset = frozenset()) -> Fractions:
     """Achieved fractions per (generation, precision class); see the module docstring.
+
+    `withhold`: GPU ids whose figures are left out of the fit; an entry 'gpu/model' leaves out one
+    absolute (TensorFlow 2017) figure only (leave-one-model-out checks).
 
     The fit reads the specs of the GPUs its data name (published cells use the reference catalog's
     ids) from `catalog`, by default the built-in reference catalog, so the fractions do not change
@@ -385,7 +419,7 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
     gpus = {k[0]: k for k in gpu_key}
     costs = _zoo_costs()
     pub = load_published()
-    u_all, n_all, host = {}, {}, {}
+    u_all, n_all, host, absolute = {}, {}, {}, set()
 
     def peak(gid, pc):
         return gpus[gid][2] if pc == "fp32" else gpus[gid][3]
@@ -406,6 +440,14 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
         if ref_id in gpus:
             for cost, t in _reference_anchors(ref_id, pc):
                 eqs.append((terms(ref_id, pc, cost, 1.0, "zoo"), t, 1.0 / t))
+        if pc == "fp32":
+            for c in load_absolute():
+                cost = costs.get(c["model"])
+                if (not c["in_fit"] or c["gpu"] in withhold or f"{c['gpu']}/{c['model']}" in withhold
+                        or c["gpu"] not in gpus or cost is None):
+                    continue
+                coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
+                eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
         for c in pub.cells:
             if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
                 continue
@@ -436,7 +478,10 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
         for g in sorted({k[0] for k in keys if not k[0].startswith("*")}):
             u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
             n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
-    return Fractions(u_all, n_all, host)
+            if all(("*", "host") not in coeff and not any(k[0].startswith("*") for k in coeff)
+                   for coeff, _, _ in eqs if (g, "mm") in coeff):
+                absolute.add((g, pc))
+    return Fractions(u_all, n_all, host, frozenset(absolute))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -486,11 +531,15 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         um, ub, fnote = fr.for_gpu(gpu, precision)
         rm, rb, _ = fr.for_gpu(ref, precision)
         r_gpu, r_ref = cost.roofline_s(gpu, precision, um, ub), cost.roofline_s(ref, precision, rm, rb)
-        ratio = r_gpu / r_ref
+        busy = phases["forward_ms"] + phases["backward_ms"]
+        overhead = max(busy - batch * r_ref, 0.0)  # the reference's time beyond its roofline: kept, not scaled
+        roof_ratio = r_gpu / r_ref
+        ratio = ((busy - overhead) * roof_ratio + overhead) / busy
         clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
                  f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
-        note = (f"roofline ratio {ratio:.3g} ({gpu.id} at {1 / um:.0%} of peak FLOP/s and {1 / ub:.0%} of memory "
-                f"bandwidth{clock}; {fnote})")
+        note = (f"roofline ratio {roof_ratio:.3g} ({gpu.id} at {1 / um:.0%} of peak FLOP/s and {1 / ub:.0%} of memory "
+                f"bandwidth{clock}; {fnote}) on the {1 - overhead / busy:.0%} of the {ref.id} time its roofline "
+                f"explains, the rest (launches, host) kept: x{ratio:.3g} in all")
         source = "roofline"
     else:
         raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): no published figure "

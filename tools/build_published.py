@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Build costopt/data/published/lambda_single_gpu.json from Lambda's PyTorch training tables.
+"""Build costopt/data/published/lambda_single_gpu.json from Lambda's PyTorch training tables (and
+tf_bench_2017_single_gpu.json from TensorFlow's 2017 benchmark page, see build_tf2017).
 
 Input (read-only): shared/research/lambda/ (see its SOURCES.md): lambdal/deeplearning-benchmark,
 folder pytorch/, v1 tables (last changed 2024-07-24) and v2 tables (2025-12-10). Only single-GPU
@@ -9,7 +10,7 @@ are the same model or the same class of model as a zoo model (MODEL_MAP says whi
 Several rows of one table can be the same GPU (Lambda ran many H100 SXM5 hosts): the cell is the
 median of those rows, and `rows` lists them. A value of 0 (not run) is skipped.
 
-Usage:  python tools/build_published.py [--shared DIR] [--out FILE]
+Usage:  python tools/build_published.py [--shared DIR] [--out FILE] [--out-tf2017 FILE]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO_ROOT.parent / "shared"
 DEFAULT_OUT = REPO_ROOT / "costopt" / "data" / "published" / "lambda_single_gpu.json"
+DEFAULT_OUT_TF2017 = REPO_ROOT / "costopt" / "data" / "published" / "tf_bench_2017_single_gpu.json"
 
 TABLES = {
     "lambda-v1": {
@@ -161,15 +163,68 @@ def build(folder: Path) -> dict:
     }
 
 
+# TensorFlow's 2017 benchmark page (shared/research/published_throughput.csv, source TF_BENCH_2017):
+# the only public single-GPU training figures for Kepler (K80) and Pascal (P100) in shared/research.
+# Kept: one GPU, synthetic data, the batch of each platform's main table, and the models whose
+# tf_cnn_benchmarks network is the zoo's network (AlexNet left out: TF's AlexNet is not torchvision's
+# and its batch-512 runs are input-bound). Several platforms of one GPU (GCE and AWS K80) -> median.
+TF2017_SOURCE_ID = "TF_BENCH_2017"
+TF2017_GPUS = {"Tesla K80 (GCE n1-standard-32-k80x8)": "k80", "Tesla K80 (AWS p2.8xlarge)": "k80",
+               "Tesla P100 (DGX-1)": "p100-sxm2"}
+TF2017_MODELS = {"InceptionV3": "inception_v3", "ResNet-50": "resnet50", "ResNet-152": "resnet152",
+                 "VGG16": "vgg16"}
+# kept as a check, not fitted: VGG16 is 3x3 convolutions only, which cuDNN 5 runs with Winograd
+# transforms (fewer multiplies than the direct count): the P100's 154 images/s x 93 GFLOP (direct
+# count, forward + backward) is 14.3 TFLOP/s, 135% of its 10.6 TFLOP/s FP32 peak.
+TF2017_CHECK_ONLY = {"vgg16": "not fitted: 3x3 convolutions run as Winograd in cuDNN 5, so the direct FLOP count "
+                              "overstates the work (P100: 135% of FP32 peak by that count)"}
+TF2017_MAIN_BATCH = {("k80", "inception_v3"): 64, ("k80", "resnet50"): 64, ("k80", "resnet152"): 32,
+                     ("k80", "vgg16"): 32, ("p100-sxm2", "inception_v3"): 64, ("p100-sxm2", "resnet50"): 64,
+                     ("p100-sxm2", "resnet152"): 64, ("p100-sxm2", "vgg16"): 64}
+
+
+def build_tf2017(csv_path: Path) -> dict:
+    groups: dict[tuple, list[dict]] = {}
+    with open(csv_path, newline="") as f:
+        for r in csv.DictReader(f):
+            gpu, model = TF2017_GPUS.get(r["gpu"]), TF2017_MODELS.get(r["model"])
+            if (r["source_id"] != TF2017_SOURCE_ID or gpu is None or model is None or r["total_gpus"] != "1"
+                    or r["data"] != "synthetic" or r["strategy"].startswith("distributed")):
+                continue
+            if int(r["batch_per_gpu"]) != TF2017_MAIN_BATCH[(gpu, model)]:
+                continue
+            groups.setdefault((gpu, model), []).append(r)
+    cells = [{"gpu": gpu, "model": model, "batch_per_gpu": TF2017_MAIN_BATCH[(gpu, model)],
+              "samples_per_s": round(statistics.median(float(r["throughput_samples_per_s"]) for r in rows), 6),
+              "rows": sorted(f"{r['gpu']}: {r['throughput_samples_per_s']}" for r in rows),
+              "in_fit": model not in TF2017_CHECK_ONLY, "note": TF2017_CHECK_ONLY.get(model, "")}
+             for (gpu, model), rows in sorted(groups.items())]
+    return {
+        "description": "Single-GPU training throughput (images/s, fp32, synthetic data) of K80 (one GK210 die) "
+                       "and P100 SXM2 from TensorFlow's 2017 benchmark page; used as absolute times per "
+                       "sample to fit Kepler's and Pascal's achieved fractions (costopt/compute.py).",
+        "built_by": "tools/build_published.py from shared/research/published_throughput.csv (source_id TF_BENCH_2017)",
+        "source": "tensorflow/tensorflow docs_src/performance/benchmarks.md, commit 6535ed7 ('Test Date: May 2017', "
+                  "TF b1e174e, tf_cnn_benchmarks 9165a70, CUDA 8.0 / cuDNN 5.1, K80 GPU Boost on)",
+        "date": "2017-05",
+        "precision": "fp32",
+        "cells": cells,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--out-tf2017", type=Path, default=DEFAULT_OUT_TF2017)
     args = ap.parse_args(argv)
     doc = build(args.shared / "research" / "lambda")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(doc['cells'])} cells)")
+    tf = build_tf2017(args.shared / "research" / "published_throughput.csv")
+    args.out_tf2017.write_text(json.dumps(tf, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out_tf2017} ({len(tf['cells'])} cells)")
     return 0
 
 

@@ -30,7 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from costopt.catalog import load_catalog
-from costopt.compute import _FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_published
+from costopt.compute import (_FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_absolute,
+                             load_published)
+from costopt.workload import load_workload
 
 REFERENCE = "h200-sxm"
 
@@ -71,6 +73,42 @@ def cells_errors(cat, withhold_each: bool) -> list[dict]:
     return rows
 
 
+def absolute_checks(cat) -> list[dict]:
+    """TensorFlow 2017 single-GPU figures (K80, P100 SXM2; data/published/tf_bench_2017_single_gpu.json)
+    against what the product predicts (compute.estimate from the H200 measurement, fp32, the figure's
+    batch): fitted on every cell, with that one cell left out of the fit ('gpu/model'), and with the
+    whole GPU left out (its generation then borrows the nearest one's fractions)."""
+    rows = []
+    for c in load_absolute():
+        g = cat.gpus.get(c["gpu"])
+        if g is None:
+            continue
+        w = load_workload(c["model"])
+        row = {"gpu": c["gpu"], "model": c["model"], "batch": c["batch_per_gpu"], "observed": c["samples_per_s"],
+               "in_fit": c["in_fit"]}
+        for label, held in (("in_sample", frozenset()), ("cell_out", frozenset({f"{c['gpu']}/{c['model']}"})),
+                            ("gpu_out", frozenset({c["gpu"]}))):
+            est = w.compute(g, "fp32", c["batch_per_gpu"], cat, withhold=held)
+            pred = c["batch_per_gpu"] / est.iteration_s
+            row[label] = {"predicted": pred, "error": pred / c["samples_per_s"] - 1.0, "source": est.source}
+        rows.append(row)
+    return rows
+
+
+def print_absolute(rows: list[dict]) -> None:
+    print("## TensorFlow 2017 single-GPU figures (Kepler, Pascal): the product's prediction, fp32")
+    print(f"{'gpu':<11}{'model':<14}{'batch':>6}{'published':>10}   {'in sample':>16}   {'cell left out':>16}   "
+          f"{'GPU left out':>16}  source (in sample)")
+    for r in rows:
+        cells = "   ".join(f"{r[k]['predicted']:>7.1f} ({r[k]['error']:>+5.0%})" for k in ("in_sample", "cell_out", "gpu_out"))
+        print(f"{r['gpu']:<11}{r['model']:<14}{r['batch']:>6}{r['observed']:>10.1f}   {cells}  {r['in_sample']['source']}"
+              f"{'' if r['in_fit'] else '  (not fitted)'}")
+    for k in ("in_sample", "cell_out", "gpu_out"):
+        e = np.abs([r[k]["error"] for r in rows if r["in_fit"]])
+        print(f"{k:>10}: median |error| {np.median(e):.1%} over the {len(e)} fitted cells")
+    print()
+
+
 def summary(rows: list[dict]) -> tuple[float, float]:
     e = np.abs([r["error"] for r in rows])
     return float(np.median(e)), float(np.percentile(e, 90))
@@ -101,12 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     loo, ins = cells_errors(cat, True), cells_errors(cat, False)
     print_table("Leave one GPU out (the GPU's published figures withheld from the fit)", loo, args.quiet)
     print_table("In sample (fractions fitted on every cell)", ins, True)
+    absolute = absolute_checks(cat)
+    print_absolute(absolute)
     if args.json:
         med, p90 = summary(loo)
         doc = {"what": "compute roofline residuals per published single-GPU cell (tools/compute_loo.py)",
                "error": "predicted / published - 1", "catalog": cat.catalog.name,
                "leave_one_gpu_out": {"median_abs_error": med, "p90_abs_error": p90, "rows": loo},
-               "in_sample": {"median_abs_error": summary(ins)[0], "p90_abs_error": summary(ins)[1], "rows": ins}}
+               "in_sample": {"median_abs_error": summary(ins)[0], "p90_abs_error": summary(ins)[1], "rows": ins},
+               "tf_bench_2017": absolute}
         Path(args.json).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
