@@ -209,8 +209,12 @@ def test_llm_report_refuses_data_parallel_options(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_part_filter_options_are_for_large_model_reports(tmp_path):
-    p = subprocess.run(CLI + ["report", "--model", "resnet50", "--budget", "200000", "--include", "legacy",
-                              "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2
-    assert "--include" in p.stderr and "large-model report" in p.stderr and "Traceback" not in p.stderr
+def test_part_filter_options_are_checked_in_data_parallel_reports_too(tmp_path):
+    # the data-parallel report takes solve's part filter as well (purchasing.Options.part_filter); a GPU id
+    # no catalog lists, or an unknown part class, is refused before any work, and no file is written
+    for extra, msg in ((["--exclude-gpu", "no-such-gpu"], "--exclude-gpu: unknown gpu 'no-such-gpu'"),
+                       (["--include", "cheap"], "--include: unknown part class 'cheap'")):
+        p = subprocess.run(CLI + ["report", "--model", "resnet50", "--budget", "200000", *extra,
+                                  "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert not (tmp_path / "r.html").exists()
