@@ -269,10 +269,10 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
             "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, [rec(i) for i in alts[:1]])}
+            "why": _why(best_rec, [rec(i) for i in alts[:1]], space.gpus[int(space.gpu_idx[best])].vendor)}
 
 
-def _why(best: dict, others: list[dict]) -> str:
+def _why(best: dict, others: list[dict], vendor: str = "nvidia") -> str:
     parts = [f"{best['total_gpus']} x {best['gpu']} ({best['strategy']}, tp {best['tp']}, pp {best['pp']}, "
              f"micro-batch {best['micro_batch']}, checkpointing {best['activation_checkpointing']}) gives "
              f"{best['tokens_per_s']:,.0f} tokens/s at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
@@ -281,4 +281,7 @@ def _why(best: dict, others: list[dict]) -> str:
         o = others[0]
         parts.append(f"the best {o['gpu']} design gives {o['tokens_per_s']:,.0f} tokens/s for ${o['cost_usd']:,.0f}")
     parts.append("compute is a roofline estimate fitted on published A100/H100 runs, not a measurement")
+    if vendor != "nvidia":
+        parts.append(f"no published {vendor.upper()} training figure was found, so {best['gpu']}'s efficiency is "
+                     f"NVIDIA's (an estimate, less sure)")
     return "; ".join(parts) + "."
