@@ -5,7 +5,7 @@ search alone, and the same search done the plain way (every design x layout pair
 400,000, the search before the two-pass pruning), and checks that both choose the same layout for
 every design and that the JSON of the solve is the same byte for byte.
 
-    python benchmarks/bench_llm_solve.py [--repeats 3] [--skip-plain]
+    python benchmarks/bench_llm_solve.py [--repeats 3] [--skip-plain] [--report]
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-plain", action="store_true", help="do not run the plain search (about 8 s CPU)")
+    ap.add_argument("--report", action="store_true", help="also time the large-model report (search, memory grid, "
+                    "four plots)")
     args = ap.parse_args()
     cat = load_catalog()
     cfg = load_llm_model("llama3_70b")
@@ -83,6 +85,11 @@ def main() -> None:
     again = solve_llm(5e6, "llama3_70b", tokens=1e11, catalog=cat)
     print("solve JSON byte-identical run to run:",
           json.dumps(json_safe(res), sort_keys=True) == json.dumps(json_safe(again), sort_keys=True))
+    if args.report:
+        from costopt.llm.report import build_llm_report
+
+        wall, cpu, _ = timed(lambda: build_llm_report("llama3_70b", 5e6, cat, tokens=1e11, progress=False), 1)
+        print(f"report (search, memory grid, plots):     wall {wall:6.2f} s, CPU {cpu:6.2f} s")
     b = res["best"]
     print(f"best: {b['total_gpus']} x {b['gpu']} {b['strategy']} tp{b['tp']} pp{b['pp']} mb{b['micro_batch']}, "
           f"{b['tokens_per_s']:,.0f} tokens/s, ${b['cost_usd']:,.0f}")

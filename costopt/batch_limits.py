@@ -14,7 +14,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from .errors import InputError
 
@@ -31,7 +31,7 @@ class BatchLimit:
 
 @lru_cache(maxsize=1)
 def load_limits() -> tuple[BatchLimit, ...]:
-    text = resources.files("costopt").joinpath("data/batch_limits.toml").read_text()
+    text = (Path(__file__).parent / "data" / "batch_limits.toml").read_text(encoding="utf-8")
     raw = tomllib.loads(text)
     out = []
     for i, e in enumerate(raw.get("limit", [])):

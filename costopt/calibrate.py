@@ -61,32 +61,12 @@ if TYPE_CHECKING:  # pandas only where a DataFrame is made (validate.frame_for):
     import pandas as pd
 
 from .errors import InputError
-from .system import FIELD_TO_KEY, SystemParams, load_system, prior_system, system_to_toml
+from .system import FIELD_TO_KEY, FIT_BOUNDS, SystemParams, load_system, prior_system, system_to_toml
 from .validate import VALIDATION_DIR, Prepared, error_stats, frame_for, prepare, read_measurements, summarize
 
 Progress = Callable[[int, int, str], None]  # (fits done, fits in all, what was just fitted)
 
-# name -> (lower, upper, scale). "log": searched on a log scale between the bounds.
-BOUNDS: dict[str, tuple[float, float, str]] = {
-    "tcp_efficiency": (0.05, 1.0, "lin"),
-    "rdma_efficiency": (0.2, 1.0, "lin"),
-    "tcp_message_overhead_us": (1.0, 2000.0, "log"),
-    "rdma_message_overhead_us": (0.1, 200.0, "log"),
-    "ps_tensor_overhead_us": (1.0, 5000.0, "log"),
-    "ps_pull_overlap": (0.0, 1.0, "lin"),
-    "overlap_efficiency": (0.3, 1.0, "lin"),
-    "host_reduce_gb_per_s": (0.5, 100.0, "log"),
-    "cpu_network_efficiency": (0.05, 1.0, "lin"),
-    "pcie_efficiency": (0.2, 1.0, "lin"),
-    "nvlink_efficiency": (0.2, 1.0, "lin"),
-    "straggler_cv": (0.0, 0.3, "lin"),
-    "sync_us_per_gpu": (0.0, 20000.0, "lin"),
-    "sync_us_per_worker": (0.0, 20000.0, "lin"),
-    **{f"{st}_link_fraction": (0.02, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
-    **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
-    **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
-    **{f"{st}_copy_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
-}
+BOUNDS = FIT_BOUNDS  # name -> (lower, upper, scale): the fittable parameters (system.FIT_BOUNDS)
 
 ROW_SIGMA = 0.10  # per-row log-error spread the model claims (thesis: ±10%); fixed, see the module docstring
 # Huber threshold on the standardised row residual r_i/σ_row: the textbook constant (95% efficiency under
@@ -207,11 +187,6 @@ class FitResult:
         return out
 
 
-def _residuals(prep: Prepared, rows: np.ndarray, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
-    pred = prep.predict(params, groups)[rows]
-    return np.log(pred / prep.measured[rows])
-
-
 def _huber(e: np.ndarray, k: float | None) -> np.ndarray:
     """Residuals whose squares are Huber's loss: e where |e| <= k, sign(e)·sqrt(2k|e| − k²) beyond."""
     if k is None:
@@ -243,11 +218,13 @@ def fit(prep: Prepared, rows: np.ndarray | None = None, *, start: SystemParams, 
     w = np.array([PRIOR[n][1] for n in names])
     n_data = len(rows)
     groups = prep.groups_for(rows)  # only the groups holding fitted rows are evaluated
+    row_design, measured = prep.design_of_row[rows], prep.measured[rows]  # each distinct design evaluated once
 
     hk = None if row_sigma is None else robust
 
     def resid(zz: np.ndarray) -> np.ndarray:
-        data = _huber(_residuals(prep, rows, params_of(zz), groups) / sig, hk)
+        pred = prep.predict_designs(params_of(zz), groups)[row_design]
+        data = _huber(np.log(pred / measured) / sig, hk)
         if row_sigma is None:
             return data
         u = np.array([_prior_u(n, _from_z(n, float(v))) for n, v in zip(names, zz)])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .errors import InputError
@@ -67,7 +67,7 @@ _INSTANCE_KEYS = {"id", "network_gbps", "transport", "source", "date", "estimate
 
 @lru_cache(maxsize=1)
 def _load() -> dict[str, ProviderFacts]:
-    raw = tomllib.loads(resources.files("costopt").joinpath(FACTS_FILE).read_text())
+    raw = tomllib.loads((Path(__file__).parent / FACTS_FILE).read_text(encoding="utf-8"))
     out: dict[str, ProviderFacts] = {}
     for name, body in raw.items():
         cap = body.get("capacity", {})

@@ -354,12 +354,17 @@ class Fractions:
         return um, ub, f"no {gen} data: {near} fractions used (estimate)"
 
 
+@lru_cache(maxsize=1)
+def _zoo_files() -> tuple[tuple[str, dict], ...]:
+    """(model id, data) of every zoo file, in name order, read once (the fit reads them all)."""
+    return tuple((path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(ZOO_DIR.glob("*.json")))
+
+
 def _reference_anchors(ref_id: str, pc: str) -> list[tuple[SampleCost, float]]:
     """(cost, measured seconds per sample at the largest batch) of every zoo model measured on ref."""
     out = []
     want = "fp32" if pc == "fp32" else "amp_bf16"
-    for path in sorted(ZOO_DIR.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
+    for _, data in _zoo_files():
         cost = sample_cost(data.get("flops"))
         pts = [p for p in data.get("profiles", []) if p["gpu"] == ref_id and p["precision"] == want]
         if cost is None or not pts:
@@ -372,10 +377,10 @@ def _reference_anchors(ref_id: str, pc: str) -> list[tuple[SampleCost, float]]:
 @lru_cache(maxsize=1)
 def _zoo_costs() -> dict:
     out = {}
-    for path in sorted(ZOO_DIR.glob("*.json")):
-        c = sample_cost(json.loads(path.read_text(encoding="utf-8")).get("flops"))
+    for model, data in _zoo_files():
+        c = sample_cost(data.get("flops"))
         if c is not None:
-            out[path.stem] = c
+            out[model] = c
     return out
 
 

@@ -8,7 +8,7 @@ Decision robustness (`solver.robustness`). The shipped defaults are a fit; its u
 standard deviation σ_j per fitted parameter (`system_defaults.toml` [uncertainty]). Draw K = RESAMPLES
 parameter sets, independently per parameter:
 
-    rate-like parameters (log-scale bounds in costopt.calibrate.BOUNDS):  θ_j,k = θ_j · exp(σ_j/θ_j · z)
+    rate-like parameters (log-scale bounds in system.FIT_BOUNDS):  θ_j,k = θ_j · exp(σ_j/θ_j · z)
     fractions and zero-default terms (linear bounds):                     θ_j,k = clip(θ_j + σ_j · z, lo_j, hi_j)
 
 with z ~ N(0, 1) from a fixed seed (same inputs, same bytes). The shortlist is the best design plus the
@@ -46,8 +46,7 @@ def near_ties(low: np.ndarray, high: np.ndarray, best_pos: int) -> np.ndarray:
 
 def resample_params(params, n: int, seed: int = SEED, uncertainty: dict[str, float] | None = None):
     """`n` parameter sets as one SystemParams whose resampled fields are arrays of length n."""
-    from .calibrate import BOUNDS  # heavy module: only when a solve asks for robustness
-    from .system import fit_record
+    from .system import FIT_BOUNDS as BOUNDS, fit_record
 
     sig = fit_record()["uncertainty"] if uncertainty is None else uncertainty
     rng = np.random.default_rng(seed)

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import select
+
 from .errors import InputError
 
 STACKS = ("nccl", "mpi", "grpc", "gloo")
@@ -94,7 +96,7 @@ def sync_growth(stack: np.ndarray, G: np.ndarray, M: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         log_n = np.log2(np.maximum(N, 1.0))
         log_g = np.log2(np.maximum(G, 1.0))
-    g = np.select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
+    g = select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
     return np.where(N <= 1, 0.0, g)
 
 

@@ -104,6 +104,29 @@ _UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv",  # in [0, 1], 0 allowed
                   "nccl_compute_slowdown", "mpi_compute_slowdown", "grpc_compute_slowdown", "gloo_compute_slowdown"}
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
+# The parameters `costopt calibrate` fits (calibrate.BOUNDS) and `solve` resamples (robustness.py):
+# name -> (lower, upper, scale). "log": searched (and resampled) on a log scale between the bounds.
+FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "tcp_efficiency": (0.05, 1.0, "lin"),
+    "rdma_efficiency": (0.2, 1.0, "lin"),
+    "tcp_message_overhead_us": (1.0, 2000.0, "log"),
+    "rdma_message_overhead_us": (0.1, 200.0, "log"),
+    "ps_tensor_overhead_us": (1.0, 5000.0, "log"),
+    "ps_pull_overlap": (0.0, 1.0, "lin"),
+    "overlap_efficiency": (0.3, 1.0, "lin"),
+    "host_reduce_gb_per_s": (0.5, 100.0, "log"),
+    "cpu_network_efficiency": (0.05, 1.0, "lin"),
+    "pcie_efficiency": (0.2, 1.0, "lin"),
+    "nvlink_efficiency": (0.2, 1.0, "lin"),
+    "straggler_cv": (0.0, 0.3, "lin"),
+    "sync_us_per_gpu": (0.0, 20000.0, "lin"),
+    "sync_us_per_worker": (0.0, 20000.0, "lin"),
+    **{f"{st}_link_fraction": (0.02, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_copy_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+}
+
 
 def _read(path: Path) -> dict:
     return read_toml(path, "system parameter file")

@@ -88,6 +88,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import select
+
 from .catalog import gpu_link_used, host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
 from .placement import ps_node_traffic
@@ -341,20 +343,20 @@ def evaluate(
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
         cpu_rate = np.where(multi, np.minimum(B_nic * _param(params, "cpu_network_efficiency", n), B_hmem), B_hmem)
-        t_nic = np.select([is_ring & multi, is_hier, is_cpu_ar], [V / B_nic, V_inter / B_nic, V / cpu_rate], 0.0)
+        t_nic = select([is_ring & multi, is_hier, is_cpu_ar], [V / B_nic, V_inter / B_nic, V / cpu_rate], 0.0)
         t_host = np.where(is_cpu_ar, 2.0 * S / B_pcie, 0.0)
         # hierarchical: intra reduce-scatter + all-gather (single node: the plain ring)
-        t_local = np.select([is_ring, is_hier], [V / B_intra, np.where(multi, 2.0 * (G - 1) / G * S, V) / B_intra], 0.0)
+        t_local = select([is_ring, is_hier], [V / B_intra, np.where(multi, 2.0 * (G - 1) / G * S, V) / B_intra], 0.0)
         t_red = np.where(is_cpu_ar, (N - 1) / N * S / B_red, 0.0)
         a_multi = np.where(multi, a_nic, 0.0)
-        lam = np.select(
+        lam = select(
             [is_ring, is_hier, is_cpu_ar],
             [2.0 * (N - 1) * np.where(multi, np.maximum(a_nic, a_intra), a_intra),
              2.0 * (G - 1) * a_intra + 2.0 * (M - 1) * a_multi,
              2.0 * (N - 1) * np.where(multi, a_nic, a_intra)],
             0.0,
         )  # latency per bucket
-        busiest = np.select([is_ring | is_cpu_ar, is_hier], [np.where(multi, V, 0.0), V_inter], 0.0)
+        busiest = select([is_ring | is_cpu_ar, is_hier], [np.where(multi, V, 0.0), V_inter], 0.0)
         t_serial = np.zeros(n)
         ps_shard_pinned = np.zeros(n, dtype=bool)
 

@@ -165,3 +165,12 @@ def test_compare_owned_vs_cloud_per_job_rent_by_hand():
     assert rent["time_to_train_h"] == pytest.approx(hours, rel=1e-8)
     assert rent["cost_usd"] == pytest.approx(rent["nodes"] * price * hours, rel=1e-8)
     assert rent["nodes"] <= 64 and cmp.to_json_dict()["catalogs"][1]["capacity"]["max_instances"] == 64
+
+
+def test_large_model_solve_on_cloud_respects_and_names_the_cap():
+    from costopt.llm.api import solve_llm
+
+    res = solve_llm(100_000, "llama3_8b", tokens=1e11, catalog=AWS, gpus=["h200-sxm"], top=1)
+    assert res["best"]["nodes"] == 64 and res["capacity"]["bound"] is True  # before the cap: 256 x p5e
+    small = solve_llm(100_000, "llama3_8b", tokens=1e11, catalog=AWS, gpus=["h200-sxm"], top=1, max_instances=16)
+    assert small["best"]["nodes"] <= 16 and small["capacity"]["max_instances"] == 16

@@ -205,3 +205,35 @@ def test_solve_sentence_states_range_and_evidence():
     assert f"throughput {b['throughput_samples_per_s']:,.0f} samples/s (80% range " in res.why
     assert f"{b['throughput_low_samples_per_s']:,.0f}-{b['throughput_high_samples_per_s']:,.0f}; compute" in res.why
     assert (b["compute_source"] == "measured") != ("estimate" in res.why_facts["compute_label"])
+
+
+def test_vectorised_ranges_match_a_per_design_loop(tmp_path):
+    # 60 designs over 2 stacks x 4 kinds x grid shares, against pair sums built one design at a time here
+    comm = [0.7, 0.85, 0.95, 1.0, 1.05]
+    comp = {"measured": [0.98, 1.0, 1.01], "published": [0.85, 0.95, 1.1, 1.15], "roofline": [0.8, 0.9, 1.2, 1.3]}
+    p = _file(tmp_path, comm, comp)
+    rng = np.random.default_rng(3)
+    n = 60
+    st = rng.integers(0, 2, n)
+    kd = rng.integers(0, len(COMPUTE_KINDS), n)
+    w = rng.integers(0, 11, n) / 10.0
+    thr = rng.uniform(10, 1000, n)
+    lo, hi = bounds(thr, st, kd, w, path=p)
+    for i in range(n):
+        kind = COMPUTE_KINDS[kd[i]]
+        ks = [1.0] if kind == "calibrated" else comp[kind]
+        sums = [math.log(c) - math.log(w[i] / k + 1 - w[i]) for c in comm for k in ks]
+        assert lo[i] == pytest.approx(thr[i] * math.exp(min(_pct(sums, 10), 0.0)), rel=1e-9)
+        assert hi[i] == pytest.approx(thr[i] * math.exp(max(_pct(sums, 90), 0.0)), rel=1e-9)
+    again = bounds(thr, st, kd, w, path=p)
+    assert lo.tobytes() == again[0].tobytes() and hi.tobytes() == again[1].tobytes()
+
+
+def test_near_ties_use_the_combined_ranges():
+    res = costopt.solve(300_000, "resnet50", top=8).to_json_dict()
+    b = res["best"]
+    for d in res["alternatives"] + [x for x in res["best_per_gpu"] if x is not b]:
+        overlap = (d["throughput_low_samples_per_s"] <= b["throughput_high_samples_per_s"]
+                   and b["throughput_low_samples_per_s"] <= d["throughput_high_samples_per_s"])
+        same = all(d[k] == b[k] for k in ("gpu", "gpus_per_node", "nodes", "nic", "strategy", "reduce_on", "chassis"))
+        assert d["near_tie"] == (overlap and not same)

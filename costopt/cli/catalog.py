@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from .. import purchasing as P
@@ -44,10 +45,10 @@ def catalog_show(
     c.print(f"catalog {cat.catalog.name} ({cat.catalog.date}): {cat.path}")
     if cat.is_cloud:
         _instance_table(c, cat)
-    t = Table(title="GPUs", title_justify="left")
+    t = Table(title="GPUs", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("id", "name", "arch", "mem GB", "mem GB/s", "fp32 TF", "bf16 TF", "auto", "link GB/s", "TDP W", "price",
                 "price date", "estimates"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # 120 columns: a long cell folds, none is cut
     for g in cat.gpu:
         t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:g}", f"{g.memory_bandwidth_gbs:g}",
                   f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}", g.best_training_precision(), f"{g.gpu_link_gbs:g}",
@@ -55,16 +56,16 @@ def catalog_show(
     c.print(t)
     if cat.is_cloud:  # its chassis and NICs are built from the instances above
         return
-    t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left")
+    t = Table(title="Chassis (price excludes GPUs and NIC)", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("id", "slots", "form", "fabric", "PCIe", "price", "overhead W", "RU", "estimates"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for ch in cat.chassis:
         t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
                   _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
     c.print(t)
-    t = Table(title="NICs", title_justify="left")
+    t = Table(title="NICs", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for n in cat.nic:
         t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
                   _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
@@ -76,8 +77,6 @@ def catalog_show(
 def _instance_table(c, cat) -> None:
     """A cloud catalog's instances as rented: price per hour and per GPU-hour, network, capacity cap
     (fits 120 columns: short headers, no cell cut; a long estimates list folds)."""
-    from rich import box
-
     regions = sorted({i.region for i in cat.instance if i.region})
     t = Table(title=f"Instances ({', '.join(regions) or 'region not given'}); network and cap: the entry's own, "
               "else costopt/data/cloud_instances.toml", title_justify="left", box=box.SIMPLE_HEAD)

@@ -1,5 +1,6 @@
 """Helpers shared by the command modules: output formats, console, money formatting, the design
-table and the one-line error exit."""
+table and the one-line error exit. rich is imported only where something is rendered with it (a
+`--format json` or `csv` run never imports it)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ import os
 import re
 import sys
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from ..errors import CostoptError, InfeasibleError
 from ..files import json_safe
 from ..units import format_usd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.table import Table
 
 
 class Fmt(str, Enum):
@@ -32,7 +34,9 @@ class PredictFmt(str, Enum):
     json = "json"
 
 
-def _console() -> Console:
+def _console() -> "Console":
+    from rich.console import Console
+
     # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
     return Console(width=width, highlight=False)
@@ -144,10 +148,13 @@ def _kw(v: float) -> str:
 _STRATEGY_SHORT = {"ring": "ring", "hierarchical": "hier", "ps": "ps"}
 
 
-def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool = True) -> Table:
+def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool = True) -> "Table":
     """Designs as a table. Compact by default (fits 120 columns with the shipped catalogs; a cell too wide
     folds onto a second line, it is never cut); `wide` adds every column. A range column appears when the
     rows carry one (`throughput_low_samples_per_s`, `throughput_high_samples_per_s`)."""
+    from rich import box
+    from rich.table import Table
+
     hourly = any(_is_hourly(r) for r in rows)
     has_range = any(r.get("throughput_low_samples_per_s") is not None for r in rows)
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
@@ -231,8 +238,10 @@ def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -
     raise typer.Exit(exc.exit_code)
 
 
-def _bom_table(lines: list[dict], title: str) -> Table:
+def _bom_table(lines: list[dict], title: str) -> "Table":
     """A bill of materials: one row per line item, then the total (= capex, or USD per hour when rented)."""
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for name, just in (("item", "left"), ("part", "left"), ("unit price", "right"), ("qty", "right"),
                        ("subtotal", "right"), ("price date", "left"), ("source", "left")):

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from .. import api
 from ..units import plain_number
@@ -99,7 +98,7 @@ def solve(
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
                             max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu)
+                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
@@ -276,6 +275,8 @@ def predict(
         typer.echo(_json_dump(d))
         return
     c = _console()
+    from rich.table import Table
+
     t = Table(title=f"costopt predict: {d['model']}", title_justify="left")
     t.add_column("field")
     t.add_column("value")
@@ -315,6 +316,8 @@ def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="ta
     if fmt is PredictFmt.json:
         typer.echo(_json_dump(rows))
         return
+    from rich.table import Table
+
     c = _console()
     t = Table(title="Workload zoo (GFLOP/sample: one training step, forward + backward matmuls)", title_justify="left")
     for col in ("model", "parameters", "gradient MB", "tensors", "default batch", "GFLOP/sample", "precisions",
@@ -330,6 +333,8 @@ def models(fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="ta
 
 def _print_transformers(c) -> None:
     """The transformers described by their architecture (large-model path: fsdp, tp, pp, ...)."""
+    from rich.table import Table
+
     from ..llm.arch import list_llm_models, load_llm_model
 
     t = Table(title="Transformers by architecture (large-model path: predict/solve --strategy fsdp|hsdp|zero1|zero2|ddp)",

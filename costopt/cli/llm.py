@@ -87,6 +87,8 @@ def print_solve(res: dict, fmt: str) -> None:
         t.add_row(*row)
     c.print(t)
     c.print(f"Why: {res['why']}")
+    if res.get("capacity"):
+        c.print(res["capacity"]["sentence"])
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
 
 

@@ -1,13 +1,11 @@
 """Large transformer models: architecture, memory, sharded / tensor / pipeline-parallel step time,
 layout search and validation (docs/large-models.md). `is_llm_request` tells the commands which path a
-request takes; it imports only the light modules, so data-parallel commands pay nothing for the rest."""
+request takes; it imports nothing of the rest, and a data-parallel zoo model never reaches even the
+architecture module, so data-parallel commands pay nothing for it."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from .arch import is_llm_model
-from .memory import LLM_STRATEGIES
 
 
 def is_llm_request(model: str | None, model_config: Any, strategy: str | list[str] | None, tokens: Any = None,
@@ -17,9 +15,16 @@ def is_llm_request(model: str | None, model_config: Any, strategy: str | list[st
     strategies = [strategy] if isinstance(strategy, str) else list(strategy or [])
     if model_config is not None or tokens is not None:
         return True
-    if any(s in LLM_STRATEGIES for s in strategies):
-        return True
-    return model is not None and is_llm_model(model) and model not in (dp_models or [])
+    if strategies:
+        from .memory import LLM_STRATEGIES
+
+        if any(s in LLM_STRATEGIES for s in strategies):
+            return True
+    if model is None or model in (dp_models or []):
+        return False
+    from .arch import is_llm_model
+
+    return is_llm_model(model)
 
 
 __all__ = ["is_llm_request"]

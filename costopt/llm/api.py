@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import Catalog, load_catalog
+from ..cloud_facts import capacity_summary
 from ..checks import count, positive
 from ..cost import Costs, evaluate_costs
 from ..design_space import DesignSpace, enumerate_designs, single_design
@@ -174,7 +175,8 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
                gpus_per_node: list[int] | None = None, max_nodes: int | None = None,
                model_config: str | Path | None = None, strategies: list[str] | None = None,
-               include: list[str] | None = None, exclude_gpus: list[str] | None = None) -> LlmSearch:
+               include: list[str] | None = None, exclude_gpus: list[str] | None = None,
+               max_instances: int | None = None) -> LlmSearch:
     """The design space of a large-model solve, each design with its fastest layout that fits, and costs."""
     if objective not in OBJECTIVES or objective == "cost":
         raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
@@ -184,6 +186,9 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
         count("max nodes", max_nodes)
     cfg = resolve_model(model, model_config, seq_len)
     cat = _catalog(catalog)
+    if max_instances is not None:  # a cloud catalog: at most this many instances of a type (cloud_facts.py)
+        count("max instances", max_instances)
+        cat = cat.with_max_instances(max_instances)
     parts = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
@@ -211,7 +216,8 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               global_batch: int | None = None, gpus: list[str] | None = None, nics: list[str] | None = None,
               gpus_per_node: list[int] | None = None, max_nodes: int | None = None, top: int = 10,
               model_config: str | Path | None = None, strategies: list[str] | None = None,
-              include: list[str] | None = None, exclude_gpus: list[str] | None = None) -> dict[str, Any]:
+              include: list[str] | None = None, exclude_gpus: list[str] | None = None,
+              max_instances: int | None = None) -> dict[str, Any]:
     """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing).
     The same part filter as data-parallel solves: current data-centre and workstation parts unless
     `include` opens consumer, legacy or end-of-life ones (part_filter.py)."""
@@ -224,7 +230,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
     found = search_llm(budget, model, objective=objective, catalog=catalog, precision=precision, seq_len=seq_len,
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
-                       exclude_gpus=exclude_gpus)
+                       exclude_gpus=exclude_gpus, max_instances=max_instances)
     return choose_llm(found, tokens=tokens, top=top)
 
 
@@ -269,7 +275,9 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
             "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, [rec(i) for i in alts[:1]], space.gpus[int(space.gpu_idx[best])].vendor)}
+            "why": _why(best_rec, [rec(i) for i in alts[:1]], space.gpus[int(space.gpu_idx[best])].vendor),
+            # a rented pick: its instance type's capacity cap and whether it bound (cloud_facts.py)
+            "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
 
 
 def _why(best: dict, others: list[dict], vendor: str = "nvidia") -> str:
