@@ -399,7 +399,7 @@ def test_large_model_why_says_an_amd_winner_has_no_amd_evidence():
 
     best = {"total_gpus": 128, "gpu": "mi355x", "strategy": "zero2", "tp": 2, "pp": 1, "micro_batch": 1,
             "activation_checkpointing": True, "tokens_per_s": 1e6, "mfu": 0.4, "cost_usd": 4.9e6,
-            "memory_per_gpu_gb": 265, "gpu_memory_gb": 288}
-    amd = _why(best, [], "amd")
+            "memory_per_gpu_gb": 265, "gpu_memory_gb": 288, "compute_basis": "roofline"}
+    amd = _why(best, [], vendor="amd")
     assert "no published AMD training figure" in amd and "estimate" in amd
-    assert "no published" not in _why({**best, "gpu": "b200"}, [], "nvidia")
+    assert "no published" not in _why({**best, "gpu": "b200"}, [], vendor="nvidia")
