@@ -21,7 +21,7 @@ Computed only for the designs a command shows (a handful), never for the whole d
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -44,7 +44,7 @@ class BomLine:
     price_date: str
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {name: getattr(self, name) for name in BOM_FIELDS}  # flat: asdict's deep copy is not needed
         q = d["quantity"]
         d["quantity"] = int(q) if float(q).is_integer() else q
         return d

@@ -187,11 +187,6 @@ class FitResult:
         return out
 
 
-def _residuals(prep: Prepared, rows: np.ndarray, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
-    pred = prep.predict(params, groups)[rows]
-    return np.log(pred / prep.measured[rows])
-
-
 def _huber(e: np.ndarray, k: float | None) -> np.ndarray:
     """Residuals whose squares are Huber's loss: e where |e| <= k, sign(e)·sqrt(2k|e| − k²) beyond."""
     if k is None:
@@ -223,11 +218,13 @@ def fit(prep: Prepared, rows: np.ndarray | None = None, *, start: SystemParams, 
     w = np.array([PRIOR[n][1] for n in names])
     n_data = len(rows)
     groups = prep.groups_for(rows)  # only the groups holding fitted rows are evaluated
+    row_design, measured = prep.design_of_row[rows], prep.measured[rows]  # each distinct design evaluated once
 
     hk = None if row_sigma is None else robust
 
     def resid(zz: np.ndarray) -> np.ndarray:
-        data = _huber(_residuals(prep, rows, params_of(zz), groups) / sig, hk)
+        pred = prep.predict_designs(params_of(zz), groups)[row_design]
+        data = _huber(np.log(pred / measured) / sig, hk)
         if row_sigma is None:
             return data
         u = np.array([_prior_u(n, _from_z(n, float(v))) for n, v in zip(names, zz)])

@@ -23,10 +23,13 @@ The same rule fills a measurement file's optional `stack` column when it is empt
 What each stack's parameters do in the timing model (costopt/timing.py has the full equations):
 
 - link fraction f_s: bulk transfers between nodes reach f_s of the transport's effective rate,
-  B = line rate x eff(transport) x f_s. RPC stacks serialise and copy every tensor, so they reach a
-  fraction of what the kernel's TCP reaches;
+  B_wire = line rate x eff(transport) x f_s;
+- copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, in series with
+  the wire and independent of it (gRPC: one TF RecvTensor stream at ~0.5 GB/s); a tensor held on a GPU
+  is also staged through the host (device -> host before the RPC, host -> device after);
 - mpi and gloo reduce on host memory whatever `reduce_on` says (the copies over PCIe and the CPU
-  reduction of the host-memory all-reduce path are charged);
+  reduction of the host-memory all-reduce path are charged); a hierarchical all-reduce over them reduces
+  inside each node on the GPUs first and moves only the node's buffer through the host;
 - per-step synchronisation t_sync = c_s x g_s, with the growth g_s of that stack's step:
       nccl: g = log2(N)               (tree-shaped launch/rendezvous: NCCL 2.4 double binary trees keep
                                        latency logarithmic in the ranks)
@@ -43,6 +46,8 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
 from __future__ import annotations
 
 import numpy as np
+
+from .arrays import select
 
 from .errors import InputError
 
@@ -94,7 +99,7 @@ def sync_growth(stack: np.ndarray, G: np.ndarray, M: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         log_n = np.log2(np.maximum(N, 1.0))
         log_g = np.log2(np.maximum(G, 1.0))
-    g = np.select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
+    g = select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
     return np.where(N <= 1, 0.0, g)
 
 

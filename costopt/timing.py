@@ -70,7 +70,10 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
     gRPC PS phase:       X/B_wire + X·stage + X·c_s/(M − 1)          (the (M − 1) peers' RPCs run on parallel
                 threads; X ≥ (M − 1)·L_j of the shard holding the largest tensor, so that tensor, one RPC on
                 one thread, never costs less than S_max·c_s: VGG16's 411 MB fc6 costs 0.8 s at 2 ns/B)
-    mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says
+    mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says;
+               hierarchical over several nodes reduces inside each node on the GPUs first (Goyal et al. 2017 §4),
+               then only the node's buffer crosses the host (phases in series):
+        t = 2(G−1)/G·S / B_intra + 2·S / B_pcie_one + 2(M−1)/M·S / min(B_nic·cpu_eff, B_hmem) + (M−1)/M·S / B_red
     t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
                                                                       (c_s = `<s>_sync_us`, added to t_serial)
     T_b'      = T_b + k_s · min(T_b, t_stream)   (wfbp and full: compute slowed while the stack communicates;
@@ -87,6 +90,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from .arrays import select
 
 from .catalog import gpu_link_used, host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
@@ -333,28 +338,33 @@ def evaluate(
     # Component times of the overlappable stream (bandwidth part) and of the serial phases. Every
     # expression runs over the full arrays and `np.select` picks per strategy: no gathers per class.
     on_host = cpu | host_stack
+    # hierarchical over a host stack (Gloo or MPI between servers): the GPUs of each server reduce and broadcast
+    # among themselves on the GPUs first, and only the server's one reduced buffer goes through host memory
+    # (Goyal et al. 2017, "Accurate, Large Minibatch SGD", §4: NCCL inside the server, Gloo between servers)
+    host_hier = (strat == HIER) & host_stack & ~cpu & multi
     is_ring = (strat == RING) & ~on_host & ~one
-    is_hier = (strat == HIER) & ~on_host & ~one
-    is_cpu_ar = (strat != PS) & on_host & ~one  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
+    is_hier = (strat == HIER) & (~on_host | host_hier) & ~one
+    is_cpu_ar = (strat != PS) & on_host & ~one & ~host_hier  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
     p = (strat == PS) & ~one
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
         cpu_rate = np.where(multi, np.minimum(B_nic * _param(params, "cpu_network_efficiency", n), B_hmem), B_hmem)
-        t_nic = np.select([is_ring & multi, is_hier, is_cpu_ar], [V / B_nic, V_inter / B_nic, V / cpu_rate], 0.0)
-        t_host = np.where(is_cpu_ar, 2.0 * S / B_pcie, 0.0)
+        t_nic = select([is_ring & multi, is_hier, is_cpu_ar],
+                          [V / B_nic, V_inter / np.where(host_hier, cpu_rate, B_nic), V / cpu_rate], 0.0)
+        t_host = select([is_cpu_ar, host_hier], [2.0 * S / B_pcie, 2.0 * S / L["B_pcie_one"]], 0.0)
         # hierarchical: intra reduce-scatter + all-gather (single node: the plain ring)
-        t_local = np.select([is_ring, is_hier], [V / B_intra, np.where(multi, 2.0 * (G - 1) / G * S, V) / B_intra], 0.0)
-        t_red = np.where(is_cpu_ar, (N - 1) / N * S / B_red, 0.0)
+        t_local = select([is_ring, is_hier], [V / B_intra, np.where(multi, 2.0 * (G - 1) / G * S, V) / B_intra], 0.0)
+        t_red = select([is_cpu_ar, host_hier], [(N - 1) / N * S / B_red, (M - 1) / M * S / B_red], 0.0)
         a_multi = np.where(multi, a_nic, 0.0)
-        lam = np.select(
+        lam = select(
             [is_ring, is_hier, is_cpu_ar],
             [2.0 * (N - 1) * np.where(multi, np.maximum(a_nic, a_intra), a_intra),
              2.0 * (G - 1) * a_intra + 2.0 * (M - 1) * a_multi,
              2.0 * (N - 1) * np.where(multi, a_nic, a_intra)],
             0.0,
         )  # latency per bucket
-        busiest = np.select([is_ring | is_cpu_ar, is_hier], [np.where(multi, V, 0.0), V_inter], 0.0)
+        busiest = select([is_ring | is_cpu_ar, is_hier], [np.where(multi, V, 0.0), V_inter], 0.0)
         t_serial = np.zeros(n)
         ps_shard_pinned = np.zeros(n, dtype=bool)
 

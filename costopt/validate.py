@@ -369,21 +369,47 @@ class Prepared:
     path: Path | None = None
     header: list[str] = field(default_factory=list)
     t_compute: np.ndarray | None = None  # per row: one GPU's calibrated iteration time (s)
+    _design_of_row: np.ndarray | None = field(default=None, repr=False)
 
     def predict(self, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
         """Predicted throughput per row. `groups` (bool per group, `groups_for`): evaluate only those groups;
         the other groups' rows are NaN (a fit on a subset of rows evaluates only what it reads)."""
-        out = np.full(len(self.rows), np.nan)
-        out[self.single_idx] = self.single_pred
+        return self.predict_designs(params, groups)[self.design_of_row]
+
+    def predict_designs(self, params: SystemParams, groups: np.ndarray | None = None) -> np.ndarray:
+        """Predicted throughput per distinct design (`design_of_row` maps rows to them): the single-GPU rows
+        first, then each group's designs."""
+        out = np.full(self.n_designs, np.nan)
+        n_single = len(self.single_idx)
+        out[:n_single] = self.single_pred
+        at = n_single
         for k, g in enumerate(self.groups):
-            if groups is not None and not groups[k]:
-                continue
-            if g.specs is None:
-                g.specs = link_specs(g.space)
-            t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps, specs=g.specs)
-            thr = t.throughput_samples_per_s
-            out[g.rows] = thr if g.inverse is None else thr[g.inverse]
+            n = len(g.space)
+            if groups is None or groups[k]:
+                if g.specs is None:
+                    g.specs = link_specs(g.space)
+                t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps,
+                             specs=g.specs)
+                out[at:at + n] = t.throughput_samples_per_s
+            at += n
         return out
+
+    @property
+    def n_designs(self) -> int:
+        return len(self.single_idx) + sum(len(g.space) for g in self.groups)
+
+    @property
+    def design_of_row(self) -> np.ndarray:
+        """Per row: its design in `predict_designs`' output."""
+        if self._design_of_row is None:
+            d = np.empty(len(self.rows), dtype=np.int64)
+            d[self.single_idx] = np.arange(len(self.single_idx))
+            at = len(self.single_idx)
+            for g in self.groups:
+                d[g.rows] = at + (np.arange(len(g.rows)) if g.inverse is None else g.inverse)
+                at += len(g.space)
+            self._design_of_row = d
+        return self._design_of_row
 
     def groups_for(self, rows: np.ndarray) -> np.ndarray:
         """Bool per group: the group holds at least one of `rows` (indices into the rows)."""

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import costopt.api as api_mod
+from costopt.errors import InputError
 from costopt.cli.main import app
 
 # a small space: one GPU type, 8 per node (the A100 80 GB board; its oldest part price is from 2024-2026)
@@ -76,3 +77,18 @@ def test_as_of_on_predict_and_bom(monkeypatch):
 def test_as_of_bad_date_is_exit_2(bad):
     r = CliRunner().invoke(app, [*SOLVE, "--as-of", bad])
     assert r.exit_code == 2 and "--as-of" in r.output and "Traceback" not in r.output
+
+
+def test_as_of_reaches_the_report_pipeline(monkeypatch):
+    # report, compare and rent-vs-buy solve through purchasing.Options: the stated day, not the clock's
+    from costopt import purchasing as P
+    from costopt.report import _recommended
+
+    _Clock.day = dt.date(2040, 1, 1)
+    monkeypatch.setattr(api_mod, "date", _Clock)
+    res, _ = P.solve_catalog(None, "resnet50", 200_000, P.Options(as_of="2027-03-15"), top=1)
+    assert res.as_of == "2027-03-15"
+    notes = " ".join(_recommended(res, "USD capex", False).notes)
+    assert "ages counted to 2027-03-15" in notes
+    with pytest.raises(InputError, match="as-of"):
+        P.solve_catalog(None, "resnet50", 200_000, P.Options(as_of="2027-02-30"), top=1)

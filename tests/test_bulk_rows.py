@@ -189,3 +189,33 @@ def test_plain_table_leaves_to_rich_what_rich_would_change(cell, width):
     assert plain_table_text(_console(width), "t", ["h"], [False], [[cell]]) is None
     assert plain_table_text(Console(file=io.StringIO(), width=200, force_terminal=True), "t", ["h"], [False], [["x"]]) is None
     assert plain_table_text(_console(), "a title wider than its table", ["h"], [False], [["x"]]) is None
+
+
+def test_select_is_np_select_value_for_value():
+    from costopt.arrays import select
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n, k = int(rng.integers(0, 40)), int(rng.integers(1, 4))
+        conds = [rng.random(n) < 0.4 for _ in range(k)]
+        choices = [rng.standard_normal(n) for _ in range(k)]
+        choices[0][rng.random(n) < 0.2] = np.nan
+        default = float(rng.choice([0.0, 2.5]))
+        want = np.select(conds, choices, default)
+        got = select(conds, choices, default)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_calibrate_reports_progress_once_per_fit(tmp_path):
+    """One step per fit: the fit on all rows, then one per left-out source; done counts rise to the total."""
+    from costopt.calibrate import calibrate
+
+    head = ",".join(COLUMNS)
+    rows = ["A,resnet50,k80,8,1,64,fp32,ring,,,,gpu,51.5,384", "A,resnet50,k80,4,1,64,fp32,ring,,,,gpu,51.5,196",
+            "B,resnet50,k80,2,1,64,fp32,ring,,,,gpu,51.5,99", "B,alexnet,k80,8,1,128,fp32,ring,,,,gpu,400,2900"]
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
+    seen = []
+    calibrate(p, names=("nccl_sync_us",), max_iter=2, progress=lambda done, total, label: seen.append((done, total, label)))
+    assert [(d, t) for d, t, _ in seen] == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert [label for *_, label in seen[2:]] == ["left out A", "left out B"]

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -281,3 +282,24 @@ def test_shipped_attention_column_by_source():
     rows = read_llm_csv(LLM_DATASET)
     assert {r.source for r in rows} == set(want)
     assert all(r.flash == want[r.source] for r in rows)
+
+
+def test_large_model_why_says_which_prices_are_estimates():
+    """The reference catalog lists `price_usd` under `estimates` for the MI355X (no public list price) and
+    not for the H200 SXM; the Why sentence a buyer reads names the estimated prices of the pick's parts."""
+    import tomllib
+    from costopt.llm.api import solve_llm
+    cat = tomllib.loads((Path(__file__).parents[1] / "costopt" / "catalogs" / "reference-2026.toml").read_text())
+    est = {e["id"] for kind in ("gpu", "chassis", "nic") for e in cat[kind] if "price_usd" in e.get("estimates", [])}
+    assert "mi355x" in est and "h200-sxm" not in est
+    for gpu in ("mi355x", "h200-sxm"):
+        out = solve_llm(2_000_000, "llama3_8b", gpus=[gpu])
+        b = out["best"]
+        parts = [b["gpu"], b["chassis"]] + ([b["nic"]] if b.get("nic") else [])
+        named = [p for p in parts if p in est]
+        if named:
+            tail = out["why"].split("the price")[-1]
+            assert all(p in tail for p in named) and "estimate" in tail, out["why"]
+        else:
+            assert "is an estimate, not a quote" not in out["why"] and "are estimates, not quotes" not in out["why"]
+        assert (gpu in named) == (gpu == "mi355x")

@@ -210,3 +210,22 @@ def test_grpc_stages_gpu_tensors_through_the_host_by_hand():
     nccl_slower = _pred(p.with_updates(tcp_efficiency=_tcp_equivalent(p.tcp_efficiency, line, staged)),
                         stack="nccl", **kw)
     assert grpc["t_iter_s"] == pytest.approx(nccl_slower["t_iter_s"], rel=1e-9)
+
+
+def test_hierarchical_over_a_host_stack_reduces_inside_the_node_first_by_hand():
+    """gloo, hierarchical, 2 nodes x 4 halfcards (PCIe Gen4 box, 31 GB/s x PCIe efficiency for the GPUs' links
+    and for one GPU's host link), 10 GbE: intra reduce-scatter + all-gather on the GPUs, the node's buffer down
+    to the host and back, the inter-node all-reduce on host memory at min(B_nic x cpu_eff, host memory), the
+    host reduction of the other node's half; phases in series (Goyal et al. 2017 §4). One bucket, no sync."""
+    p = _p()
+    S = 27_161_264 * 4  # inception_v3 gradient bytes
+    b = 31e9 * p.pcie_efficiency
+    b_nic = 10e9 / 8 * p.tcp_efficiency
+    cpu_rate = min(b_nic * p.cpu_network_efficiency, p.host_memory_gb_per_s * 1e9)
+    bw = 2 * 3 / 4 * S / b + 2 * S / b + 2 * 1 / 2 * S / cpu_rate + 1 / 2 * S / (p.host_reduce_gb_per_s * 1e9)
+    lat = 2 * 3 * p.intra_message_overhead_us * 1e-6 + 2 * 1 * (10 + p.tcp_message_overhead_us) * 1e-6
+    d = _pred(p, strategy="hierarchical", stack="gloo", chassis="pcie4x4")
+    assert d["t_comm_s"] == pytest.approx(bw + lat, rel=1e-6)
+    # the flat host path (every GPU a rank of the host all-reduce) is what a ring over gloo still pays
+    flat = _pred(p, strategy="ring", stack="gloo", chassis="pcie4x4")
+    assert flat["t_comm_s"] > d["t_comm_s"]
