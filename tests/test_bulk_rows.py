@@ -219,3 +219,26 @@ def test_calibrate_reports_progress_once_per_fit(tmp_path):
     calibrate(p, names=("nccl_sync_us",), max_iter=2, progress=lambda done, total, label: seen.append((done, total, label)))
     assert [(d, t) for d, t, _ in seen] == [(0, 3), (1, 3), (2, 3), (3, 3)]
     assert [label for *_, label in seen[2:]] == ["left out A", "left out B"]
+
+
+def test_fit_on_grouped_designs_equals_fit_on_row_by_row_predictions(tmp_path, monkeypatch):
+    """calibrate's fit reads per-design predictions; with a row-by-row predictor in their place (written
+    here) it fits the same numbers, bit for bit."""
+    from costopt.calibrate import fit
+    from costopt.system import prior_system
+    from costopt.validate import Prepared
+
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines()
+    p = tmp_path / "few.csv"
+    picked = [ln for ln in lines[1:] if ln.startswith(("TF_BENCH_2017", "EBUG_DISTTF_2017"))][:3] + \
+             [ln for ln in lines[1:] if ln.startswith("EBUG_DISTTF_2017")][:3]
+    p.write_text("\n".join([lines[0], *picked]) + "\n", encoding="utf-8")
+    path, rows, header = read_measurements(p)
+    cat = validation_catalog(rows)
+    start = prior_system()
+    got = fit(prepare(rows, cat, path, header), start=start, max_iter=3)
+    monkeypatch.setattr(Prepared, "predict_designs", lambda self, params, groups=None: _row_by_row(self.rows, cat, params))
+    monkeypatch.setattr(Prepared, "design_of_row", property(lambda self: np.arange(len(self.rows))))
+    want = fit(prepare(rows, cat, path, header), start=start, max_iter=3)
+    assert got.fitted and got.params != start  # a fit that moved
+    assert got.params == want.params and got.sigma == want.sigma and got.fitted == want.fitted
