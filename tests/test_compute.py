@@ -176,6 +176,11 @@ def test_geforce_roofline_peak_runs_at_the_sustained_clock():
     f, b = cost.matmul_flops, cost.bytes_for("amp_bf16")
     assert cost.roofline_s(g, "amp_bf16") == pytest.approx(f / 185.52e12 + b / 1008e9, rel=1e-4)
     assert cost.floor_s(g, "amp_bf16") == pytest.approx(max(f / 165.2e12, b / 1008e9), rel=1e-9)
+    # BERT-large is FLOP-bound at the floor: its floor is F / 165.2 TFLOP/s (rated), not / 185.52
+    big = sample_cost(_flops("bert_large"))
+    fb, bb = big.matmul_flops, big.bytes_for("amp_bf16")
+    assert fb / 165.2e12 > bb / 1008e9
+    assert big.floor_s(g, "amp_bf16") == pytest.approx(fb / 165.2e12, rel=1e-9)
     # a data-centre part without clocks in the catalog keeps its rated peak
     assert cat.gpus["h100-sxm"].sustained_flops("amp_bf16") == pytest.approx(989e12)
 
@@ -385,3 +390,16 @@ def test_solve_explains_how_sure_the_winners_compute_is():
     assert "compute scaled from a published BERT-large ratio to the measured GPU (estimate)" in res.why
     res = costopt.solve(2_000_000, "bert_large", gpus=["mi300x"], top=1)
     assert "roofline estimate" in res.why and "another GPU generation" in res.why
+
+
+def test_large_model_why_says_an_amd_winner_has_no_amd_evidence():
+    # no published AMD training figure in shared/research: an AMD pick's compute borrows NVIDIA-fitted
+    # efficiencies, and the sentence a buyer reads says so
+    from costopt.llm.api import _why
+
+    best = {"total_gpus": 128, "gpu": "mi355x", "strategy": "zero2", "tp": 2, "pp": 1, "micro_batch": 1,
+            "activation_checkpointing": True, "tokens_per_s": 1e6, "mfu": 0.4, "cost_usd": 4.9e6,
+            "memory_per_gpu_gb": 265, "gpu_memory_gb": 288, "compute_basis": "roofline"}
+    amd = _why(best, [], vendor="amd")
+    assert "no published AMD training figure" in amd and "estimate" in amd
+    assert "no published" not in _why({**best, "gpu": "b200"}, [], vendor="nvidia")

@@ -20,7 +20,9 @@ compute         per evidence kind of costopt/compute.py:
                 (ii) cross-table transfer: a GPU pair's ratio in one Lambda table (v1, 2024) standing in for
                 the same pair's ratio in the other (v2, 2025), both directions (another container and
                 software stack: what a ratio from one harness meets in a buyer's).
-  roofline      the leave-one-GPU-out cells of tools/compute_loo.py (fractions refitted without the GPU).
+  roofline      the leave-one-GPU-out cells of tools/compute_loo.py (fractions refitted without the GPU), and
+                the TensorFlow 2017 single-GPU figures of K80 and P100 predicted with their GPU left out
+                (`absolute_checks`: another harness and era, the only Kepler/Pascal evidence).
 
 It also records the coverage of the 80% ranges those residuals give (costopt/intervals.py), each
 figure out of sample: communication per left-out source (overall and per stack), compute per left-out
@@ -49,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from costopt import __version__  # noqa: E402
 from costopt.catalog import load_catalog  # noqa: E402
-from costopt.compute import _TABLE_FIT_REFERENCE, load_published  # noqa: E402
+from costopt.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
 from costopt.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
 
 DEFAULT_SHARED = ROOT.parent / "shared"
@@ -158,6 +160,19 @@ def roofline() -> list[dict]:
                     "predicted": _f(pred), "unit": "samples/s", "log_residual": _f(math.log(obs / pred)),
                     "how": "leave one GPU out (tools/compute_loo.py)",
                     "source": pub.tables[r["table"]]["source"], "date": pub.tables[r["table"]]["date"]})
+    # TensorFlow 2017 single-GPU figures (K80, P100: the only Kepler/Pascal evidence), each predicted by the
+    # product with its whole GPU left out of the fit (another harness and era: what an old GPU's roofline meets)
+    meta = json.loads(ABSOLUTE_PATH.read_text(encoding="utf-8"))
+    for r in compute_loo.absolute_checks(load_catalog()):
+        held = r["gpu_out"]
+        if not str(held["source"]).startswith("roofline"):
+            continue
+        obs, pred = r["observed"], held["predicted"]
+        out.append({"kind": "roofline", "group": r["gpu"], "gpu": r["gpu"], "model": r["model"],
+                    "precision": "fp32", "reference": "h200-sxm", "observed": _f(obs), "predicted": _f(pred),
+                    "unit": "samples/s", "log_residual": _f(math.log(obs / pred)),
+                    "how": "TensorFlow 2017 single-GPU figure, GPU left out of the fit (tools/compute_loo.py absolute_checks)",
+                    "source": meta["source"], "date": meta["date"]})
     return out
 
 

@@ -275,7 +275,8 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
             "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, [rec(i) for i in alts[:1]], _estimated_prices(space, best)),
+            "why": _why(best_rec, [rec(i) for i in alts[:1]], _estimated_prices(space, best),
+                        vendor=space.gpus[int(space.gpu_idx[best])].vendor),
             # a rented pick: its instance type's capacity cap and whether it bound (cloud_facts.py)
             "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
 
@@ -288,7 +289,7 @@ def _estimated_prices(space, i: int) -> list[str]:
     return [p.id for p in parts if "price_usd" in getattr(p, "estimates", ())]
 
 
-def _why(best: dict, others: list[dict], estimated_prices: list[str] = ()) -> str:
+def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:
     parts = [f"{best['total_gpus']} x {best['gpu']} ({best['strategy']}, tp {best['tp']}, pp {best['pp']}, "
              f"micro-batch {best['micro_batch']}, checkpointing {best['activation_checkpointing']}) gives "
              f"{best['tokens_per_s']:,.0f} tokens/s at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
@@ -300,6 +301,9 @@ def _why(best: dict, others: list[dict], estimated_prices: list[str] = ()) -> st
     # eta fitted on published runs; compute_basis names which for this GPU
     parts.append(f"its compute is a roofline estimate, not a measurement on this GPU "
                  f"({best['compute_basis'].split('; an estimate')[0]})")
+    if vendor != "nvidia":
+        parts.append(f"no published {vendor.upper()} training figure was found, so {best['gpu']}'s efficiency is "
+                     f"NVIDIA's (an estimate, less sure)")
     if estimated_prices:
         parts.append(f"the price of {estimated_prices[0]} is an estimate, not a quote" if len(estimated_prices) == 1
                      else f"the prices of {', '.join(estimated_prices)} are estimates, not quotes")
