@@ -7,16 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from costopt.llm.arch import ArchArrays, TransformerConfig, config_from_dict, load_llm_model
-from costopt.llm.evaluate import default_llm_params
 from costopt.llm.memory import activation_bytes, model_state_bytes
-from costopt.llm.step import step_time
 
 CLI = [sys.executable, "-m", "costopt"]
 
@@ -84,33 +81,8 @@ def test_activation_bytes_by_hand():
 
 # --- step time -----------------------------------------------------------------------------------
 
-TINY = TransformerConfig("tiny", layers=2, hidden=1024, heads=8, kv_heads=8, ffn_hidden=4096, vocab=1000,
-                         seq_len=1000, params_override=100_000_000)
-
-
-def _params():
-    p = default_llm_params()
-    return replace(p, elementwise_bytes_per_token_per_hidden=100.0, memory_bandwidth_fraction=0.5,
-                   collective_latency_us=0.0, overlap_fraction=1.0, optimizer_bytes_per_param=0.0,
-                   unfused_attention_bytes_per_score=32.0, unfused_attention_recompute_bytes_per_score=13.0,
-                   collective_hbm_bytes_per_byte_all_gather=0.0, collective_hbm_bytes_per_byte_reduce_scatter=0.0,
-                   collective_hbm_bytes_per_byte_all_reduce=0.0, gemm_shape_dims=0.0)
-
-
-def _step(G=1, M=1, strategy=0, tp=1, pp=1, b=2, m=1, ckpt=0, intra=1e9, node=1e9, flash=True, params=None):
-    one = lambda v: np.array([v], dtype=float)  # noqa: E731
-    return step_time(ArchArrays.of(TINY, 1), params or _params(), peak_flops=one(1e15), mem_bw_bytes_per_s=one(1e12),
-                     matmul_fraction=one(0.5), attention_fraction=one(0.25), intra_bytes_per_s=one(intra),
-                     node_bytes_per_s=one(node), gpus_per_node=one(G), nodes=one(M), strategy=np.array([strategy]),
-                     tp=one(tp), pp=one(pp), micro_batch=one(b), grad_accum=one(m), ckpt=np.array([ckpt]),
-                     flash_attention=np.array([flash]))
-
-
-# by hand, b = 2 sequences of 1,000 tokens on one GPU:
-# F_model = 6·1e8 + 12·2·1024·1000 = 624,576,000; F_att = 24,576,000
-# matmul: ((624,576,000 − 24,576,000)/0.5 + 24,576,000/0.25)·2000/1e15 = 1,298,304,000·2000/1e15 = 2.596608 ms
-# element-wise: 100·1024·2·2000 / (1e12·0.5) = 0.8192 ms
-T_MB = 2.596608e-3 + 0.8192e-3
+# the tiny model, its parameters and the hand-derived one-GPU step: one definition, in test_llm_terms
+from test_llm_terms import T_MB, TINY, _params, _step  # noqa: E402
 
 
 def test_single_gpu_step_by_hand():
