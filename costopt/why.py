@@ -19,6 +19,9 @@ or above the throughput target), with v_d the objective value to minimise (`solv
         ratio to the measured GPU (estimate))"
    The near tie of 2. says whether its range overlaps the winner's (the solve's `near_tie` rule).
 
+4. The parts of the winner whose catalog price is an estimate (listed under the entry's `estimates`),
+   named in the same line: "the price of h200-nvl is an estimate, not a quote".
+
 The strategy comparison (the best design of the other synchronisation family, PS vs all-reduce) is a
 separate line: a question of how to run the cluster, not which to buy.
 """
@@ -46,6 +49,23 @@ class Reasons:
     why: str  # the buyer's line
     strategy: str  # the strategy comparison line
     facts: dict[str, Any] = field(default_factory=dict)  # the designs compared and the figures quoted
+
+
+def estimated_price_parts(space, i: int) -> list[str]:
+    """Ids of design i's GPU, chassis (or instance) and NIC whose catalog price is an estimate."""
+    parts = [space.gpus[int(space.gpu_idx[i])], space.chassis[int(space.chassis_idx[i])]]
+    if space.nic_idx[i] >= 0:
+        parts.append(space.nics[int(space.nic_idx[i])])
+    return [p.id for p in parts if "price_usd" in getattr(p, "estimates", ())]
+
+
+def estimated_price_clause(ids: list[str]) -> str | None:
+    """The words a buyer reads for estimated prices (None: every price is from a listing or quote)."""
+    if not ids:
+        return None
+    if len(ids) == 1:
+        return f"the price of {ids[0]} is an estimate, not a quote"
+    return f"the prices of {', '.join(ids)} are estimates, not quotes"
 
 
 def _money(v: float) -> str:
@@ -130,7 +150,10 @@ def explain(ev: "Evaluation", best: int, allowed: np.ndarray, objective: str, or
     facts["compute_label"] = label
     head = "throughput " + range_phrase(row["throughput_samples_per_s"], row["throughput_low_samples_per_s"],
                                         row["throughput_high_samples_per_s"], label)
-    why = f"{row['total_gpus']} x {row['gpu']} ({_design(row)}): " + "; ".join([head] + parts)
+    facts["estimated_prices"] = estimated_price_parts(s, best)
+    price_note = estimated_price_clause(facts["estimated_prices"])
+    why = f"{row['total_gpus']} x {row['gpu']} ({_design(row)}): " + "; ".join([head] + parts
+                                                                            + ([price_note] if price_note else []))
     return Reasons(why, _strategy_line(ev, best, row, allowed, values, cost, thr, order_rank, objective), facts)
 
 

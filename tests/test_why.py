@@ -137,3 +137,23 @@ def test_global_batch_warning_against_published_limits():
     assert any(f"global batch {b['batch_per_gpu'] * b['total_gpus']:,}" in w for w in res.warnings)
     small = costopt.solve(50_000, "resnet50", top=1)
     assert small.best["batch_per_gpu"] * small.best["total_gpus"] <= 8192 and small.warnings == []
+
+
+def test_why_names_the_winners_estimated_prices():
+    """The reference catalog lists `price_usd` under `estimates` for the H200 NVL (one university price list)
+    and not for the H200 SXM; the Why line names exactly the winner's parts whose price is an estimate."""
+    import tomllib
+    ref = Path(costopt.__file__).parent / "catalogs" / "reference-2026.toml"
+    cat = tomllib.loads(ref.read_text())
+    est = {e["id"] for kind in ("gpu", "chassis", "nic") for e in cat[kind] if "price_usd" in e.get("estimates", [])}
+    assert "h200-nvl" in est and "h200-sxm" not in est
+    for gpu in ("h200-nvl", "h200-sxm"):
+        res = costopt.solve(200_000, "inception_v3", gpus=[gpu], top=1)
+        b = res.best
+        named = [p for p in (b["gpu"], b["chassis"], b["nic"]) if p in est]
+        tail = res.why.split("; ")[-1]
+        if named:
+            assert tail.startswith("the price") and "estimate" in tail and all(p in tail for p in named), res.why
+        else:
+            assert "not a quote" not in res.why and "not quotes" not in res.why, res.why
+        assert ("h200-nvl" in named) == (gpu == "h200-nvl")

@@ -23,6 +23,7 @@ from ..errors import InfeasibleError, InputError
 from ..part_filter import KEPT, PartFilter
 from ..solver import OBJECTIVES, best_on_front
 from ..units import HOURS_PER_YEAR
+from ..why import estimated_price_clause, estimated_price_parts
 from .arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        design_record, evaluate_layouts)
@@ -275,18 +276,10 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
             "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, [rec(i) for i in alts[:1]], _estimated_prices(space, best),
+            "why": _why(best_rec, [rec(i) for i in alts[:1]], estimated_price_parts(space, best),
                         vendor=space.gpus[int(space.gpu_idx[best])].vendor),
             # a rented pick: its instance type's capacity cap and whether it bound (cloud_facts.py)
             "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
-
-
-def _estimated_prices(space, i: int) -> list[str]:
-    """The parts of design i whose catalog price is an estimate (the catalog's `estimates` lists it)."""
-    parts = [space.gpus[int(space.gpu_idx[i])], space.chassis[int(space.chassis_idx[i])]]
-    if space.nic_idx[i] >= 0:
-        parts.append(space.nics[int(space.nic_idx[i])])
-    return [p.id for p in parts if "price_usd" in getattr(p, "estimates", ())]
 
 
 def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:
@@ -305,6 +298,5 @@ def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendo
         parts.append(f"no published {vendor.upper()} training figure was found, so {best['gpu']}'s efficiency is "
                      f"NVIDIA's (an estimate, less sure)")
     if estimated_prices:
-        parts.append(f"the price of {estimated_prices[0]} is an estimate, not a quote" if len(estimated_prices) == 1
-                     else f"the prices of {', '.join(estimated_prices)} are estimates, not quotes")
+        parts.append(estimated_price_clause(list(estimated_prices)))
     return "; ".join(parts) + "."
