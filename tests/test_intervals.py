@@ -237,3 +237,24 @@ def test_near_ties_use_the_combined_ranges():
                    and b["throughput_low_samples_per_s"] <= d["throughput_high_samples_per_s"])
         same = all(d[k] == b[k] for k in ("gpu", "gpus_per_node", "nodes", "nic", "strategy", "reduce_on", "chassis"))
         assert d["near_tie"] == (overlap and not same)
+
+
+def _abs_error_pct(rows):
+    # |predicted / measured - 1| in percent, from r = ln(measured / predicted) of each row
+    return np.abs(np.exp(-np.array([c["log_residual"] for c in rows])) - 1.0) * 100.0
+
+
+def test_loso_median_error_of_all_rows_at_most_5_percent(residuals):
+    # issue 10: leave-one-source-out on the shipped rows (costopt/data/validation/*.csv), median <= 5%
+    assert np.median(_abs_error_pct(residuals["communication"])) <= 5.0
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10 asks LOSO median <= 5% and p90 <= 15% per stack; on the "
+                   "committed residuals nccl is 4.2% / 27.9% (101 rows) and grpc 5.1% / 18.0% (88 rows): the "
+                   "tails are DLPerf framework runs, p2.xlarge rows on an assumed link, Piz Daint PS rows and "
+                   "an M40 row, with no mechanism for them yet")
+def test_loso_error_per_stack_median_5_and_p90_15_percent(residuals):
+    comm = residuals["communication"]
+    for stack in ("nccl", "grpc"):  # the stacks with 20 or more rows
+        err = _abs_error_pct([c for c in comm if c["stack"] == stack])
+        assert np.median(err) <= 5.0 and np.percentile(err, 90) <= 15.0, (stack, np.median(err), np.percentile(err, 90))
