@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -12,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_report import _chromium, assert_renders_in_chromium  # one Chromium check for both reports
 
 from costopt.cost import within_budget
 from costopt.llm.feasibility import memory_grid
@@ -177,28 +177,9 @@ def test_llm_report_sections_and_numbers_equal_solve(llm_report):
     assert c["fits"] is True
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
 def test_llm_report_renders_in_headless_chromium(llm_report, tmp_path):
-    _, path = llm_report
-    shot = tmp_path / "shot.png"
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-           "--window-size=1200,2400", f"--screenshot={shot}", path.resolve().as_uri()]
-    subprocess.run(cmd, capture_output=True, timeout=90)
-    assert shot.exists() and shot.stat().st_size > 0
-    import matplotlib.image as mpimg
-
-    img = mpimg.imread(shot)[..., :3]
-    non_white = (img < 0.95).any(axis=-1).mean()
-    colours = len(np.unique((img[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
-    assert non_white > 0.05, non_white
-    assert colours > 50, colours
+    assert_renders_in_chromium(llm_report[1], tmp_path)
 
 
 def test_llm_report_refuses_data_parallel_options(tmp_path):

@@ -144,9 +144,8 @@ def _chromium():
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
-def test_renders_in_headless_chromium(built, tmp_path):
-    _, path = built
+def assert_renders_in_chromium(path, tmp_path):
+    """Headless Chromium screenshots the page; it is not blank (also used by test_llm_report)."""
     shot = tmp_path / "shot.png"
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
            "--window-size=1200,2400", f"--screenshot={shot}", path.resolve().as_uri()]
@@ -160,6 +159,11 @@ def test_renders_in_headless_chromium(built, tmp_path):
     colours = len(np.unique((img[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
     assert non_white > 0.05, non_white
     assert colours > 50, colours
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
+def test_renders_in_headless_chromium(built, tmp_path):
+    assert_renders_in_chromium(built[1], tmp_path)
 
 
 # ---- what a buyer asks of the report -----------------------------------------------------------------
