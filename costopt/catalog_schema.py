@@ -9,10 +9,12 @@ and the same costopt version is read from the validated-catalog cache (`catalog.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import catalog as _records
 from .checks import is_date
 from .errors import InputError
 
@@ -37,6 +39,11 @@ Lifecycle = Literal["current", "legacy", "end_of_life"]
 Architecture = Literal["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
                        "cdna2", "cdna3", "other"]
 
+
+
+def _record_default(record, name: str):
+    """A default the hot-path record (catalog.py) holds: one copy of the long source texts."""
+    return next(f.default for f in dataclasses.fields(record) if f.name == name)
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
@@ -203,22 +210,12 @@ class Site(_Strict):
     electricity_usd_per_kwh: PositiveFloat = 0.0826
     pue: Annotated[float, Field(ge=1.0, le=3.0)] = 1.5
     average_draw_fraction: Annotated[float, Field(gt=0, le=1.0)] = 0.75
-    source: str = (
-        "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
-        "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
-        "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
-    )
-    date: Date = "2025-06-20"
+    source: str = _record_default(_records.Site, "source")
+    date: Date = _record_default(_records.Site, "date")
 
 
 class Facility(_Strict):
-    """Racks, power distribution and hardware support: what a cluster needs besides nodes and network.
-
-    Racks are counted in cost.py: as many as the nodes need by space (`rack_units_per_rack`) or by
-    power (`rack_power_kw`, what one feed carries when each rack has A and B feeds), whichever is more.
-    Each rack gets `pdus_per_rack` power distribution units. Support is a share of the hardware price
-    per year, bought up front for the years asked (`--support-years`; none by default).
-    """
+    """The allowed values of `catalog.Facility` (its docstring says how racks, PDUs and support are counted)."""
 
     rack_price_usd: NonNegativeFloat = 1500.0
     rack_units_per_rack: Annotated[int, Field(ge=4, le=60)] = 42
@@ -226,13 +223,8 @@ class Facility(_Strict):
     pdu_price_usd: NonNegativeFloat = 1500.0
     pdus_per_rack: Annotated[int, Field(ge=0, le=8)] = 2
     support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = 0.0
-    source: str = (
-        "built-in defaults, all estimates: 42U cabinet $1,500; rack power 17.3 kW = one 208 V 3-phase 60 A PDU at the "
-        "NEC 80% continuous rating, two PDUs per rack on A/B feeds (aiinfrasource.com 'How to choose rack PDU for GPU "
-        "servers', 2026-06-11); PDU $1,500 inside the switched-PDU range $700-1,800 (ipsecuritydepot.com rack PDU "
-        "buyer's guide, 2026); no support contract"
-    )
-    date: str = "2026-06-11"
+    source: str = _record_default(_records.Facility, "source")
+    date: str = _record_default(_records.Facility, "date")
     price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
                          "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
     price_date: str = "2026-06-11"

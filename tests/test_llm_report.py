@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from html.parser import HTMLParser
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_report import _chromium, assert_renders_in_chromium  # one Chromium check for both reports
+from test_report import _Collect, _chromium, assert_renders_in_chromium  # one parser, one Chromium check
 
 from costopt.cost import within_budget
 from costopt.llm.feasibility import memory_grid
@@ -115,29 +114,6 @@ def test_usd_per_1e9_tokens_owned_and_rented_by_hand():
     assert rec["usd_per_1e9_tokens"] == pytest.approx(800.0, rel=1e-12)
     assert rec["cost_to_train_usd"] == pytest.approx(80_000.0, rel=1e-12)
     assert rec["usd_per_1e9_tokens_basis"] == "rent per hour x hours"
-
-
-class _Collect(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.ids, self.imgs, self.scripts, self._in = set(), [], {}, None
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if "id" in a:
-            self.ids.add(a["id"])
-        if tag == "img":
-            self.imgs.append(a.get("src", ""))
-        if tag == "script":
-            self._in = a.get("id")
-
-    def handle_data(self, data):
-        if self._in:
-            self.scripts[self._in] = self.scripts.get(self._in, "") + data
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._in = None
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,11 @@ JOB = dict(epochs=90, dataset_size=1_281_167)
 
 
 class _Collect(HTMLParser):
+    """Element ids, image sources, the text, and the text of each <script id=...> (test_llm_report too)."""
+
     def __init__(self):
         super().__init__()
-        self.ids, self.imgs, self.text = set(), [], []
+        self.ids, self.imgs, self.text, self.scripts, self._in = set(), [], [], {}, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -32,9 +34,17 @@ class _Collect(HTMLParser):
             self.ids.add(a["id"])
         if tag == "img":
             self.imgs.append(a.get("src", ""))
+        if tag == "script":
+            self._in = a.get("id")
 
     def handle_data(self, data):
         self.text.append(data)
+        if self._in:
+            self.scripts[self._in] = self.scripts.get(self._in, "") + data
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in = None
 
 
 @pytest.fixture(scope="module")

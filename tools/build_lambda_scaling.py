@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from build_validation import COLUMNS, _num, _row  # noqa: E402
+from shipped_file import check_or_write  # noqa: E402
 
 OUT = ROOT / "costopt" / "data" / "validation" / "lambda_scaling.csv"
 SOURCE = "LAMBDA_PT_V1"
@@ -118,11 +119,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="compare with the shipped file, do not write")
     a = ap.parse_args()
     text = build(Path(a.shared))
-    if a.check:
-        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{OUT} differs from a fresh build")
-        sys.exit(0 if same else 1)
-    OUT.write_text(text, encoding="utf-8")
+    check_or_write(OUT, text, a.check)
     print(f"wrote {OUT} ({text.count(chr(10)) - 1} rows)")
 
 

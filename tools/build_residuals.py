@@ -53,6 +53,7 @@ from costopt import __version__  # noqa: E402
 from costopt.catalog import load_catalog  # noqa: E402
 from costopt.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
 from costopt.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
+from shipped_file import check_or_write  # noqa: E402
 
 DEFAULT_SHARED = ROOT.parent / "shared"
 TRAIN_STEP = Path("data") / "h200" / "train_step.jsonl"
@@ -222,11 +223,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="compare with the shipped file, do not write")
     a = ap.parse_args()
     text, cov = build(a.date or _shipped_date(), a.shared)
-    if a.check:
-        same = RESIDUALS_PATH.exists() and RESIDUALS_PATH.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{RESIDUALS_PATH} differs from a fresh build")
-        sys.exit(0 if same else 1)
-    RESIDUALS_PATH.write_text(text, encoding="utf-8")
+    check_or_write(RESIDUALS_PATH, text, a.check)
     print(f"wrote {RESIDUALS_PATH}")
     print("80% range coverage, out of sample:")
     for s, v in cov["communication"].items():

@@ -62,10 +62,10 @@ import argparse
 import csv
 import io
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
+from shipped_file import check_or_write
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
@@ -394,11 +394,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="compare with the shipped file, do not write")
     a = ap.parse_args()
     text = build(a.shared)
-    if a.check:
-        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{OUT} differs from a fresh build")
-        sys.exit(0 if same else 1)
-    OUT.write_text(text, encoding="utf-8")
+    check_or_write(OUT, text, a.check)
     print(f"wrote {OUT} ({text.count(chr(10)) - 1} rows)")
 
 

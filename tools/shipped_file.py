@@ -1,0 +1,16 @@
+"""The one rule of the build tools for a file they ship: `--check` compares a fresh build with it (exit 1
+when it differs), otherwise the fresh build is written."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def check_or_write(path: Path, text: str, check: bool) -> None:
+    """With `check`: print whether `path` holds `text` and exit 0 (same) or 1; else write `text` to it."""
+    if check:
+        same = path.exists() and path.read_text(encoding="utf-8") == text
+        print("up to date" if same else f"{path} differs from a fresh build")
+        sys.exit(0 if same else 1)
+    path.write_text(text, encoding="utf-8")
