@@ -229,3 +229,24 @@ def test_hierarchical_over_a_host_stack_reduces_inside_the_node_first_by_hand():
     # the flat host path (every GPU a rank of the host all-reduce) is what a ring over gloo still pays
     flat = _pred(p, strategy="ring", stack="gloo", chassis="pcie4x4")
     assert flat["t_comm_s"] > d["t_comm_s"]
+
+
+def test_stack_mechanisms_tool_stays_under_the_hardware():
+    """tools/stack_mechanisms.py (issue 10's out-of-sample behaviours, configurations only): the busiest NIC can
+    never run above its line rate, and a host all-reduce of S bytes can never beat the wire: S / t_comm below
+    the line rate in bytes/s (25 Gb/s = 3.125 GB/s, 40 Gb/s = 5 GB/s). Rows of both tables are present."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import stack_mechanisms
+
+    grpc = [r for r in stack_mechanisms.grpc_vgg16(default_system()) if r.startswith("| cpu") or r.startswith("| gpu")]
+    assert len(grpc) == 8
+    for r in grpc:
+        share = float(r.strip("|").split("|")[-1].strip().rstrip("%"))
+        assert 0.0 < share <= 100.0
+    mpi = [r for r in stack_mechanisms.mpi_host(default_system()) if r.startswith("| ") and "Gb/s" in r]
+    assert len(mpi) == 18
+    for r in mpi:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        line_gb_per_s = float(cells[2].split()[0]) / 8.0
+        assert 0.0 < float(cells[-1]) < line_gb_per_s

@@ -132,10 +132,11 @@ def _is_hourly(r: dict) -> bool:
     return str(r.get("cost_basis", "")).startswith("USD per hour")
 
 
-def _range_cell(r: dict) -> str:
-    """The 80% range relative to the prediction: '-4/+6%'."""
-    lo, hi, mid = (r.get(k) for k in ("throughput_low_samples_per_s", "throughput_high_samples_per_s",
-                                      "throughput_samples_per_s"))
+def _range_cell(r: dict, keys: tuple[str, str, str] = ("throughput_low_samples_per_s", "throughput_high_samples_per_s",
+                                                       "throughput_samples_per_s")) -> str:
+    """The 80% range relative to the prediction: '-4/+6%' (≈: a near tie with the best). `keys`: the
+    record's low, high and point fields."""
+    lo, hi, mid = (r.get(k) for k in keys)
     if lo is None or hi is None or not mid:
         return "-"
     return f"{(lo / mid - 1) * 100:+.0f}/{(hi / mid - 1) * 100:+.0f}%" + ("≈" if r.get("near_tie") else "")

@@ -12,7 +12,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import CostoptError
-from .common import _console, _fail, _fmt_money, _json_dump
+from .common import _console, _fail, _fmt_money, _json_dump, _range_cell
 
 _PREDICT_FIELDS = (
     ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
@@ -20,16 +20,25 @@ _PREDICT_FIELDS = (
     ("dp", "data parallel", "{}"), ("micro_batch", "micro-batch (sequences)", "{}"),
     ("grad_accum", "gradient accumulation", "{}"), ("global_batch_sequences", "global batch (sequences)", "{:,}"),
     ("seq_len", "sequence length", "{:,}"), ("activation_checkpointing", "activation checkpointing", "{}"),
-    ("tokens_per_s", "tokens/s", "{:,.0f}"), ("tokens_per_s_per_gpu", "tokens/s per GPU", "{:,.0f}"),
-    ("mfu", "MFU", "{:.1%}"), ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
+    ("tokens_per_s", "tokens/s", "{:,.0f}"), ("tokens_per_s_range", "  80% range", "{}"),
+    ("tokens_per_s_per_gpu", "tokens/s per GPU", "{:,.0f}"), ("tokens_per_s_per_gpu_range", "  80% range", "{}"),
+    ("mfu", "MFU", "{:.1%}"), ("mfu_range", "  80% range", "{}"), ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
     ("memory_model_states_gb", "  of which weights, gradients, Adam (GB)", "{:.1f}"),
     ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
     ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
     ("bottleneck", "largest time term", "{}"), ("cost_usd", "cost (USD)", "money"),
-    ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("usd_per_1e9_tokens", "USD per 1e9 tokens", "cents"),
+    ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("hours_per_1e9_tokens_range", "  80% range", "{}"),
+    ("usd_per_1e9_tokens", "USD per 1e9 tokens", "cents"), ("usd_per_1e9_tokens_range", "  80% range", "{}"),
     ("usd_per_1e9_tokens_basis", "  basis", "{}"), ("hours_to_train", "hours to train", "{:,.1f}"),
-    ("cost_to_train_usd", "cost to train (USD)", "money"), ("compute_basis", "compute", "{}"),
+    ("hours_to_train_range", "  80% range", "{}"), ("cost_to_train_usd", "cost to train (USD)", "money"),
+    ("cost_to_train_usd_range", "  80% range", "{}"), ("range_basis", "range from", "{}"),
+    ("compute_basis", "compute", "{}"),
 )
+# the point field of each range row, with the format of its ends
+_RANGED = {"tokens_per_s": "{:,.0f}", "tokens_per_s_per_gpu": "{:,.0f}", "mfu": "{:.1%}",
+           "hours_per_1e9_tokens": "{:,.2f}", "usd_per_1e9_tokens": "cents", "hours_to_train": "{:,.1f}",
+           "cost_to_train_usd": "money"}
+_TOKEN_RANGE_KEYS = ("tokens_per_s_low", "tokens_per_s_high", "tokens_per_s")
 
 
 def _cell(v, fmt: str) -> str:
@@ -47,10 +56,30 @@ def print_predict(d: dict, fmt: str) -> None:
     t = Table(title=f"costopt predict: {d['model']} (large-model path)", title_justify="left")
     t.add_column("field")
     t.add_column("value")
+    shown = {**d, **{f"{k}_range": f"{_cell(d[k + '_low'], f)} to {_cell(d[k + '_high'], f)}"
+                     for k, f in _RANGED.items() if d.get(k + "_low") is not None}}
+    if shown.get("cost_to_train_usd_low") is not None and shown["cost_to_train_usd_low"] == shown["cost_to_train_usd_high"]:
+        shown.pop("cost_to_train_usd_range")  # an owned cluster's cost to train is its purchase: no range
     for key, label, f in _PREDICT_FIELDS:
-        if key in d:
-            t.add_row(label, _cell(d[key], f))
-    _console().print(t)
+        if key in shown:
+            t.add_row(label, _cell(shown[key], f))
+    c = _console()
+    c.print(t)
+    if d.get("tokens_per_s_low") is not None:
+        c.print(f"Estimated {range_sentence(d)}.")
+
+
+def range_sentence(d: dict) -> str:
+    """'59,969 tokens/s (80% range 50,619-67,251; from the leave-one-source-out errors of ...), 4.6-5.5 hours
+    per 1e9 tokens': what a buyer reads about how sure a large-model prediction is."""
+    from ..intervals import range_phrase
+
+    text = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
+                        f"from the {d.get('range_basis')}", unit="tokens/s")
+    if d.get("hours_to_train_low") is not None:
+        text += (f"; {d['tokens_to_train']:,.3g} tokens in {d['hours_to_train']:,.0f} hours "
+                 f"(80% range {d['hours_to_train_low']:,.0f}-{d['hours_to_train_high']:,.0f})")
+    return text
 
 
 def print_solve(res: dict, fmt: str) -> None:
@@ -65,7 +94,7 @@ def print_solve(res: dict, fmt: str) -> None:
             "--include consumer,legacy,eol opens them)")
     t = Table(title="Best design of each GPU type (large-model path)", title_justify="left", box=box.SIMPLE_HEAD,
               show_edge=False, pad_edge=False, collapse_padding=True)
-    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
+    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "range", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
     if res.get("tokens_to_train"):
         cols += ("hours",)
     rows = []
@@ -73,7 +102,7 @@ def print_solve(res: dict, fmt: str) -> None:
         nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
         row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
                f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
-               f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}",
+               f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
                f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
                _cell(d.get("usd_per_1e9_tokens"), "cents")]
         if res.get("tokens_to_train"):
@@ -87,6 +116,11 @@ def print_solve(res: dict, fmt: str) -> None:
         t.add_row(*row)
     c.print(t)
     c.print(f"Why: {res['why']}")
+    b = res["best"]
+    if b.get("tokens_per_s_low") is not None:
+        ties = res["solver"].get("near_ties", 0)
+        c.print(f"How sure: {range_sentence(b)}; range: the 80% range of tokens/s against the prediction; "
+                f"{ties} of the other GPU types' best designs are near-ties (ranges overlap the best's, marked ≈).")
     if res.get("capacity"):
         c.print(res["capacity"]["sentence"])
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")

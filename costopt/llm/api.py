@@ -21,13 +21,16 @@ from ..cost import Costs, evaluate_costs
 from ..design_space import DesignSpace, enumerate_designs, single_design
 from ..errors import InfeasibleError, InputError
 from ..part_filter import KEPT, PartFilter
+from ..robustness import near_ties
 from ..solver import OBJECTIVES, best_on_front
 from ..units import HOURS_PER_YEAR
+from ..intervals import range_phrase
 from ..why import estimated_price_clause, estimated_price_parts
 from .arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from .evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
-                       design_record, evaluate_layouts)
+                       default_llm_params, design_record, evaluate_layouts, mamf_fraction)
 from .memory import LLM_STRATEGIES
+from .ranges import LlmRange, bounds, range_fields
 
 STRATEGY_ALIASES = {"ring": "ddp", "hierarchical": "ddp"}
 DEFAULT_MAX_NODES = 256
@@ -88,7 +91,31 @@ def _add_costs(rec: dict, costs, i: int, tokens: float | None, years: float = OW
         rec["hours_to_train"] = tokens / thr / 3600.0 if ok else None
         rec["cost_to_train_usd"] = (float(costs.usd_per_hour[i]) * rec["hours_to_train"] if ok and rented
                                     else rec["cost_usd"])
+    if ok and rec.get("tokens_per_s_low") is not None:
+        # time runs against throughput: the low end of tokens/s is the high end of hours (ranges.py)
+        slow, fast = thr / rec["tokens_per_s_low"], thr / rec["tokens_per_s_high"]
+        for key in ("hours_per_1e9_tokens", "usd_per_1e9_tokens") + (("hours_to_train",) if tokens is not None else ()):
+            rec[f"{key}_low"], rec[f"{key}_high"] = rec[key] * fast, rec[key] * slow
+        if tokens is not None:  # an owned cluster's cost to train is its purchase: no range
+            rec["cost_to_train_usd_low"], rec["cost_to_train_usd_high"] = (
+                (rec["cost_to_train_usd"] * fast, rec["cost_to_train_usd"] * slow) if rented
+                else (rec["cost_to_train_usd"], rec["cost_to_train_usd"]))
     return rec
+
+
+def design_ranges(ev: LlmEvaluation) -> LlmRange:
+    """The 80% range of every design of an evaluation in one pass (ranges.py); the MAMF cap per GPU type."""
+    s = ev.space
+    params = default_llm_params()
+    by_id = {g.id: g for g in s.gpus}
+    mamf = np.array([mamf_fraction(g, params, by_id)[0] for g in s.gpus], dtype=np.float64)
+    ids = np.array([g.id for g in s.gpus])
+    tm = ev.timing
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx])
+
+
+def _ranged(rec: dict, rng: LlmRange, i: int) -> dict:
+    return range_fields(rec, float(rng.low[i]), float(rng.high[i]), int(rng.sample[i]))
 
 
 def _memory_phrase(rec: dict) -> str:
@@ -126,7 +153,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
-    rec = design_record(ev, 0)
+    rec = _ranged(design_record(ev, 0), design_ranges(ev), 0)
     rec["model"] = cfg.name
     rec["params"] = cfg.params
     rec["flops_per_token"] = cfg.model_flops_per_token
@@ -165,6 +192,7 @@ class LlmSearch:
     costs: Costs
     offered: np.ndarray  # bool: kept by the part filter
     parts: PartFilter
+    ranges: LlmRange  # 80% range of every design's tokens/s (ranges.py)
 
     @property
     def ok(self) -> np.ndarray:
@@ -199,7 +227,8 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
     costs = evaluate_costs(space, cat.site, facility=cat.facility)
     offered = parts.design_reasons(space) == KEPT
-    return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts)
+    return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
+                     design_ranges(ev))
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
@@ -268,28 +297,41 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
         if j is not None:
             alts.append(int(mine[j]))
     alts.sort(key=lambda i: (-thr[i], costs.cost_usd[i], order[i]))
-    rec = lambda i: {**_add_costs(design_record(ev, i), costs, i, tokens, years), "model": cfg.name}  # noqa: E731
+    rng = found.ranges
+    rec = lambda i: {**_add_costs(_ranged(design_record(ev, i), rng, i), costs, i, tokens, years),  # noqa: E731
+                     "model": cfg.name}
     best_rec = rec(best)
+    shown = alts[: max(top - 1, 0)]
+    alt_recs = [rec(i) for i in shown]
+    # near-ties: the best design of another GPU type whose 80% range overlaps the pick's (robustness.py's rule)
+    both = np.array([best, *shown], dtype=np.int64)
+    best_rec["near_tie"] = False
+    for r, flag in zip(alt_recs, near_ties(rng.low[both], rng.high[both], 0)[1:]):
+        r["near_tie"] = bool(flag)
     return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, "budget_usd": budget,
             "objective": objective, "global_batch_sequences": gb, "tokens_to_train": tokens,
             "candidates_evaluated": int(len(space)), "layouts_per_design": int(len(layouts.tp)),
-            "best": best_rec, "best_per_gpu": [rec(i) for i in alts[: max(top - 1, 0)]],
-            "solver": {**info, "feasible_hardware_designs": int(ok.sum())},
+            "best": best_rec, "best_per_gpu": alt_recs,
+            "solver": {**info, "feasible_hardware_designs": int(ok.sum()),
+                       "near_ties": sum(1 for r in alt_recs if r["near_tie"])},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, [rec(i) for i in alts[:1]], estimated_price_parts(space, best),
+            "why": _why(best_rec, alt_recs[:1] or [rec(i) for i in alts[:1]], estimated_price_parts(space, best),
                         vendor=space.gpus[int(space.gpu_idx[best])].vendor),
             # a rented pick: its instance type's capacity cap and whether it bound (cloud_facts.py)
             "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
 
 
 def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:
+    thr = range_phrase(best["tokens_per_s"], best.get("tokens_per_s_low"), best.get("tokens_per_s_high"),
+                       f"from the {best.get('range_basis')}", unit="tokens/s")
     parts = [f"{best['total_gpus']} x {best['gpu']} ({best['strategy']}, tp {best['tp']}, pp {best['pp']}, "
              f"micro-batch {best['micro_batch']}, checkpointing {best['activation_checkpointing']}) gives "
-             f"{best['tokens_per_s']:,.0f} tokens/s at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
+             f"{thr} at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
              f"using {best['memory_per_gpu_gb']:.0f} of {best['gpu_memory_gb']:g} GB per GPU"]
     if others:
         o = others[0]
-        parts.append(f"the best {o['gpu']} design gives {o['tokens_per_s']:,.0f} tokens/s for ${o['cost_usd']:,.0f}")
+        parts.append(f"the best {o['gpu']} design gives {o['tokens_per_s']:,.0f} tokens/s for ${o['cost_usd']:,.0f}"
+                     + (" (a near tie: the two ranges overlap)" if o.get("near_tie") else ""))
     # the matmul fraction is eta x the GPU's measured MAMF (its own, or its generation's: an estimate),
     # eta fitted on published runs; compute_basis names which for this GPU
     parts.append(f"its compute is a roofline estimate, not a measurement on this GPU "

@@ -15,11 +15,15 @@ written once and read once). Minimised by cyclic golden-section search on each p
 bounds (two parameters: no general optimiser needed).
 
 Leave-one-source-out: for each source, fit on the other sources' rows and predict the held-out ones.
+Leave-one-GPU-out: the same with the rows of one GPU held out (what a GPU with no published run meets:
+η fitted on the other GPUs' runs, its own MAMF). `leave_one_group_out` does both; each fold's fitted
+values are returned with it (tools/llm_fit.py records them beside the residuals).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -82,16 +86,33 @@ def fit(rows: list[LlmRow], start: LlmParams | None = None, sweeps: int = 3, tol
     return _with(base, share, elementwise)
 
 
-def leave_one_source_out(rows: list[LlmRow], start: LlmParams | None = None) -> list[dict]:
-    """Held-out predictions per row: each source predicted by a fit on the others."""
+def fold_params(fold: dict, start: LlmParams | None = None) -> LlmParams:
+    """The parameters of one recorded fold of `leave_one_group_out` (its two fitted values on the defaults)."""
+    return _with(start or default_llm_params(), float(fold["matmul_share_of_mamf"]),
+                 float(fold["elementwise_bytes_per_token_per_hidden"]))
+
+
+def leave_one_group_out(rows: list[LlmRow], group: Callable[[LlmRow], str],
+                        start: LlmParams | None = None) -> tuple[list[dict], list[dict]]:
+    """Held-out predictions per row (each group predicted by a fit on the other groups' rows) and the
+    folds: one dict per group with the values fitted without it and the number of rows fitted on."""
     base = start or default_llm_params()
     prior = _with(base, PRIOR_SHARE_OF_MAMF, PRIOR_ELEMENTWISE)
     out: dict[int, dict] = {}
-    sources = sorted({r.source for r in rows if not r.skip and r.measured_tokens is not None})
-    for src in sources:
-        train = [r for r in rows if r.source != src]
-        held = [r for r in rows if r.source == src]
+    folds = []
+    groups = sorted({group(r) for r in rows if not r.skip and r.measured_tokens is not None})
+    for g in groups:
+        train = [r for r in rows if group(r) != g]
+        held = [r for r in rows if group(r) == g]
         fitted = fit(train, prior) if any(not r.skip for r in train) else prior
+        folds.append({"held_out": g, "train_rows": sum(1 for r in train if not r.skip),
+                      "matmul_share_of_mamf": fitted.matmul_share_of_mamf,
+                      "elementwise_bytes_per_token_per_hidden": fitted.elementwise_bytes_per_token_per_hidden})
         for rec in predict_rows(held, fitted):
             out[rec["line"]] = rec
-    return [out[r.line] for r in rows if r.line in out]
+    return [out[r.line] for r in rows if r.line in out], folds
+
+
+def leave_one_source_out(rows: list[LlmRow], start: LlmParams | None = None) -> list[dict]:
+    """Held-out predictions per row: each source predicted by a fit on the others."""
+    return leave_one_group_out(rows, lambda r: r.source, start)[0]
