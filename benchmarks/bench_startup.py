@@ -11,6 +11,7 @@ seconds. Printed:
 - the first run on a machine (an empty validated-catalog cache: the catalog is validated, which imports
   pydantic) and the normal repeated run (the catalog comes from the cache, costopt/validated_cache.py),
   each interleaved with the numpy import;
+- the numpy import also with one BLAS thread, as the command line runs it (costopt/cli/main.py);
 - `costopt --version` and `costopt solve --help`;
 - with `--against DIR` (a checkout of another commit, e.g. main before a change): whether the headline
   prints the same bytes there and here (table, JSON and CSV); exit code 1 when not;
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["solve", "--budget", "200000", "--model", "inception_v3"]
 HEADLINE = [sys.executable, "-m", "costopt.cli", *ARGS]
 NUMPY = [sys.executable, "-c", "import numpy"]
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1"}  # what the command line asks for (costopt/cli/main.py)
 VERSION = [sys.executable, "-m", "costopt.cli", "--version"]
 SOLVE_HELP = [sys.executable, "-m", "costopt.cli", "solve", "--help"]
 
@@ -96,11 +98,12 @@ def main() -> None:
         warm = str(Path(tmp) / "warm")
         env = _env(ROOT, warm)
         child_cpu(HEADLINE, env)  # warms the file cache and the validated-catalog cache
-        cold, head, nump, version, helps = [], [], [], [], []
+        cold, head, nump, nump1, version, helps = [], [], [], [], [], []
         for i in range(args.repeats):  # interleaved, so all see the same machine load
             cold.append(child_cpu(HEADLINE, _env(ROOT, str(Path(tmp) / f"cold{i}"))))
             head.append(child_cpu(HEADLINE, env))
             nump.append(child_cpu(NUMPY, env))
+            nump1.append(child_cpu(NUMPY, {**env, **ONE_THREAD}))
             version.append(child_cpu(VERSION, env))
             helps.append(child_cpu(SOLVE_HELP, env))
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
@@ -108,6 +111,7 @@ def main() -> None:
         print(_line("headline, repeated use (catalog from the cache)", head, " (target <= 0.35 s)"))
         print(_line("headline, first run (empty cache: validates)", cold))
         print(_line('`python -c "import numpy"`', nump))
+        print(_line('the same with OPENBLAS_NUM_THREADS=1', nump1, " (as the command line runs)"))
         print(f"headline / numpy import: {statistics.median(head) / statistics.median(nump):.2f}x repeated, "
               f"{statistics.median(cold) / statistics.median(nump):.2f}x first run (medians)")
         print(_line("`costopt --version`", version))

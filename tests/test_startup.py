@@ -62,3 +62,41 @@ def test_version_mounts_no_command():
     assert p.stdout.strip().startswith("costopt ")
     mods = set(json.loads(p.stderr.rsplit("MODULES ", 1)[1]))
     assert "numpy" not in mods and "costopt.api" not in mods
+
+
+# One BLAS thread for the command line (costopt/cli/main.py: OpenBLAS's idle threads cost the headline
+# about 0.1 s of CPU), only where the user set no thread count, never for `import costopt`.
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+ENV_PROBE = ("import os, sys\n"
+             "from costopt.cli.main import main\n"
+             "try:\n"
+             "    main(sys.argv[1:])\n"
+             "except SystemExit:\n"
+             "    pass\n"
+             "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+
+
+def test_one_blas_thread_only_when_unset():
+    from costopt.cli.main import one_blas_thread
+
+    env: dict[str, str] = {"PATH": "/bin"}
+    assert one_blas_thread(env, "solve") and env == {"PATH": "/bin", "OPENBLAS_NUM_THREADS": "1"}
+    for var in BLAS_VARS:  # the user's own choice, under any name OpenBLAS reads, stays as it is
+        env = {var: "4"}
+        assert not one_blas_thread(env, "solve") and env == {var: "4"}
+    env = {}
+    assert not one_blas_thread(env, "profile") and env == {}  # PyTorch may use OpenBLAS for a CPU profile
+
+
+def _blas_env_after(cmd: list[str], **extra: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS} | extra
+    p = subprocess.run([sys.executable, *cmd], env=env, capture_output=True, text=True, check=True)
+    return p.stdout.strip().splitlines()[-1]
+
+
+def test_console_entry_sets_one_blas_thread_and_the_library_does_not():
+    assert _blas_env_after(["-c", ENV_PROBE, "--version"]) == "1"
+    assert _blas_env_after(["-c", ENV_PROBE, "--version"], OPENBLAS_NUM_THREADS="3") == "3"
+    assert _blas_env_after(["-c", ENV_PROBE, "--version"], OMP_NUM_THREADS="2") == "None"
+    library = "import os, costopt, costopt.api\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    assert _blas_env_after(["-c", library]) == "None"
