@@ -118,6 +118,9 @@ PRIOR: dict[str, tuple[str, float]] = {
     # per-byte serialisation and copy cost of an RPC stack: TF's own RecvTensor benchmarks range from 100-200
     # to 800 MB/s on one stream (tensorflow/tensorflow#6116, 2016-12 to 2017-08): a factor ~2 either way
     **{f"{st}_copy_ns_per_byte": ("log", 0.70) for st in ("nccl", "mpi", "grpc", "gloo")},
+    # NCCL socket-transport ceiling: the two public figures behind the prior (2.4 and 5 GB/s, NVIDIA/nccl#209 and
+    # #450) are a factor ~2 apart, and channel/thread settings move it: a factor ~1.65 either way
+    "nccl_socket_gb_per_s": ("log", 0.50),
 }
 # fitted by default: the knobs the shipped rows inform. TCP and RDMA efficiencies stay at their priors
 # (wire and kernel properties from link benchmarks); most multi-node shipped rows are gRPC PS rows, and
@@ -132,7 +135,7 @@ PRIOR: dict[str, tuple[str, float]] = {
 # during overlap, and fitting both leaves them confounded (it stays at its prior, 1).
 DEFAULT_FIT = ("ps_tensor_overhead_us", "ps_pull_overlap", "pcie_efficiency",
                "nvlink_efficiency", "host_reduce_gb_per_s", "grpc_copy_ns_per_byte", "nccl_sync_us", "grpc_sync_us",
-               "nccl_compute_slowdown", "grpc_compute_slowdown")
+               "nccl_compute_slowdown", "grpc_compute_slowdown", "nccl_socket_gb_per_s")
 
 
 def _prior_u(name: str, v: float) -> float:

@@ -24,6 +24,10 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
 
 - link fraction f_s: bulk transfers between nodes reach f_s of the transport's effective rate,
   B_wire = line rate x eff(transport) x f_s;
+- NCCL over transport tcp (no IB verbs, or NCCL_IB_DISABLE=1) runs its socket transport: host threads copy each
+  chunk through the kernel's TCP stack, pipelined with the wire, so B_wire = min(line x eff(tcp) x f_nccl,
+  `nccl_socket_gb_per_s`) per NIC, a host-CPU ceiling whatever the link (NVIDIA/nccl#209, #450: 2.4-5 GB/s);
+  over RDMA NCCL uses GPUDirect and no ceiling applies;
 - copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, in series with
   the wire and independent of it (gRPC: one TF RecvTensor stream at ~0.5 GB/s); a tensor held on a GPU
   is also staged through the host (device -> host before the RPC, host -> device after);

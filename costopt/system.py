@@ -56,6 +56,9 @@ class SystemParams:
     nccl_sync_us: float = 0.0
     nccl_compute_slowdown: float = 0.0
     nccl_copy_ns_per_byte: float = 0.0
+    # NCCL's socket transport (no IB verbs / RDMA): the rate its proxy threads push through the kernel's TCP
+    # stack, a host-CPU ceiling independent of the link (GB/s per NIC); inf: no ceiling
+    nccl_socket_gb_per_s: float = math.inf
     mpi_link_fraction: float = 1.0
     mpi_sync_us: float = 0.0
     mpi_compute_slowdown: float = 0.0
@@ -95,6 +98,7 @@ _KEYS = {
     ("sync", "step_us_per_worker"): "sync_us_per_worker",
     **{(stack, key): f"{stack}_{key}" for stack in ("nccl", "mpi", "grpc", "gloo")
        for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte")},
+    ("nccl", "socket_gb_per_s"): "nccl_socket_gb_per_s",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency",
@@ -102,6 +106,7 @@ _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_ef
 _MAX_VALUE = 1e9  # no speed (GB/s), per-message cost (us) or size (MB, GB) of the model comes near this
 _UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv",  # in [0, 1], 0 allowed
                   "nccl_compute_slowdown", "mpi_compute_slowdown", "grpc_compute_slowdown", "gloo_compute_slowdown"}
+_POSITIVE = {"bucket_mb", "nccl_socket_gb_per_s"}  # a size or a speed: 0 is not a value
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 # The parameters `costopt calibrate` fits (calibrate.BOUNDS) and `solve` resamples (robustness.py):
@@ -125,6 +130,7 @@ FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
     **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_copy_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+    "nccl_socket_gb_per_s": (0.2, 50.0, "log"),
 }
 
 
@@ -146,7 +152,7 @@ def _values(data: dict, where: str, *, require_all: bool) -> dict[str, float]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError(f"{where}: [{section}] field '{key}': must be a number, got {value!r}", field=key)
             value = float(value)
-            if (not math.isfinite(value) or value < 0 or value > _MAX_VALUE or (name in _FRACTIONS and not 0 < value <= 1) or (name == "bucket_mb" and value <= 0)
+            if (not math.isfinite(value) or value < 0 or value > _MAX_VALUE or (name in _FRACTIONS and not 0 < value <= 1) or (name in _POSITIVE and value <= 0)
                     or (name in _UNIT_INTERVAL and value > 1)):
                 raise InputError(f"{where}: [{section}] field '{key}': value {value:g} out of range", field=key)
             out[name] = value

@@ -62,6 +62,10 @@ These two legacy terms default to 0; the per-stack terms below carry the per-ste
 Communication stack s (costopt/stacks.py; one per design, default from strategy and reduce_on):
 
     B_wire    = line rate × eff(transport) × f_s                     (f_s = `<s>_link_fraction`)
+                nccl over transport tcp (its socket transport: no IB verbs, or NCCL_IB_DISABLE=1):
+                B_wire = min(line rate × eff(tcp) × f_nccl, B_sock)  per NIC, B_sock = `nccl_socket_gb_per_s`
+                (host threads copy chunks through the kernel TCP stack, pipelined with the wire: the slower
+                stage sets the rate; NVIDIA/nccl#209, #450: 2.4-5 GB/s whatever the link)
     c_s       = `<s>_copy_ns_per_byte`: host CPU time per byte the stack serialises and copies (gRPC 2 ns/B
                 prior: one TF RecvTensor stream at ~0.5 GB/s, tensorflow#6116); it does not scale with the link
     stage     = 1/B_pcie_one for grpc with reduce_on=gpu (TF's RecvTensor copies a GPU tensor to the host
@@ -96,7 +100,7 @@ from .arrays import select
 from .catalog import gpu_link_used, host_pcie_gb_per_s, intra_node_gb_per_s
 from .design_space import NO_NIC, STRATEGIES, DesignSpace
 from .placement import ps_node_traffic
-from .stacks import GLOO, GRPC, MPI, per_stack, sync_growth
+from .stacks import GLOO, GRPC, MPI, NCCL, per_stack, sync_growth
 from .system import SystemParams
 from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
@@ -202,12 +206,16 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
     pcie_one = sp.pcie * pcie_eff
     is_rdma = rdma[ni]
     wire_eff = np.where(is_rdma, _param(params, "rdma_efficiency", n), _param(params, "tcp_efficiency", n))
+    # NCCL without IB verbs (transport tcp) runs its socket transport: host threads copy each chunk through the
+    # kernel's TCP stack while the previous chunk is on the wire, so the slower of the two sets the rate
+    sock = np.where((stack == NCCL) & ~is_rdma & has_nic,
+                    gb_per_s_to_bytes_per_s(_param(params, "nccl_socket_gb_per_s", n)), np.inf)
     overhead_us = np.where(is_rdma, _param(params, "rdma_message_overhead_us", n),
                            _param(params, "tcp_message_overhead_us", n))
     return {
         # several adapters per node (one per rail) run in parallel: NCCL rings/trees stripe across them;
         # the stack reaches its own fraction of the transport's rate
-        "B_wire": line[ni] * wire_eff * per_stack(params, "link_fraction", stack) * space.nics_per_node,
+        "B_wire": np.minimum(line[ni] * wire_eff * per_stack(params, "link_fraction", stack), sock) * space.nics_per_node,
         # host CPU time per byte an RPC stack spends serialising and copying what it sends (s/byte); no NIC: 0
         "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
         "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),

@@ -231,6 +231,37 @@ def test_hierarchical_over_a_host_stack_reduces_inside_the_node_first_by_hand():
     assert flat["t_comm_s"] > d["t_comm_s"]
 
 
+def test_nccl_socket_transport_caps_the_wire_by_hand():
+    """NCCL over transport tcp runs its socket transport: the NIC rate is min(line x eff(tcp), B_sock).
+    10 GbE at eff 0.7 = 0.875e9 B/s; a 0.5 GB/s socket ceiling makes the ring's NIC time V / 0.5e9 instead of
+    V / 0.875e9 (V = 2·7/8 · inception_v3's 27,161,264 fp32 parameters · 4 bytes = 190,128,848 bytes): +0.1629 s."""
+    V = 2 * 7 / 8 * 27_161_264 * 4
+    free = _pred(_p(tcp_efficiency=0.7, nccl_socket_gb_per_s=1e6), stack="nccl")
+    capped = _pred(_p(tcp_efficiency=0.7, nccl_socket_gb_per_s=0.5), stack="nccl")
+    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(V / 0.5e9 - V / 0.875e9, rel=1e-6)
+    assert V / 0.5e9 - V / 0.875e9 == pytest.approx(0.16298, rel=1e-4)
+    # a ceiling above the wire's rate changes nothing: the wire is the slower stage
+    above = _pred(_p(tcp_efficiency=0.7, nccl_socket_gb_per_s=2.0), stack="nccl")
+    assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(nic="ib100", stack="nccl"),             # IB verbs: GPUDirect, no socket transport
+    dict(stack="grpc", chassis="pcie4x4"),       # not NCCL: its own per-byte cost, not this ceiling
+    dict(nodes=1, nic=None, stack="nccl"),       # one node: no NIC
+])
+def test_nccl_socket_ceiling_only_for_nccl_over_tcp(kw):
+    a = _pred(_p(nccl_socket_gb_per_s=1e6), **kw)
+    b = _pred(_p(nccl_socket_gb_per_s=0.01), **kw)
+    assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
+
+
+def test_nccl_socket_prior_is_the_geometric_mean_of_its_two_sources():
+    """system_priors.toml: 2.4 GB/s (NVIDIA/nccl#209, 60% of 32 Gb/s) and 5 GB/s (#450, 100 Gb/s TCP)."""
+    from costopt.system import prior_system
+    assert prior_system().nccl_socket_gb_per_s == pytest.approx(math.sqrt(0.6 * 32 / 8 * 5.0), abs=0.005)
+
+
 def test_stack_mechanisms_tool_stays_under_the_hardware():
     """tools/stack_mechanisms.py (issue 10's out-of-sample behaviours, configurations only): the busiest NIC can
     never run above its line rate, and a host all-reduce of S bytes can never beat the wire: S / t_comm below

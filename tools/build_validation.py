@@ -50,6 +50,12 @@ measurement of that GPU and model, named in the row's notes). The multi-node all
 tools/sources/published_allreduce.csv (one line per published figure, with where it is in the source);
 docs/accuracy.md lists those sources.
 
+`transport` of a multi-node all-reduce row is what the run's communication library used, which is not always
+the adapter the source states: DLPERF_2020's PaddlePaddle BERT multi-node runs export NCCL_IB_DISABLE=1 in
+DLPerf's own script, and its MXNet BERT column of report v1 @28c5854b ran in an NGC container without the
+InfiniBand user-space driver, so NCCL used its socket transport (tcp) over the stated EDR adapter. The row's
+notes give the evidence; the measured figures are unchanged.
+
 `overlap` (the timing model's overlap mode) is left empty (wfbp) for every row: no source states a
 mode that waits for all gradients (tf_cnn_benchmarks `--gradient_repacking`; the May 2017 page lists
 variable_update and the parameter device only), and TF 1.x dataflow, Horovod and DDP all start each
@@ -356,7 +362,7 @@ def _allreduce(path: Path = ALLREDUCE_SOURCES) -> list[dict]:
         notes = [cal, f"{r.framework}; {r.framework_stack}: all-reduce on GPUs, modelled as {r.strategy}", ts_note,
                  f"where: {r['where']}", f"reference: {r.reference}"]
         if multi:
-            notes.append(f"network as stated: {int(r.nics_per_node)} x {float(r.nic_gbps):g} Gb/s {r.transport} per node")
+            notes.append(f"network as stated: {int(r.nics_per_node)} x {float(r.nic_gbps):g} Gb/s per node, transport {r.transport}")
         if isinstance(r.notes, str) and r.notes:
             notes.append(r.notes)
         row = _row(
