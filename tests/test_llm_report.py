@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -175,3 +176,33 @@ def test_part_filter_options_are_checked_in_data_parallel_reports_too(tmp_path):
                                   "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and msg in p.stderr and "Traceback" not in p.stderr, p.stderr
         assert not (tmp_path / "r.html").exists()
+
+
+def test_llm_report_states_each_range(llm_report):
+    rep, _ = llm_report
+    sec = rep.section("recommended")
+    b = rep.solve_json["best"]
+    header, rows = sec.tables[0]
+    assert "tokens/s 80% range" in header and "hours 80% range" in header
+    col = header.index("tokens/s 80% range")
+    span = f"{b['tokens_per_s_low']:,.0f}-{b['tokens_per_s_high']:,.0f}"
+    assert f"80% range {span}" in sec.intro and rows[0][col] == span
+    assert b["tokens_per_s_low"] < b["tokens_per_s"] < b["tokens_per_s_high"]
+    assert "errors of 221 published runs" in sec.intro and any("near ties" in n for n in sec.notes)
+
+
+def test_infeasible_llm_report_explains_the_nearest_design(tmp_path):
+    # a budget below every design that can hold llama3_8b: no report, exit 1, and the nearest feasible design
+    # (the cheapest that can) named with its cost; the same design `solve` names
+    args = ["--budget", "20000", "--model", "llama3_8b", "--tokens", "1e10", "--max-nodes", "4"]
+    s = subprocess.run(CLI + ["solve", *args, "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert s.returncode == 1
+    nearest = json.loads(s.stdout)["nearest"]
+    assert nearest["cost_usd"] > 20000 and nearest["tokens_per_s_low"] <= nearest["tokens_per_s"]
+    p = subprocess.run(CLI + ["report", *args, "--out", str(tmp_path / "r.html")], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "COLUMNS": "160"})
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr + p.stdout and not (tmp_path / "r.html").exists()
+    assert "nearest feasible design" in p.stderr and f"${nearest['cost_usd']:,.0f}" in p.stderr
+    assert f"{nearest['total_gpus']} x {nearest['gpu']}" in p.stderr
+    assert "Nearest feasible design" in p.stdout and nearest["gpu"] in p.stdout

@@ -231,7 +231,13 @@ def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -
             typer.echo(f"infeasible: {msg}", err=True)  # one line, however long (no console wrapping)
             if exc.nearest and show_nearest:
                 c = _console()
-                c.print(_design_table([exc.nearest], "Nearest feasible design"))
+                if "tokens_per_s" in exc.nearest:  # a large-model design
+                    from .llm import designs_table
+
+                    c.print(designs_table([exc.nearest], "Nearest feasible design",
+                                          exc.nearest.get("hours_to_train") is not None))
+                else:
+                    c.print(_design_table([exc.nearest], "Nearest feasible design"))
         raise typer.Exit(exc.exit_code)
     typer.echo(f"error: {msg}", err=True)
     if fmt == "json":

@@ -92,29 +92,8 @@ def print_solve(res: dict, fmt: str) -> None:
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
     c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
             "--include consumer,legacy,eol opens them)")
-    t = Table(title="Best design of each GPU type (large-model path)", title_justify="left", box=box.SIMPLE_HEAD,
-              show_edge=False, pad_edge=False, collapse_padding=True)
-    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "range", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
-    if res.get("tokens_to_train"):
-        cols += ("hours",)
-    rows = []
-    for d in [res["best"], *res["best_per_gpu"]]:
-        nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
-        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
-               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
-               f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
-               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
-               _cell(d.get("usd_per_1e9_tokens"), "cents")]
-        if res.get("tokens_to_train"):
-            row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
-        rows.append(row)
-    for j, col in enumerate(cols):
-        text = col in ("NIC", "layout")  # these wrap; every other cell is kept whole
-        t.add_column(col, justify="left" if text or col == "gpu" else "right",
-                     min_width=None if text else max(len(r[j]) for r in rows))
-    for row in rows:
-        t.add_row(*row)
-    c.print(t)
+    c.print(designs_table([res["best"], *res["best_per_gpu"]], "Best design of each GPU type (large-model path)",
+                          bool(res.get("tokens_to_train"))))
     c.print(f"Why: {res['why']}")
     b = res["best"]
     if b.get("tokens_per_s_low") is not None:
@@ -124,6 +103,34 @@ def print_solve(res: dict, fmt: str) -> None:
     if res.get("capacity"):
         c.print(res["capacity"]["sentence"])
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
+
+
+def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table:
+    """Large-model designs as a table (solve, and the nearest feasible design of an infeasible request);
+    `range`: the 80% range of tokens/s against the prediction, ≈ a near tie with the best."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+              collapse_padding=True)
+    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "range", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
+    if hours:
+        cols += ("hours",)
+    rows = []
+    for d in designs:
+        nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
+        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
+               f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
+               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
+               _cell(d.get("usd_per_1e9_tokens"), "cents")]
+        if hours:
+            row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
+        rows.append(row)
+    for j, col in enumerate(cols):
+        text = col in ("NIC", "layout")  # these wrap; every other cell is kept whole
+        t.add_column(col, justify="left" if text or col == "gpu" else "right",
+                     min_width=None if text else max(len(r[j]) for r in rows))
+    for row in rows:
+        t.add_row(*row)
+    return t
 
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:

@@ -281,10 +281,13 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
     thr = ev.timing.tokens_per_s
     best_local, info = best_on_front(objective, costs.cost_usd[cand], thr[cand], order[cand], budget)
     if best_local is None:
-        cheapest = cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]]
-        nearest = _add_costs(design_record(ev, int(cheapest)), costs, int(cheapest), tokens, years)
-        raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the cheapest "
-                              f"costs ${nearest['cost_usd']:,.0f}", nearest=nearest, reason="budget")
+        cheapest = int(cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]])
+        nearest = {**_add_costs(_ranged(design_record(ev, cheapest), found.ranges, cheapest), costs, cheapest, tokens,
+                                years), "model": cfg.name}
+        raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the nearest "
+                              f"feasible design is the cheapest that can: {_design_phrase(nearest)} for "
+                              f"${nearest['cost_usd']:,.0f} (raise --budget to at least that)",
+                              nearest=nearest, reason="budget")
     best = int(cand[best_local])
     # alternatives: the best design of each other GPU type within the budget
     alts = []
@@ -321,12 +324,16 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
 
 
+def _design_phrase(d: dict, joiner: str = ", ") -> str:
+    """'8 x mi325x (zero1, tp 2, pp 1, micro-batch 1, checkpointing none), 75,110 tokens/s (80% range ...)'."""
+    thr = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
+                       f"from the {d.get('range_basis')}", unit="tokens/s")
+    return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}, micro-batch "
+            f"{d['micro_batch']}, checkpointing {d['activation_checkpointing']}){joiner}{thr}")
+
+
 def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:
-    thr = range_phrase(best["tokens_per_s"], best.get("tokens_per_s_low"), best.get("tokens_per_s_high"),
-                       f"from the {best.get('range_basis')}", unit="tokens/s")
-    parts = [f"{best['total_gpus']} x {best['gpu']} ({best['strategy']}, tp {best['tp']}, pp {best['pp']}, "
-             f"micro-batch {best['micro_batch']}, checkpointing {best['activation_checkpointing']}) gives "
-             f"{thr} at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
+    parts = [f"{_design_phrase(best, ' gives ')} at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
              f"using {best['memory_per_gpu_gb']:.0f} of {best['gpu_memory_gb']:g} GB per GPU"]
     if others:
         o = others[0]

@@ -3,8 +3,8 @@
 Same file formats as the data-parallel report (costopt/report.py: one HTML file with the plots
 embedded, or Markdown with a PNG folder); sections, each an element with a stable id:
 
-    recommended  the design `costopt solve` picks and the best design of each other GPU type: tokens/s,
-                 tokens/s per GPU, MFU, memory per GPU, hours and USD per 1e9 tokens, and with --tokens
+    recommended  the design `costopt solve` picks and the best design of each other GPU type: tokens/s
+                 with its 80% range (ranges.py; near ties marked), tokens/s per GPU, MFU, memory per GPU, hours and USD per 1e9 tokens, and with --tokens
                  the time and cost to train them (the same numbers as `solve --format json`)
     memory       feasible layouts by GPU memory size (feasibility.py): for each memory size in the search,
                  which strategy / tp / pp fit and their best tokens/s per dollar; the ones that do not fit
@@ -56,29 +56,32 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
     rows = []
     for i, d in enumerate(designs, 1):
         row = [str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", _nics(d), _layout(d),
-               f"{d['tokens_per_s']:,.0f}", f"{d['tokens_per_s_per_gpu']:,.0f}", f"{d['mfu']:.1%}",
+               f"{d['tokens_per_s']:,.0f}", _span(d, "tokens_per_s", "{:,.0f}") + (" (near tie)" if d.get("near_tie") else ""),
+               f"{d['tokens_per_s_per_gpu']:,.0f}", f"{d['mfu']:.1%}",
                f"{d['memory_per_gpu_gb']:.1f} / {d['memory_limit_gb']:.1f} / {d['gpu_memory_gb']:g}",
                _num(d["hours_per_1e9_tokens"], "{:,.2f}"), _money(d['usd_per_1e9_tokens'], True),
                _money(d["cost_usd"], cloud)]
         if tokens:
-            row += [_num(d.get("hours_to_train"), "{:,.0f}"), _num((d.get("hours_to_train") or math.nan) / 24, "{:,.1f}"),
-                    _money(d["cost_to_train_usd"], cloud)]
+            row += [_num(d.get("hours_to_train"), "{:,.0f}"), _span(d, "hours_to_train", "{:,.0f}"),
+                    _num((d.get("hours_to_train") or math.nan) / 24, "{:,.1f}"), _money(d["cost_to_train_usd"], cloud)]
         rows.append(row)
-    header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "layout", "tokens/s", "tokens/s per GPU", "MFU",
+    header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "layout", "tokens/s", "tokens/s 80% range",
+              "tokens/s per GPU", "MFU",
               "memory per GPU GB (used / usable / card)", "hours per 1e9 tokens", "USD per 1e9 tokens",
               f"cost (USD{' per hour' if cloud else ''})"]
     if tokens:
-        header += [f"hours to train {tokens:,.3g} tokens", "days", "cost to train (USD)"]
+        header += [f"hours to train {tokens:,.3g} tokens", "hours 80% range", "days", "cost to train (USD)"]
     b = res["best"]
     per_1e9 = b["usd_per_1e9_tokens"]
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
-             f"{b['chassis']}), {_nics(b)} per node, {_layout(b)}: {b['tokens_per_s']:,.0f} tokens/s, "
+             f"{b['chassis']}), {_nics(b)} per node, {_layout(b)}: {_tokens_phrase(b)}, "
              f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU, MFU {b['mfu']:.1%}, {b['memory_per_gpu_gb']:.1f} GB "
              f"per GPU of {b['memory_limit_gb']:.1f} GB usable ({b['gpu_memory_gb']:g} GB card); "
              f"{b['hours_per_1e9_tokens']:,.2f} hours and {_money(per_1e9, True)} per 1e9 tokens")
     if tokens:
-        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days) "
-                  f"for {_money(b['cost_to_train_usd'], cloud)}")
+        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
+                  + (f"; 80% range {_span(b, 'hours_to_train', '{:,.0f}')} hours" if b.get("hours_to_train_low") else "")
+                  + f") for {_money(b['cost_to_train_usd'], cloud)}")
     intro += f". Why: {res['why']}"
     sec = Section("recommended", "Recommended design and the best of each GPU type", intro, [(header, rows)])
     if not cloud:
@@ -87,11 +90,30 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
                          f"PUE {found.catalog.site.pue:g}, {found.catalog.site.electricity_usd_per_kwh:g} USD/kWh) - "
                          "an estimate that assumes the cluster is always busy. Cost to train is the purchase.")
     sec.notes.append(f"Compute: {b['compute_basis']}.")
+    ties = res["solver"].get("near_ties", 0)
+    sec.notes.append("80% ranges: from the out-of-sample errors of published training runs (tokens/s per GPU of each "
+                     "run predicted by a fit without its own source, or, for a GPU with no published run, without its "
+                     "own GPU; costopt/llm/ranges.py). Hours run against tokens/s: the low end of tokens/s is the high "
+                     f"end of hours. {ties} of the other GPU types' best designs are near ties: their range overlaps "
+                     "the recommendation's.")
     sec.notes.append(f"{res['candidates_evaluated']:,} hardware designs x {res['layouts_per_design']:,} layouts; "
                      f"{res['solver']['feasible_hardware_designs']:,} hardware designs fit the model with some layout; "
                      f"Pareto front of {res['solver']['pareto_front_size']}. Parts: {res['parts_offered']} "
                      f"({res['designs_left_out_by_part_filter']:,} hardware designs left out).")
     return sec
+
+
+def _span(d: dict, key: str, fmt: str) -> str:
+    """'50,619-67,251': a record's 80% range of `key`, '-' without one."""
+    lo, hi = d.get(f"{key}_low"), d.get(f"{key}_high")
+    return "-" if lo is None or hi is None else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def _tokens_phrase(d: dict) -> str:
+    from ..intervals import range_phrase
+
+    return range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
+                        f"from the {d.get('range_basis')}", unit="tokens/s")
 
 
 def _cell_text(c: dict) -> str:
