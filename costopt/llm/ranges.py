@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..intervals import HIGH_Q, LOW_Q, METHOD
+from ..intervals import HIGH_Q, LOW_Q, percentiles
 
 LLM_RESIDUALS_PATH = Path(__file__).resolve().parent.parent / "data" / "llm_residuals.json"
 SAMPLES = ("by_source", "by_gpu")
@@ -47,7 +47,7 @@ _WHAT = {"by_source": "leave-one-source-out", "by_gpu": "leave-one-GPU-out"}
 
 def quantiles(r: np.ndarray) -> tuple[float, float]:
     """(q10, q90) of log residuals, Weibull plotting positions."""
-    lo, hi = np.percentile(np.asarray(r, dtype=np.float64), [LOW_Q, HIGH_Q], method=METHOD)
+    lo, hi = percentiles(np.asarray(r, dtype=np.float64), (LOW_Q, HIGH_Q))
     return float(lo), float(hi)
 
 
