@@ -23,30 +23,16 @@ import argparse
 import csv
 import json
 import random
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_memory import big_catalog  # noqa: E402  (the 20x catalog, one definition)
+from bench_memory import big_catalog, run_cli, show  # noqa: E402  (the 20x catalog and the runner, one definition)
 
 from costopt.validate import VALIDATION_DIR  # noqa: E402
-
-# A child that runs the CLI in-process and reports its own CPU time and peak memory at exit on stderr.
-CHILD = ("import atexit, resource, sys\n"
-         "def _report():\n"
-         "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
-         "    sys.stderr.write(f'\\n@@bench {r.ru_utime + r.ru_stime:.3f} {r.ru_maxrss}\\n')\n"
-         "atexit.register(_report)\n"
-         "sys.argv = ['costopt'] + sys.argv[1:]\n"
-         "from costopt.cli import main\n"
-         "main()\n")
-
 
 def make_rows(n: int, out: Path, seed: int = 13) -> None:
     with (VALIDATION_DIR / "published.csv").open(encoding="utf-8") as fh:
@@ -63,26 +49,6 @@ def make_rows(n: int, out: Path, seed: int = 13) -> None:
             if int(r[inodes]) > 1:
                 r[inodes] = str(rng.choice([2, 3, 4, 6, 8, 12, 16]))
             w.writerow(r)
-
-
-def run_cli(args: list[str], stdout_path: Path | None = None) -> dict:
-    """One CLI command in a child process: wall, CPU and peak memory of that process, exit code."""
-    t0 = time.perf_counter()
-    with open(stdout_path or "/dev/null", "w") as out:
-        p = subprocess.run([sys.executable, "-c", CHILD, *args], stdout=out, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
-    line = [ln for ln in p.stderr.splitlines() if ln.startswith("@@bench ")]
-    cpu, rss_kb = (float(x) for x in line[-1].split()[1:]) if line else (float("nan"), float("nan"))
-    err = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("@@bench")]
-    return {"rc": p.returncode, "wall_s": wall, "cpu_s": cpu, "peak_gb": rss_kb * 1024 / 1e9, "stderr": err[-3:]}
-
-
-def show(name: str, r: dict, target: str) -> None:
-    print(f"  {name:<34} {r['cpu_s']:7.1f} s CPU {r['wall_s']:7.1f} s wall  peak {r['peak_gb']:5.2f} GB  "
-          f"exit {r['rc']}   ({target})")
-    if r["rc"] not in (0,):
-        for ln in r["stderr"]:
-            print(f"      {ln}")
 
 
 def rows_part(n: int, tmp: Path, calibrate: bool = True) -> None:

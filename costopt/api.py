@@ -545,7 +545,8 @@ Keep = Callable[[Evaluation], np.ndarray]  # designs of one piece a caller needs
 def evaluate_bounded(cat: Catalog, space_kw: dict[str, Any], limits: dict[str, Any], *, keep: Keep | None = None,
                      workload: Workload, tensors: TensorSet, params: SystemParams, precision: str, batch_per_gpu: int,
                      overlap: str, basis: CostBasis, grad_accum: int = 1, stack: str | None = None,
-                     support_years: float = 0.0) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]] | None]:
+                     support_years: float = 0.0, chunk_designs: int | None = None,
+                     ) -> tuple[Evaluation, tuple[int, int, tuple[int, ...]] | None]:
     """The design space `enumerate_designs(cat, **space_kw)` evaluated in bounded memory: the one mechanism
     of `solve`, `compare`, `report` and `export`.
 
@@ -553,8 +554,9 @@ def evaluate_bounded(cat: Catalog, space_kw: dict[str, Any], limits: dict[str, A
     evaluated piece by piece (`iter_design_chunks`), keeping from each piece only what `choose` with
     `limits` may pick or name (`_survivors`: the piece's Pareto front merged as the pieces go, family
     bests, ...) plus `keep(piece)` (e.g. every row of an export table): (the survivors' Evaluation,
-    `counts` for `choose`). Peak memory is one piece plus what is kept, whatever the catalog size."""
-    chunks = iter_design_chunks(cat, max_designs=CHUNK_DESIGNS, **space_kw)
+    `counts` for `choose`). Peak memory is one piece plus what is kept, whatever the catalog size.
+    `chunk_designs`: designs per piece (None: CHUNK_DESIGNS)."""
+    chunks = iter_design_chunks(cat, max_designs=chunk_designs or CHUNK_DESIGNS, **space_kw)
     first = next(chunks)
     second = next(chunks, None)
     if second is None:  # the whole space at once

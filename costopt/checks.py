@@ -14,8 +14,9 @@ import math
 import numbers
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from .errors import InputError
 
@@ -197,9 +198,12 @@ def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path
     return p
 
 
-def write_bytes_atomic(path: str | Path, data: bytes, what: str, inputs: Iterable[Any] = ()) -> Path:
-    """Write `data` to a temporary file beside `path`, then rename it over `path`: a failure never
-    leaves a half-written file, and readers see the old file or the new one."""
+@contextmanager
+def atomic_output(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Iterator[BinaryIO]:
+    """A binary file handle to a temporary file beside `path` (checked with `output_path`), renamed over
+    `path` when the block ends without an error: a failure (an exception in the block, a full disk) never
+    leaves a half-written file, and readers see the old file or the new one. For output written in
+    pieces (`export` streams its rows), so the whole never has to be in memory."""
     import tempfile  # only when writing (its import pulls in shutil, random, ...)
 
     p = output_path(path, what, inputs)
@@ -207,7 +211,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str, inputs: Iterabl
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
         if p.exists():
             try:
                 os.chmod(tmp, p.stat().st_mode & 0o7777)
@@ -227,7 +231,13 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str, inputs: Iterabl
                 os.unlink(tmp)
             except OSError:
                 pass
-    return p
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, what: str, inputs: Iterable[Any] = ()) -> Path:
+    """Write `data` to a temporary file beside `path`, then rename it over `path` (`atomic_output`)."""
+    with atomic_output(path, what, inputs) as fh:
+        fh.write(data)
+    return Path(path)
 
 
 def write_text(path: str | Path, text: str, what: str, inputs: Iterable[Any] = ()) -> Path:

@@ -81,23 +81,13 @@ class DesignSpace:
         its radix R (the number of values it can take), so comparing keys compares the 8-tuples
         lexicographically. Ids, not catalog positions, so reordering a catalog file does not change an
         answer."""
-        gpu_rank = _id_rank([g.id for g in self.gpus])
-        ch_rank = _id_rank([c.id for c in self.chassis])
-        nic_rank = np.concatenate([_id_rank([n.id for n in self.nics]) + 1, [0]])  # last slot: no NIC
         n = len(self)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        digits = (
-            (gpu_rank[self.gpu_idx], len(self.gpus)),
-            (self.gpus_per_node, int(self.gpus_per_node.max()) + 1),
-            (ch_rank[self.chassis_idx], len(self.chassis)),
-            (self.nodes, int(self.nodes.max()) + 1),
-            (nic_rank[self.nic_idx], len(self.nics) + 1),
-            (self.nics_per_node, int(self.nics_per_node.max()) + 1),
-            (self.strategy, len(STRATEGIES)),
-            (self.reduce_on, len(REDUCE_ON)),
-            (self.stack, 4),  # stacks.STACKS
-        )
+        digits = tuple(zip(self.order_digits(), (
+            len(self.gpus), int(self.gpus_per_node.max()) + 1, len(self.chassis), int(self.nodes.max()) + 1,
+            len(self.nics) + 1, int(self.nics_per_node.max()) + 1, len(STRATEGIES), len(REDUCE_ON),
+            4)))  # stacks.STACKS
         span = 1
         for _, radix in digits:
             span *= radix
@@ -110,6 +100,17 @@ class DesignSpace:
             key *= radix
             key += d
         return key
+
+    def order_digits(self) -> tuple[np.ndarray, ...]:
+        """The nine digits of `order_key`, most significant first: gpu id rank, GPUs per node, chassis id
+        rank, nodes, nic id rank (none = 0), NICs per node, strategy, reduce_on, stack. They depend on the
+        design and the catalog only, not on which other designs are in the space, so the digits of two
+        pieces of one space compare (`order_key`'s radices, and so its values, are the space's own)."""
+        gpu_rank = _id_rank([g.id for g in self.gpus])
+        ch_rank = _id_rank([c.id for c in self.chassis])
+        nic_rank = np.concatenate([_id_rank([n.id for n in self.nics]) + 1, [0]])  # last slot: no NIC
+        return (gpu_rank[self.gpu_idx], self.gpus_per_node, ch_rank[self.chassis_idx], self.nodes,
+                nic_rank[self.nic_idx], self.nics_per_node, self.strategy, self.reduce_on, self.stack)
 
     def sort_key(self) -> np.ndarray:
         """Deterministic order for tie-breaking (indices, first design first): gpu id, GPUs/node,

@@ -80,17 +80,25 @@ def _short_table(df: pd.DataFrame, codes: dict[str, str]) -> pd.DataFrame:
 
 
 def legend_rows(df: pd.DataFrame, inputs: list[tuple[str, str]], codes: dict[str, str]) -> list[tuple[str, str, str, str]]:
-    """(kind, name, value, meaning) rows: inputs, columns with units, cost-basis codes, compute basis per GPU."""
+    """(kind, name, value, meaning) rows: inputs, columns with units, cost-basis codes, compute basis per GPU
+    (each GPU once, in the order of its first row in `df`)."""
+    per_gpu = []
+    if "compute_basis" in df.columns:
+        per_gpu = list(df.drop_duplicates("gpu")[["gpu", "compute_source", "compute_basis"]].itertuples(index=False))
+    return legend_rows_for(list(_short_table(df, codes).columns), per_gpu, inputs, codes)
+
+
+def legend_rows_for(columns: list[str], per_gpu: list[tuple[str, str, str]], inputs: list[tuple[str, str]],
+                    codes: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    """`legend_rows` from the table's (short) column names and (gpu, compute source, compute basis) per GPU,
+    for a table written in pieces (export_stream.py) that is never one DataFrame."""
     rows = [("input", k, v, "") for k, v in inputs]
-    short = _short_table(df, codes)
-    for c in short.columns:
+    for c in columns:
         unit, meaning = COLUMNS.get(c, ("", ""))
         rows.append(("column", c, unit, meaning))
     for text, code in codes.items():
         rows.append(("cost_basis", code, "", text))
-    if "compute_basis" in df.columns:
-        per_gpu = df.drop_duplicates("gpu")[["gpu", "compute_source", "compute_basis"]]
-        rows += [("compute_basis", r.gpu, r.compute_source, r.compute_basis) for r in per_gpu.itertuples()]
+    rows += [("compute_basis", gpu, source, basis) for gpu, source, basis in per_gpu]
     return rows
 
 

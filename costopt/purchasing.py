@@ -179,22 +179,24 @@ def evaluate_catalog(catalog: str | Path | Catalog | None, model: str, budget: f
 
 
 def evaluate_catalog_bounded(catalog: str | Path | Catalog | None, model: str, budget: float | None, opts: Options,
-                             *, amortize: bool = False, keep: api.Keep | None = None,
+                             *, amortize: bool = False, keep: api.Keep | None = None, objective: str | None = None,
+                             min_throughput: float | None = None, chunk_designs: int | None = None,
                              ) -> tuple[Evaluation, tuple | None]:
     """`evaluate_catalog` in bounded memory, through the mechanism of `solve` (`api.evaluate_bounded`): a space
-    larger than one piece keeps only what `choose` (budget, `opts.objective`) may pick or name, plus `keep`.
+    larger than one piece (`chunk_designs` designs; None: api.CHUNK_DESIGNS) keeps only what `choose`
+    (budget, `objective` (None: `opts.objective`), `min_throughput`) may pick or name, plus `keep`.
     Returns (evaluation, counts for `choose`; None when the space was evaluated whole)."""
     cat, space_kw, eval_kw = _catalog_request(catalog, model, budget, opts, amortize=amortize)
-    limits = dict(budget=budget, objective=opts.objective, max_power_kw=None, max_rack_units=None,
-                  min_throughput=None, part_filter=opts.part_filter(cat))
-    return api.evaluate_bounded(cat, space_kw, limits, keep=keep, **eval_kw)
+    limits = dict(budget=budget, objective=objective or opts.objective, max_power_kw=None, max_rack_units=None,
+                  min_throughput=min_throughput, part_filter=opts.part_filter(cat))
+    return api.evaluate_bounded(cat, space_kw, limits, keep=keep, chunk_designs=chunk_designs, **eval_kw)
 
 
 def solve_catalog(catalog, model: str, budget: float, opts: Options, top: int = 10,
-                  keep: api.Keep | None = None) -> tuple[SolveResult, Evaluation]:
+                  keep: api.Keep | None = None, chunk_designs: int | None = None) -> tuple[SolveResult, Evaluation]:
     """`choose` on `evaluate_catalog_bounded` (the evaluation returned holds only the survivors, plus `keep`,
-    when the space was evaluated in pieces)."""
-    ev, counts = evaluate_catalog_bounded(catalog, model, budget, opts, keep=keep)
+    when the space was evaluated in pieces of `chunk_designs` designs)."""
+    ev, counts = evaluate_catalog_bounded(catalog, model, budget, opts, keep=keep, chunk_designs=chunk_designs)
     return choose(ev, budget=budget, objective=opts.objective, top=top, counts=counts, today=opts.as_of,
                   part_filter=opts.part_filter(ev.catalog)), ev
 
@@ -219,8 +221,16 @@ def ranked_table(ev: Evaluation, budget: float | None, objective: str = "through
     order_rank = ev.space.order_rank()
     thr, cost = t.throughput_samples_per_s[idx], c.cost_usd[idx]
     idx = idx[np.lexsort((order_rank[idx], cost, objective_values(objective, cost, thr)))]
-    df = ev.frame(idx)
+    df = table_frame(ev, idx)
     df.insert(0, "rank", np.arange(1, len(idx) + 1))
+    return df
+
+
+def table_frame(ev: Evaluation, idx: np.ndarray) -> pd.DataFrame:
+    """The rows `idx` of a ranked table without their rank: the DESIGN columns plus `usd_per_hour`
+    (rented designs; 0 when owned) after `cost_usd`."""
+    df = ev.frame(idx)
+    c = ev.costs
     hourly = c.usd_per_hour[idx] if c.usd_per_hour is not None else np.zeros(len(idx))
     df.insert(df.columns.get_loc("cost_usd") + 1, "usd_per_hour", hourly)
     return df
@@ -443,8 +453,10 @@ class RentVsBuy:
 
 
 def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
-                *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None) -> RentVsBuy:
-    """Buy the best owned design for the budget, or rent the same work by the hour?"""
+                *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None,
+                chunk_designs: int | None = None) -> RentVsBuy:
+    """Buy the best owned design for the budget, or rent the same work by the hour? Both spaces are
+    evaluated in bounded memory, `chunk_designs` designs at a time (None: api.CHUNK_DESIGNS)."""
     opts = _options(opts)
     check_budget(budget)
     positive("--years", years, maximum=100.0)
@@ -460,15 +472,19 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         raise InputError(f"{cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
     opts.check_exclusions([own_cat, cloud_cat])
     own_opts = dataclasses.replace(opts, hours=None, tco_years=0.0)
-    own_res, _ = solve_catalog(own_cat, model, budget, own_opts, top=1)
+    own_res, _ = solve_catalog(own_cat, model, budget, own_opts, top=1, chunk_designs=chunk_designs)
     buy = own_res.best
     t_own = buy["throughput_samples_per_s"]
     # rented: per-hour prices; the cheapest per hour that is at least as fast, else the fastest
     cloud_opts = dataclasses.replace(opts, hours=None, epochs=None, dataset_size=None, tco_years=0.0)
-    cev = evaluate_catalog(cloud_cat, model, None, cloud_opts, node_budget=None)
+    # the cloud space in bounded memory (api.evaluate_bounded): with no budget a cloud space has no node
+    # bound from the money, so each piece keeps only what this `choose` may pick or name, and the fastest
+    # feasible design of each GPU type (`_survivors`), from which the fallback below picks
+    cev, counts = evaluate_catalog_bounded(cloud_cat, model, None, cloud_opts, objective="cost",
+                                           min_throughput=t_own, chunk_designs=chunk_designs)
     try:
         rent_res = choose(cev, budget=None, objective="cost", top=1, min_throughput=t_own, today=opts.as_of,
-                          part_filter=opts.part_filter(cloud_cat))
+                          part_filter=opts.part_filter(cloud_cat), counts=counts)
         rent, capacity = rent_res.best, rent_res.capacity
     except InfeasibleError:
         ok = cev.timing.feasible & cev.costs.buildable

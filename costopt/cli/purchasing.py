@@ -6,6 +6,7 @@ cost printed says what it is (one-off capex, USD per hour, per job, per year, pe
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -14,12 +15,10 @@ import typer
 from rich.table import Table
 
 from .. import purchasing as P
-from ..api import choose
 from ..checks import output_path
 from .common import _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from ..errors import CostoptError, InputError
-from ..export import spreadsheet_about
 
 app = typer.Typer()
 
@@ -249,11 +248,9 @@ def report(
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
-            pf = opts.part_filter(P._as_catalog(catalog))
-            ev, _ = P.evaluate_catalog_bounded(catalog, model, budget, opts,
-                                               keep=lambda piece: P.table_rows(piece, budget, pf))
-            P.export_table(P.ranked_table(ev, budget, part_filter=pf), fmt, all_designs, inputs + [out],
-                           **spreadsheet_about(ev, budget, "throughput"))
+            from ..export_stream import export_ranked  # the table in bounded memory, as `export` writes it
+
+            export_ranked(catalog, model, budget, opts, fmt, all_designs, inputs + [out])
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -288,6 +285,23 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
     typer.echo(f"wrote {files[0]}" + (f" (+{len(files) - 1} file(s))" if len(files) > 1 else ""))
 
 
+class _StdoutBytes:
+    """The bytes `export_ranked` streams, to stdout as it is when they come: its binary buffer, or decoded
+    text where it has none (a text stream put in its place)."""
+
+    def write(self, data: bytes) -> None:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(data.decode("utf-8"))
+            return
+        sys.stdout.flush()
+        buffer.write(data)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+        getattr(sys.stdout, "buffer", sys.stdout).flush()
+
+
 @app.command()
 def export(
     model: str = typer.Option(..., help="Zoo model."),
@@ -311,18 +325,12 @@ def export(
             output_path(out, "--out", inputs)
         cat = P._as_catalog(catalog)
         opts.check_exclusions([cat])
-        pf = opts.part_filter(cat)  # the designs solve would offer (--include opens more)
-        # in bounded memory: a space larger than one piece keeps only the table's rows (and what choose needs)
-        ev, counts = P.evaluate_catalog_bounded(cat, model, budget, opts,
-                                                keep=lambda piece: P.table_rows(piece, budget, pf))
-        table = P.ranked_table(ev, budget, objective, part_filter=pf)
-        if table.empty:  # nothing within the budget: exit 1 with the nearest design, as solve does
-            choose(ev, budget=budget, objective=objective, top=1, counts=counts, part_filter=pf)
-        text = P.export_table(table, fmt.value, out, inputs, **spreadsheet_about(ev, budget, objective))
+        # in bounded memory: the space in pieces, the table's rows written a block at a time (export_stream.py)
+        from ..export_stream import export_ranked
+
+        export_ranked(cat, model, budget, opts, fmt.value, out, inputs, stdout=_StdoutBytes())
     except CostoptError as exc:
         _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
         return
-    if text is not None:
-        typer.echo(text, nl=not text.endswith("\n"))
-    else:
+    if out is not None:
         typer.echo(f"wrote {out}", err=True)
