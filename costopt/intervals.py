@@ -62,8 +62,57 @@ _KIND_OF_SOURCE = {"measured": "measured", "interpolated": "measured", "extrapol
                    "published": "published", "roofline": "roofline", "calibrated": "calibrated"}
 
 
+# 0-based position v of the p-th quantile among n sorted values, per rule (Hyndman & Fan 1996), written
+# as numpy computes it: weibull puts the j-th smallest (j from 1) at p = j / (n + 1), linear at
+# (j - 1) / (n - 1).
+_POSITION = {
+    "weibull": lambda n, p: n * p + p - 1,
+    "linear": lambda n, p: (n - 1) * p,
+}
+
+
+def percentiles(x: Any, qs: tuple[float, ...] = (LOW_Q, HIGH_Q), axis: int | None = None,
+                method: str = METHOD) -> np.ndarray:
+    """The qs-th percentiles of `x` along `axis` (all values when None), one row per q.
+
+    With p = q / 100, the percentile sits at the rule's 0-based position v among the n sorted values
+    (weibull: v = (n + 1)·p − 1, linear: v = (n − 1)·p); it is the linear interpolation between the
+    values at ⌊v⌋ and ⌊v⌋ + 1 with weight γ = v − ⌊v⌋ (a + (b − a)·γ, or b − (b − a)·(1 − γ) when
+    γ ≥ 0.5), v below 0 taking the smallest value and v at or past n − 1 the largest; NaN where the
+    values hold a NaN.
+
+    These are np.percentile(x, qs, axis=axis, method=method)'s values, the same floating-point
+    operations in the same order (tests/test_intervals.py checks equality on many random arrays).
+    Written out because np.percentile loads numpy.ma (through np.unique), about 10 ms of every
+    command's start-up; np.partition places only the values needed."""
+    a = np.asarray(x, dtype=np.float64)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    a = np.moveaxis(a, axis, 0)
+    n = a.shape[0]
+    if n == 0:
+        raise ValueError("percentiles of no values")
+    p = np.asarray(qs, dtype=np.float64) / 100
+    v = _POSITION[method](n, p)
+    prev = np.floor(v)
+    above, below = v >= n - 1, v < 0
+    prev[above], prev[below] = -1, 0  # (numpy's weights at the ends; the two neighbours are one value there)
+    nxt = prev + 1
+    nxt[above], nxt[below] = -1, 0
+    gamma = (v - prev).reshape((-1,) + (1,) * (a.ndim - 1))
+    lo_i, hi_i = prev.astype(np.intp), nxt.astype(np.intp)
+    part = np.partition(a, sorted({0, n - 1, *(lo_i % n).tolist(), *(hi_i % n).tolist()}), axis=0)
+    lo, hi = part[lo_i], part[hi_i]
+    diff = hi - lo
+    out = np.where(gamma >= 0.5, hi - diff * (1 - gamma), lo + diff * gamma)
+    has_nan = np.isnan(part[-1])  # a NaN sorts last
+    if has_nan.any():
+        out[..., has_nan] = np.nan
+    return out
+
+
 def _q(x: np.ndarray, axis: int | None = None) -> tuple[Any, Any]:
-    lo, hi = np.percentile(x, [LOW_Q, HIGH_Q], axis=axis, method=METHOD)
+    lo, hi = percentiles(x, (LOW_Q, HIGH_Q), axis=axis)
     return lo, hi
 
 

@@ -258,3 +258,45 @@ def test_loso_error_per_stack_median_5_and_p90_15_percent(residuals):
     for stack in ("nccl", "grpc"):  # the stacks with 20 or more rows
         err = _abs_error_pct([c for c in comm if c["stack"] == stack])
         assert np.median(err) <= 5.0 and np.percentile(err, 90) <= 15.0, (stack, np.median(err), np.percentile(err, 90))
+
+
+def test_percentiles_equal_numpys_on_random_arrays():
+    """intervals.percentiles (written out so that start-up does not load numpy.ma) gives exactly
+    np.percentile's values, the reference here: Weibull and linear positions, 1-D and 2-D along either
+    axis, sizes 1..2000, ties, infinities and NaNs, the 10th/90th and random percentiles."""
+    from costopt.intervals import percentiles
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for trial in range(400):
+        n = int(rng.integers(1, 40)) if trial % 3 else int(rng.integers(1, 2000))
+        shape = (n,) if trial % 2 else (int(rng.integers(1, 12)), n)
+        x = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 3)
+        if trial % 5 == 0:
+            x = np.round(x)  # ties
+        if trial % 7 == 0:
+            x[..., 0] = np.inf
+        if trial % 11 == 0 and x.size > 1:
+            x.flat[1] = np.nan
+        qs = (10.0, 90.0) if trial % 4 else tuple(rng.uniform(0, 100, 3))
+        for method in ("weibull", "linear"):
+            for axis in ((None,) if len(shape) == 1 else (None, 0, 1, -1)):
+                with np.errstate(invalid="ignore"):  # inf - inf in both
+                    want = np.percentile(x, list(qs), axis=axis, method=method)
+                    got = percentiles(x, qs, axis=axis, method=method)
+                assert got.shape == want.shape
+                assert np.array_equal(got, want, equal_nan=True), (method, shape, axis, qs)
+                checked += 1
+    assert checked > 1000
+    with pytest.raises(ValueError):
+        percentiles(np.array([]))
+
+
+def test_percentiles_by_hand():
+    """Weibull positions by hand: 9 values 1..9, the 10th percentile at (9 + 1)·0.1 = 1st smallest, the
+    90th at the 9th; with 4 values 10, 20, 30, 40 the 10th sits at 0.5 (below the first: 10) and the
+    90th at 4.5 (past the last: 40); the 25th at 1.25: 10 + 0.25·10 = 12.5."""
+    from costopt.intervals import percentiles
+
+    assert percentiles(np.arange(1.0, 10.0)).tolist() == [1.0, 9.0]
+    assert percentiles(np.array([40.0, 10.0, 30.0, 20.0]), (10.0, 25.0, 90.0)).tolist() == [10.0, 12.5, 40.0]
