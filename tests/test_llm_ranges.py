@@ -229,3 +229,20 @@ def test_committed_residuals_match_a_rerun_of_the_tool(residuals):
     assert refit.matmul_share_of_mamf == pytest.approx(fold["matmul_share_of_mamf"], rel=1e-5)
     assert refit.elementwise_bytes_per_token_per_hidden == pytest.approx(
         fold["elementwise_bytes_per_token_per_hidden"], rel=1e-5)
+
+
+def test_validate_rows_carry_their_range_and_the_share_inside(residuals):
+    r = run("validate", "llm_training", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    rows = [x for x in d["rows"] if x.get("error_pct") is not None]
+    assert len(rows) == 221
+    inside = 0
+    for x in rows:
+        lo, hi = x["predicted_low_tokens_per_s_per_gpu"], x["predicted_high_tokens_per_s_per_gpu"]
+        assert lo <= x["predicted_tokens_per_s_per_gpu"] <= hi
+        inside += lo <= x["measured_tokens_per_s_per_gpu"] <= hi
+    s = d["summary"]
+    assert s["rows_inside_range_share"] == pytest.approx(inside / 221)
+    assert s["range_coverage_out_of_sample"] == {k: residuals["coverage"][k]["all"]["inside"]
+                                                 for k in ("by_source", "by_gpu")}

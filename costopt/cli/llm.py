@@ -134,11 +134,12 @@ def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table
 
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
-    from ..llm.validate import LLM_DATASET, predict_rows, read_llm_csv
+    from ..llm.validate import LLM_DATASET, add_ranges, predict_rows, read_llm_csv
 
     try:
         rows = read_llm_csv(LLM_DATASET if file == LLM_DATASET.stem else file)
         recs = predict_rows(rows)
+        ranged = add_ranges(recs)
     except CostoptError as exc:
         _fail(exc, fmt)
         return
@@ -152,6 +153,7 @@ def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
             by_source.setdefault(r["source"], []).append(r["error_pct"])
     summary["by_source"] = {k: {"n": len(v), "median_abs_error_pct": float(np.median(np.abs(v)))}
                             for k, v in sorted(by_source.items())}
+    summary.update(ranged)
     if fmt == "json":
         typer.echo(_json_dump({"path": str(file), "kind": "large-model", "rows": recs, "summary": summary}))
     else:
@@ -170,6 +172,12 @@ def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
                 f"{_cell(summary['median_abs_error_pct'], '{:.1f}')}%, p90 {_cell(summary['p90_abs_error_pct'], '{:.1f}')}%")
         for k, v in summary["by_source"].items():
             c.print(f"  {k}: {v['n']} rows, median |error| {v['median_abs_error_pct']:.1f}%")
+        if ranged:
+            cov = ranged["range_coverage_out_of_sample"]
+            c.print(f"80% ranges: {ranged['rows_inside_range_share']:.1%} of the predicted rows lie inside theirs (in "
+                    f"sample); out of sample, with each group's range built from the other groups' errors, "
+                    f"{cov['by_source']:.1%} (leave-one-source-out) and {cov['by_gpu']:.1%} (leave-one-GPU-out) "
+                    "of the shipped rows")
     med = summary["median_abs_error_pct"]
     if max_median_error is not None and med is not None and med > max_median_error:
         typer.echo(f"median absolute error {med:.2f}% is above --max-median-error {max_median_error:g}%", err=True)

@@ -57,6 +57,7 @@ class LlmResiduals:
     gpus: frozenset  # GPUs with published rows
     sources: int  # sources in by_source
     date: str
+    coverage: dict  # sample -> the share of rows inside the range built without their group (tools/llm_fit.py)
 
     def basis(self, sample: str) -> str:
         """The words a buyer reads about where a range comes from."""
@@ -72,7 +73,9 @@ def load_llm_residuals(path: str = str(LLM_RESIDUALS_PATH)) -> LlmResiduals:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     samples = {s: np.array([x["log_residual"] for x in data[s]], dtype=np.float64) for s in SAMPLES}
     return LlmResiduals(samples, frozenset(x["gpu"] for x in data["by_source"]),
-                        len({x["source"] for x in data["by_source"]}), str(data.get("date", "")))
+                        len({x["source"] for x in data["by_source"]}), str(data.get("date", "")),
+                        {s: float(data.get("coverage", {}).get(s, {}).get("all", {}).get("inside", float("nan")))
+                         for s in SAMPLES})
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,30 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
                 rec["fits_in_memory"] = bool(ev.fits[j])
                 rec["error_pct"] = 100.0 * (pred - r.measured_tokens) / r.measured_tokens
     return [out[r.line] for r in rows]
+
+
+def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
+    """Give every predicted row the 80% range a prediction of it carries (ranges.py: the row's GPU decides the
+    sample), `predicted_low_tokens_per_s_per_gpu` / `predicted_high_tokens_per_s_per_gpu`, and return the
+    share of rows whose measurement lies inside it with the committed out-of-sample coverage beside it.
+    The share is in sample: the range's residuals include these rows' own held-out errors."""
+    from .evaluate import default_llm_params, mamf_fraction
+    from .ranges import bounds, load_llm_residuals
+
+    catalog = catalog or load_catalog(None)
+    live = [r for r in recs if r.get("error_pct") is not None]
+    if not live:
+        return {}
+    params = default_llm_params()
+    mamf = np.array([mamf_fraction(catalog.gpus[r["gpu"]], params, catalog.gpus)[0] for r in live])
+    x = np.array([r["predicted_tokens_per_s_per_gpu"] for r in live])
+    rng = bounds(x, np.array([r["predicted_mfu"] for r in live]), np.array([r["gpu"] for r in live]), mamf)
+    meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
+    for r, lo, hi in zip(live, rng.low.tolist(), rng.high.tolist()):
+        r["predicted_low_tokens_per_s_per_gpu"] = lo
+        r["predicted_high_tokens_per_s_per_gpu"] = hi
+    inside = (meas >= rng.low) & (meas <= rng.high)
+    res = load_llm_residuals()
+    return {"rows_inside_range_share": float(inside.mean()),
+            "rows_inside_range_basis": "in sample: the shipped fit, ranges whose residuals include these rows",
+            "range_coverage_out_of_sample": res.coverage}
