@@ -118,6 +118,8 @@ PRIOR: dict[str, tuple[str, float]] = {
     # per-byte serialisation and copy cost of an RPC stack: TF's own RecvTensor benchmarks range from 100-200
     # to 800 MB/s on one stream (tensorflow/tensorflow#6116, 2016-12 to 2017-08): a factor ~2 either way
     **{f"{st}_copy_ns_per_byte": ("log", 0.70) for st in ("nccl", "mpi", "grpc", "gloo")},
+    # one RPC stream (one tensor): the same single-tensor benchmarks, 100-200 to 800 MB/s: a factor ~2 either way
+    **{f"{st}_stream_ns_per_byte": ("log", 0.70) for st in ("nccl", "mpi", "grpc", "gloo")},
     # NCCL socket-transport ceiling: the two public figures behind the prior (2.4 and 5 GB/s, NVIDIA/nccl#209 and
     # #450) are a factor ~2 apart, and channel/thread settings move it: a factor ~1.65 either way
     "nccl_socket_gb_per_s": ("log", 0.50),

@@ -2,7 +2,8 @@
 
 The same bytes move at very different rates depending on the software that moves them, so each
 design carries a stack, and the stack carries its own parameters (`SystemParams` fields
-`<stack>_link_fraction`, `<stack>_sync_us`, `<stack>_compute_slowdown`; values and sources in
+`<stack>_link_fraction`, `<stack>_sync_us`, `<stack>_compute_slowdown`, `<stack>_copy_ns_per_byte`,
+`<stack>_stream_ns_per_byte`; values and sources in
 `costopt/data/system_priors.toml`, fitted values in `system_defaults.toml`):
 
     nccl  NCCL rings/trees (PyTorch DDP, Horovod with NCCL, TF replicated with NCCL): reduction on the
@@ -31,6 +32,10 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
 - copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, in series with
   the wire and independent of it (gRPC: one TF RecvTensor stream at ~0.5 GB/s); a tensor held on a GPU
   is also staged through the host (device -> host before the RPC, host -> device after);
+- single-stream cost c1_s (ns per byte, `<stack>_stream_ns_per_byte`): an RPC stack serves each tensor as one
+  request on one stream, so however many tensors run in parallel, the largest one costs at least its bytes x
+  c1_s per parameter-server phase (gRPC prior 2.5 ns/B: published single-tensor RecvTensor rates); 0 for the
+  stacks without an RPC layer;
 - mpi and gloo reduce on host memory whatever `reduce_on` says (the copies over PCIe and the CPU
   reduction of the host-memory all-reduce path are charged); a hierarchical all-reduce over them reduces
   inside each node on the GPUs first and moves only the node's buffer through the host;

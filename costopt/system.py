@@ -51,11 +51,12 @@ class SystemParams:
     sync_us_per_worker: float = 0.0
     # per communication stack (costopt/stacks.py): fraction of the transport's rate reached by bulk
     # transfers, per-step synchronisation cost per growth unit, compute slowdown under communication,
-    # host CPU time per byte the stack serialises and copies (RPC stacks)
+    # host CPU time per byte the stack serialises and copies (RPC stacks), and per byte of ONE RPC stream (one tensor)
     nccl_link_fraction: float = 1.0
     nccl_sync_us: float = 0.0
     nccl_compute_slowdown: float = 0.0
     nccl_copy_ns_per_byte: float = 0.0
+    nccl_stream_ns_per_byte: float = 0.0
     # NCCL's socket transport (no IB verbs / RDMA): the rate its proxy threads push through the kernel's TCP
     # stack, a host-CPU ceiling independent of the link (GB/s per NIC); inf: no ceiling
     nccl_socket_gb_per_s: float = math.inf
@@ -63,14 +64,17 @@ class SystemParams:
     mpi_sync_us: float = 0.0
     mpi_compute_slowdown: float = 0.0
     mpi_copy_ns_per_byte: float = 0.0
+    mpi_stream_ns_per_byte: float = 0.0
     grpc_link_fraction: float = 1.0
     grpc_sync_us: float = 0.0
     grpc_compute_slowdown: float = 0.0
     grpc_copy_ns_per_byte: float = 0.0
+    grpc_stream_ns_per_byte: float = 0.0
     gloo_link_fraction: float = 1.0
     gloo_sync_us: float = 0.0
     gloo_compute_slowdown: float = 0.0
     gloo_copy_ns_per_byte: float = 0.0
+    gloo_stream_ns_per_byte: float = 0.0
 
     def with_updates(self, **kw: float) -> "SystemParams":
         return replace(self, **kw)
@@ -97,7 +101,7 @@ _KEYS = {
     ("sync", "step_us_per_gpu"): "sync_us_per_gpu",
     ("sync", "step_us_per_worker"): "sync_us_per_worker",
     **{(stack, key): f"{stack}_{key}" for stack in ("nccl", "mpi", "grpc", "gloo")
-       for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte")},
+       for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
     ("nccl", "socket_gb_per_s"): "nccl_socket_gb_per_s",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
@@ -130,6 +134,7 @@ FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
     **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_copy_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
+    **{f"{st}_stream_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
     "nccl_socket_gb_per_s": (0.2, 50.0, "log"),
 }
 

@@ -71,9 +71,11 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
     stage     = 1/B_pcie_one for grpc with reduce_on=gpu (TF's RecvTensor copies a GPU tensor to the host
                 before encoding it, and back on arrival, in series with the RPC), else 0
     one stream (rings):  1/B_nic = 1/B_wire + c_s + stage
-    gRPC PS phase:       X/B_wire + X·stage + X·c_s/(M − 1)          (the (M − 1) peers' RPCs run on parallel
-                threads; X ≥ (M − 1)·L_j of the shard holding the largest tensor, so that tensor, one RPC on
-                one thread, never costs less than S_max·c_s: VGG16's 411 MB fc6 costs 0.8 s at 2 ns/B)
+    gRPC PS phase:       X/B_wire + X·stage + max(X·c_s/(M − 1), S_big·c_1)
+                (the (M − 1) peers' RPCs run on parallel threads, many tensors in flight on each; but one tensor
+                is one RPC served on one stream, so the largest tensor S_big costs at least S_big·c_1 per phase,
+                c_1 = `<s>_stream_ns_per_byte`, the published single-tensor RecvTensor rate (gRPC prior 2.5 ns/B,
+                tensorflow#6116/#11261): VGG16's 411 MB fc6 costs about 1 s per phase however fast the link)
     mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says;
                hierarchical over several nodes reduces inside each node on the GPUs first (Goyal et al. 2017 §4),
                then only the node's buffer crosses the host (phases in series):
@@ -218,6 +220,8 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
         "B_wire": np.minimum(line[ni] * wire_eff * per_stack(params, "link_fraction", stack), sock) * space.nics_per_node,
         # host CPU time per byte an RPC stack spends serialising and copying what it sends (s/byte); no NIC: 0
         "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
+        # host time per byte of ONE request stream (one tensor is one RPC), s/byte; no NIC: 0
+        "c_stream": np.where(has_nic, per_stack(params, "stream_ns_per_byte", stack) * 1e-9, 0.0),
         "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),
         "B_intra": sp.intra * intra_eff,
         "a_intra": us_to_s(_param(params, "intra_message_overhead_us", n)),
@@ -324,6 +328,7 @@ def evaluate(
     stack = np.asarray(space.stack, dtype=np.int64)
     host_stack = (stack == MPI) | (stack == GLOO)  # all-reduce through host memory whatever reduce_on says
     S = tensors.total_gradient_bytes
+    S_big = tensors.largest_gradient_bytes
     L = _link_arrays(space, params, stack, specs)
     a_nic, B_intra, a_intra, B_pcie = L["a_nic"], L["B_intra"], L["a_intra"], L["B_pcie"]
     B_wire, c_copy = L["B_wire"], L["c_copy"]
@@ -389,7 +394,10 @@ def evaluate(
             # RPC on one stream: since X >= (M - 1) L_j for the shard j holding the largest tensor,
             # X / (M - 1) >= S_max, so that tensor never costs less than S_max * c however many peers share
             # the work (tensorflow/tensorflow#6116: one RecvTensor stream at ~0.5 GB/s)
-            rpc_copy = X * c_copy[p] / np.maximum(Mi - 1.0, 1.0)
+            # ... and one tensor is one RPC, served on one stream whatever else runs beside it: the largest tensor
+            # costs at least S_big * c_stream per phase (c_stream = `<stack>_stream_ns_per_byte`, the published
+            # single-tensor RecvTensor rates; VGG16's 411 MB fc6 about 1 s at 2.5 ns/B)
+            rpc_copy = np.maximum(X * c_copy[p] / np.maximum(Mi - 1.0, 1.0), S_big * L["c_stream"][p])
             nic_phase = np.where(Mi > 1, X / B_wire[p] + X * stage[p] + rpc_copy, 0.0)
             cp = cpu[p]
             Gp = G[p]

@@ -58,6 +58,11 @@ class TensorSet:
     def n_trainable(self) -> int:
         return int(self.trainable.sum())
 
+    @property
+    def largest_gradient_bytes(self) -> float:
+        """Bytes of the largest trainable tensor (0 for an empty set): what one request stream must carry whole."""
+        return float(self.gradient_bytes.max()) if len(self.numel) else 0.0
+
     def creation_order_bytes(self) -> tuple[np.ndarray, np.ndarray]:
         """All variables' bytes (load-only included) and trainable flags, in creation order."""
         return (self.numel[::-1] * GRADIENT_BYTES_PER_PARAM).astype(np.float64), self.trainable[::-1]

@@ -20,7 +20,7 @@ runner = CliRunner()
 
 # every stack term off, so one term at a time can be switched on and checked by hand
 QUIET = dict(bucket_mb=1e9, straggler_cv=0.0, overlap_efficiency=1.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0,
-             **{f"{s}_{k}": 0.0 for s in ("nccl", "mpi", "grpc", "gloo") for k in ("sync_us", "compute_slowdown", "copy_ns_per_byte")},
+             **{f"{s}_{k}": 0.0 for s in ("nccl", "mpi", "grpc", "gloo") for k in ("sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
              **{f"{s}_link_fraction": 1.0 for s in ("nccl", "mpi", "grpc", "gloo")})
 
 
@@ -281,3 +281,23 @@ def test_stack_mechanisms_tool_stays_under_the_hardware():
         cells = [c.strip() for c in r.strip("|").split("|")]
         line_gb_per_s = float(cells[2].split()[0]) / 8.0
         assert 0.0 < float(cells[-1]) < line_gb_per_s
+
+
+def test_grpc_largest_tensor_is_one_stream_by_hand():
+    """One tensor is one RPC on one stream: per PS phase the RPC cost is max(X·c/(M − 1), S_big·c_1). VGG16
+    (tf_cnn_benchmarks set): fc6 is 25088 x 4096 fp32 = 411,041,792 bytes. With no per-peer copy cost and
+    c_1 = 10 ns/byte the pull (before forward) and the push (overlap none) each grow by 411,041,792 x 1e-8 s."""
+    s_big = 25088 * 4096 * 4
+    kw = dict(model="vgg16", tensor_set="tensorflow", strategy="ps", reduce_on="cpu", nodes=2, stack="grpc",
+              chassis="pcie4x4", batch_per_gpu=32)
+    base = _pred(_p(), **kw)
+    one_stream = _pred(_p(grpc_stream_ns_per_byte=10.0), **kw)
+    assert one_stream["t_iter_s"] - base["t_iter_s"] == pytest.approx(2 * s_big * 10e-9, rel=1e-9)
+    # when the per-peer cost already exceeds the single-stream floor (2 peers: X·2 ns >= S_big·1 ns) it adds nothing
+    a = _pred(_p(grpc_copy_ns_per_byte=2.0, grpc_stream_ns_per_byte=1.0), **kw)
+    b = _pred(_p(grpc_copy_ns_per_byte=2.0), **kw)
+    assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
+    # stacks without an RPC layer have no single-stream floor in the shipped priors
+    p = default_system()
+    assert (p.nccl_stream_ns_per_byte, p.mpi_stream_ns_per_byte, p.gloo_stream_ns_per_byte) == (0.0, 0.0, 0.0)
+    assert p.grpc_stream_ns_per_byte == 2.5  # median of six published single-tensor RecvTensor rates (394 MB/s)

@@ -42,7 +42,7 @@ def params(**kw):
                 straggler_cv=0.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0)
     for stack in ("nccl", "mpi", "grpc", "gloo"):  # stacks at full link rate, no per-step cost, no slowdown
         base.update({f"{stack}_link_fraction": 1.0, f"{stack}_sync_us": 0.0, f"{stack}_compute_slowdown": 0.0,
-                     f"{stack}_copy_ns_per_byte": 0.0})
+                     f"{stack}_copy_ns_per_byte": 0.0, f"{stack}_stream_ns_per_byte": 0.0})
     base.update(kw)
     return default_system().with_updates(**base)
 
@@ -85,6 +85,16 @@ def test_grpc_copy_cost_per_byte_on_the_peers_streams():
     base = t_iter("ps", reduce_on="cpu")
     more = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0)
     assert more - base == pytest.approx(2 * X * 1e-9, rel=1e-9)
+
+
+def test_grpc_single_stream_floor_of_the_largest_tensor():
+    # one tensor is one RPC stream: at c_1 = 5 ns/byte the 16 MB tensor costs 0.08 s per phase, more than the
+    # per-peer cost X·c/(M - 1) = 20 MB x 1 ns = 0.02 s, so each phase grows by 0.08 s, not 0.02 s
+    base = t_iter("ps", reduce_on="cpu")
+    peers = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0)
+    floor = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0, grpc_stream_ns_per_byte=5.0)
+    assert peers - base == pytest.approx(2 * 0.02, rel=1e-9)
+    assert floor - base == pytest.approx(2 * 16e6 * 5e-9, rel=1e-9)
 
 
 def test_ps_host_copies_bound_the_pull_when_pcie_is_slow():
