@@ -234,6 +234,12 @@ def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
     b = res["best"]
     ax.scatter([b["cost_usd"]], [b["tokens_per_s"]], s=120, facecolors="none", edgecolors="black", linewidths=1.5,
                label="recommended")
+    shown = [d for d in [b, *res["best_per_gpu"]] if d.get("tokens_per_s_low") is not None]
+    if shown:  # the 80% range of the recommendation and of each other GPU type's best design
+        ax.errorbar([d["cost_usd"] for d in shown], [d["tokens_per_s"] for d in shown],
+                    yerr=[[d["tokens_per_s"] - d["tokens_per_s_low"] for d in shown],
+                          [d["tokens_per_s_high"] - d["tokens_per_s"] for d in shown]],
+                    fmt="none", ecolor="black", elinewidth=0.8, capsize=3, label="80% range (best of each GPU)")
     ax.axvline(found.budget, color="#888888", ls="--", lw=1, label="budget")
     ax.set_yscale("log")
     _dollar_axis(ax.xaxis, cloud)
@@ -242,7 +248,8 @@ def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     intro = ("Every hardware design that fits the model with some layout, at its fastest layout: tokens/s against "
-             "cost, one colour per GPU type; the ring marks the recommendation.")
+             "cost, one colour per GPU type; the ring marks the recommendation, and the bars the 80% range of it "
+             "and of each other GPU type's best design.")
     return Section("pareto", "Tokens/s against cost", intro,
                    [(["GPU", "designs that fit", "within the budget", "best tokens/s within the budget"], rows)],
                    [Figure("pareto", "Tokens/s against cost", _png(fig))])
