@@ -47,12 +47,15 @@ def greedy_shard_loads(
         count[:n_vars] = train
         return trainable_bytes, count
     heap = [(0.0, p) for p in range(num_shards)]  # already a valid heap: all loads equal, indices ascending
+    shard_bytes, shard_count = [0.0] * num_shards, [0] * num_shards  # Python lists: the loop runs per variable
     for size, is_trainable in zip(sizes.tolist(), train.tolist()):
         load, p = heap[0]
         heapq.heapreplace(heap, (load + size, p))
         if is_trainable:
-            trainable_bytes[p] += size
-            count[p] += 1
+            shard_bytes[p] += size
+            shard_count[p] += 1
+    trainable_bytes[:] = shard_bytes
+    count[:] = shard_count
     return trainable_bytes, count
 
 
