@@ -36,6 +36,7 @@ from .sorted_runs import SortedRuns
 from .units import plain_number
 
 FORMAT_ROWS = 20_000  # rows formatted by pandas at once (a few tens of MB of objects)
+MERGE_ROWS = 200_000  # rows loaded over all runs per merge step (sorted_runs.SortedRuns.rows_per_step)
 # Largest xlsx table: openpyxl keeps about 15 kB per row in memory (measured: 13,362 rows, 0.33 GB peak),
 # so 100,000 rows stay within the 2 GB of issue 13; larger tables go to CSV, which is streamed.
 XLSX_MAX_ROWS = 100_000
@@ -142,7 +143,7 @@ def export_ranked(catalog: Any, model: str, budget: float, opts: P.Options, fmt:
         if fmt == "csv":
             output_path(legend_path(out), "--out (its legend file)", inputs + [out])
     with tempfile.TemporaryDirectory(prefix=".costopt-export-", dir=None if out is None else Path(out).parent) as tmp:
-        runs = SortedRuns(tmp, _KEY, _ORDER)
+        runs = SortedRuns(tmp, _KEY, _ORDER, rows_per_step=MERGE_ROWS)
         codes: dict[str, str] = {}
 
         def keep(piece: Evaluation) -> np.ndarray:

@@ -115,7 +115,7 @@ class SortedRuns:
     def merged(self) -> Iterator[tuple[np.ndarray, list[bytes]]]:
         """(keys, records) blocks of every run's rows, in global key order (the merge step above)."""
         runs = [r for r in self.runs if r.left]
-        per_run = max(self.rows_per_step // max(len(runs), 1), 1000)
+        per_run = max(self.rows_per_step // max(len(runs), 1), 1)
         while runs:
             loaded = [r.load(per_run, self.dtype) for r in runs]
             sizes = np.array([len(k) for k in loaded], dtype=np.int64)

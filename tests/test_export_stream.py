@@ -42,7 +42,7 @@ def test_sorted_runs_merge_is_one_global_sort(tmp_path):
     of Python's own sort of the key tuples."""
     rng = random.Random(7)
     dtype = [("a", "<f8"), ("b", "<i8")]
-    runs = SortedRuns(tmp_path, dtype, ("a", "b"), rows_per_step=10)  # 1,000 rows per run per step at least
+    runs = SortedRuns(tmp_path, dtype, ("a", "b"), rows_per_step=600)  # about 100-150 rows per run per step
     every = []
     for r in range(6):
         n = rng.choice([0, 1, 500, 2500])
@@ -61,6 +61,7 @@ def test_sorted_runs_merge_is_one_global_sort(tmp_path):
 @pytest.mark.parametrize("objective", ["throughput", "cost-per-throughput"])
 def test_export_in_pieces_is_the_whole_table_byte_for_byte(tmp_path, monkeypatch, fmt, objective):
     monkeypatch.setattr(X, "FORMAT_ROWS", 5)  # many blocks per run too
+    monkeypatch.setattr(X, "MERGE_ROWS", 7)  # and many merge steps: each run read a few rows at a time
     whole = _export(tmp_path, f"whole.{fmt}", fmt, None, objective=objective)
     runs = []
     write_run = SortedRuns.write_run
