@@ -129,7 +129,16 @@ SOLVE = ("solve", "--budget", 1000000, "--model", "llama3_8b", "--tokens", "1e10
 def solved():
     r = run(*SOLVE, "--format", "json")
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return json.loads(r.stdout) | {"_stdout": r.stdout}
+
+
+def test_solve_same_inputs_same_bytes(solved):
+    # the same request in this process gives the CLI's bytes (another process, another run)
+    from costopt.cli.common import _json_dump
+    from costopt.llm.api import solve_llm
+
+    res = solve_llm(1000000, "llama3_8b", tokens=1e10, objective="cost-per-throughput")
+    assert _json_dump(res) + "\n" == solved["_stdout"]
 
 
 def test_solve_near_ties_are_overlapping_ranges(solved):

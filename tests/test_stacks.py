@@ -301,3 +301,20 @@ def test_grpc_largest_tensor_is_one_stream_by_hand():
     p = default_system()
     assert (p.nccl_stream_ns_per_byte, p.mpi_stream_ns_per_byte, p.gloo_stream_ns_per_byte) == (0.0, 0.0, 0.0)
     assert p.grpc_stream_ns_per_byte == 2.5  # median of six published single-tensor RecvTensor rates (394 MB/s)
+
+
+def test_dlperf_bert_rows_over_nccl_sockets_say_why_and_keep_their_figures():
+    """The eight DLPERF_2020 BERT multi-node rows that ran NCCL's socket transport carry the reason in their
+    notes, keep the stated 100 Gb/s EDR link, and keep the report's figures (DLPerf report v1 @28c5854b, BERT
+    batch 32: PaddlePaddle 1116.02 / 2073.6, MXNet 1136.44 / 1895.5 sentences/s at 16 / 32 GPUs)."""
+    import csv
+    path = Path(costopt.__file__).parent / "data" / "validation" / "published.csv"
+    rows = [r for r in csv.DictReader(open(path, encoding="utf-8"))
+            if r["source"] == "DLPERF_2020" and r["transport"] == "tcp"]
+    assert len(rows) == 8
+    for r in rows:
+        assert r["model"] == "bert_base" and r["nic_gbps"] == "100" and int(r["nodes"]) > 1
+        assert "NCCL_IB_DISABLE=1" in r["notes"] or "InfiniBand user-space driver" in r["notes"]
+    b32 = {(r["nodes"], "PaddlePaddle" in r["notes"]): float(r["measured_samples_per_s"])
+           for r in rows if r["batch_per_gpu"] == "32"}
+    assert b32 == {("2", True): 1116.02, ("4", True): 2073.6, ("2", False): 1136.44, ("4", False): 1895.5}
