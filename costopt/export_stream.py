@@ -132,9 +132,7 @@ def export_ranked(catalog: Any, model: str, budget: float, opts: P.Options, fmt:
     (exit 1, with the nearest design). `chunk_designs`: designs evaluated at once (None: api.CHUNK_DESIGNS)."""
     if fmt not in ("csv", "xlsx", "json"):
         raise InputError(f"unknown format '{fmt}' (choose from csv, xlsx, json)", field="format")
-    objective = opts.objective
     cat = P._as_catalog(catalog)
-    pf = opts.part_filter(cat)
     if fmt == "xlsx":
         _export_xlsx(cat, model, budget, opts, out, inputs, chunk_designs)
         return
@@ -142,6 +140,17 @@ def export_ranked(catalog: Any, model: str, budget: float, opts: P.Options, fmt:
         output_path(out, "--out", inputs)
         if fmt == "csv":
             output_path(legend_path(out), "--out (its legend file)", inputs + [out])
+    try:
+        _stream(cat, model, budget, opts, fmt, out, inputs, stdout, chunk_designs)
+    except OSError as exc:  # the output or the runs beside it: a folder we cannot write in, a full disk
+        where = "stdout" if out is None else f"--out {out}"
+        raise InputError(f"{where}: cannot write: {exc.strerror or exc}", field="out") from None
+
+
+def _stream(cat, model: str, budget: float, opts: P.Options, fmt: str, out, inputs: list[Any],
+            stdout: BinaryIO | None, chunk_designs: int | None) -> None:
+    objective = opts.objective
+    pf = opts.part_filter(cat)
     with tempfile.TemporaryDirectory(prefix=".costopt-export-", dir=None if out is None else Path(out).parent) as tmp:
         runs = SortedRuns(tmp, _KEY, _ORDER, rows_per_step=MERGE_ROWS)
         codes: dict[str, str] = {}

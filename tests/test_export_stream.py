@@ -129,6 +129,16 @@ def test_export_failure_leaves_no_partial_file(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]  # no temporary file, no run folder left
 
 
+def test_export_runs_that_cannot_be_written_are_a_clean_error(tmp_path, monkeypatch):
+    def disk_full(self, blocks):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SortedRuns, "write_run", disk_full)
+    with pytest.raises(InputError, match="d.csv: cannot write: No space left"):
+        X.export_ranked(MINI, "resnet50", 150_000, P.Options(), "csv", tmp_path / "d.csv", [MINI], chunk_designs=PIECE)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_never_writes_over_an_input(tmp_path):
     cat = tmp_path / "c.toml"
     cat.write_text(MINI.read_text())
