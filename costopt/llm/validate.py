@@ -20,6 +20,12 @@ One optional column, `attention` (`flash` or `unfused`), says whether the run's 
 the s×s scores out of memory (FlashAttention) or not; step.py times the two differently. Empty or
 absent: `flash`, the norm of 2023-2026 training stacks, listed as assumed. The shipped file fills it
 from the framework, version and date each source states (llm_training_sources.md).
+
+A second optional column, `measured_tokens_basis`, says how the tokens/s per GPU was obtained: `stated`
+(printed by the source), `derived_iteration_time` (tokens per iteration over the printed iteration time),
+`derived_flops_formula` (printed achieved TFLOP/s over the FLOPs per token of the formula the source states
+it used); empty when the file does not say. tools/derive_llm_tokens.py fills it (and the derived figures)
+in the shipped file.
 """
 
 from __future__ import annotations
@@ -44,8 +50,10 @@ COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len"
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
-OPTIONAL_COLUMNS = ("attention",)  # flash | unfused; empty or absent: flash, listed as assumed
+OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis")  # attention: flash | unfused; empty or absent: flash
 ATTENTION = ("flash", "unfused")
+# how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
+TOKENS_BASIS = ("stated", "derived_iteration_time", "derived_flops_formula")
 _ASSUMED_NIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr"}
 
 
@@ -80,6 +88,7 @@ class LlmRow:
     skip: str  # '' or why the row is not predicted
     assumed: str
     flash: bool = True
+    tokens_basis: str = ""  # TOKENS_BASIS, or '' when the file does not say
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
@@ -162,8 +171,16 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     elif attention not in ATTENTION:
         raise InputError(f"{p}:{line}: attention '{attention}' (choose from {', '.join(ATTENTION)})", field="attention")
     flash = attention == "flash"
+    basis = (raw.get("measured_tokens_basis") or "").strip()
+    if basis and basis not in TOKENS_BASIS:
+        raise InputError(f"{p}:{line}: measured_tokens_basis '{basis}' (choose from {', '.join(TOKENS_BASIS)})",
+                         field="measured_tokens_basis")
+    if basis and tok is None:
+        raise InputError(f"{p}:{line}: measured_tokens_basis '{basis}' but measured_tokens_per_s_per_gpu is empty",
+                         field="measured_tokens_basis")
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
-                  precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash)
+                  precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
+                  basis)
 
 
 def _row_space(rows: list[LlmRow], catalog: Catalog) -> tuple[DesignSpace, np.ndarray]:
@@ -200,7 +217,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
                     "strategy": r.strategy, "tp": r.tp, "pp": r.pp,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
-                    "measured_mfu": r.measured_mfu, "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
+                    "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
+                    "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
     if live:
         space, G = _row_space(live, catalog)
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
