@@ -45,7 +45,7 @@ from .api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, e
 from .catalog import Catalog, load_catalog
 from .design_space import enumerate_designs
 from . import checks
-from .checks import count, non_negative, output_path, positive, write_text
+from .checks import count, non_negative, positive
 from .part_filter import KEPT, PartFilter
 from .cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from .solver import objective_values

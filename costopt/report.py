@@ -46,7 +46,7 @@ from .errors import InputError
 from .files import json_safe
 from .cost import within_budget
 from .part_filter import KEPT, PartFilter
-from .purchasing import Options, _as_catalog, _options, check_budget, evaluate_catalog_bounded, solve_catalog
+from .purchasing import Options, _as_catalog, check_budget, evaluate_catalog_bounded, solve_catalog
 from .solver import pareto_front
 from .units import format_usd
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from costopt.llm.ranges import LLM_RESIDUALS_PATH, bounds
+from test_intervals import _pct  # Weibull percentiles by hand: one reference for both range tests
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "costopt"]
@@ -25,18 +26,6 @@ HELD_OUT = ("NV_DLE_PT_BERT", "NV_DLE_TF_BERT", "horovod", "torchtitan", "bloom"
 
 def run(*args):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True)
-
-
-def _pct(x, q):
-    """Weibull plotting positions by hand: the j-th smallest of n at j / (n + 1), clipped at the ends."""
-    x = np.sort(np.asarray(x, dtype=float))
-    h = q / 100.0 * (len(x) + 1)
-    if h <= 1:
-        return x[0]
-    if h >= len(x):
-        return x[-1]
-    j = int(h)
-    return x[j - 1] + (h - j) * (x[j] - x[j - 1])
 
 
 # --- hand cases on a small residual file ------------------------------------------------------------

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..intervals import HIGH_Q, LOW_Q, percentiles
+from ..intervals import HIGH_Q, LOW_Q, coverage_by_group as group_coverage, percentiles
 
 LLM_RESIDUALS_PATH = Path(__file__).resolve().parent.parent / "data" / "llm_residuals.json"
 SAMPLES = ("by_source", "by_gpu")
@@ -119,20 +119,6 @@ def range_fields(rec: dict, low: float, high: float, sample: int, path: str | Pa
     rec["range_percentiles"] = [int(LOW_Q), int(HIGH_Q)]
     rec["range_basis"] = load_llm_residuals(str(path)).basis(SAMPLES[int(sample)])
     return rec
-
-
-def group_coverage(log_residual: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Per row: True when its residual lies inside the range built from the other groups' residuals."""
-    r = np.asarray(log_residual, dtype=np.float64)
-    grp = np.asarray(group)
-    inside = np.zeros(len(r), dtype=bool)
-    for g in sorted(set(grp.tolist())):  # one pass per group (a handful), vectorised over its rows
-        mine = grp == g
-        if (~mine).sum() == 0:
-            continue
-        lo, hi = quantiles(r[~mine])
-        inside[mine] = (r[mine] >= min(lo, 0.0)) & (r[mine] <= max(hi, 0.0))
-    return inside
 
 
 __all__ = ["bounds", "group_coverage", "load_llm_residuals", "quantiles", "range_fields", "LlmRange",
