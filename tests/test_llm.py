@@ -220,16 +220,19 @@ def test_llm_leave_one_source_out_median():
     assert np.median(np.abs(e)) <= 10.0
 
 
+# one valid row of the LLM measurement CSV (a 1.3B model, FSDP on 8 x A100 80GB), for the column checks
+CSV_ROW = {"source": "S", "model": "m", "params_b": "1.3", "layers": "24", "hidden": "2048", "heads": "16",
+           "seq_len": "2048", "gpu": "a100-sxm-80gb", "gpus_per_node": "8", "nodes": "1", "total_gpus": "8",
+           "precision": "amp_bf16", "dp_strategy": "fsdp", "tp": "1", "pp": "1", "cp": "1",
+           "micro_batch_per_gpu": "8", "global_batch": "64", "activation_checkpointing": "none", "compile": "",
+           "measured_tokens_per_s_per_gpu": "20000", "measured_mfu": "", "interconnect": "", "notes": ""}
+
 def test_llm_csv_attention_column(tmp_path):
     # the optional `attention` column: absent -> flash, listed as assumed; a wrong value is one clear error
     from costopt.errors import InputError
     from costopt.llm.validate import COLUMNS, read_llm_csv
 
-    row = {"source": "S", "model": "m", "params_b": "1.3", "layers": "24", "hidden": "2048", "heads": "16",
-           "seq_len": "2048", "gpu": "a100-sxm-80gb", "gpus_per_node": "8", "nodes": "1", "total_gpus": "8",
-           "precision": "amp_bf16", "dp_strategy": "fsdp", "tp": "1", "pp": "1", "cp": "1",
-           "micro_batch_per_gpu": "8", "global_batch": "64", "activation_checkpointing": "none", "compile": "",
-           "measured_tokens_per_s_per_gpu": "20000", "measured_mfu": "", "interconnect": "", "notes": ""}
+    row = dict(CSV_ROW)
 
     def write(name, cols, extra):
         f = tmp_path / name

@@ -68,11 +68,9 @@ def test_basis_column_validated(tmp_path):
     from costopt.errors import InputError
     from costopt.llm.validate import COLUMNS, read_llm_csv
 
-    row = {"source": "S", "model": "m", "params_b": "1.3", "layers": "24", "hidden": "2048", "heads": "16",
-           "seq_len": "2048", "gpu": "a100-sxm-80gb", "gpus_per_node": "8", "nodes": "1", "total_gpus": "8",
-           "precision": "amp_bf16", "dp_strategy": "fsdp", "tp": "1", "pp": "1", "cp": "1",
-           "micro_batch_per_gpu": "8", "global_batch": "64", "activation_checkpointing": "none", "compile": "",
-           "measured_tokens_per_s_per_gpu": "20000", "measured_mfu": "", "interconnect": "", "notes": ""}
+    from test_llm import CSV_ROW  # one valid row, shared with the attention-column check
+
+    row = dict(CSV_ROW)
     cols = (*COLUMNS, "measured_tokens_basis")
 
     def write(name, extra):
