@@ -98,7 +98,7 @@ PRIOR: dict[str, tuple[str, float]] = {
     "pcie_efficiency": ("log", 0.15),
     # hardware_facts.md §3b: 0.80-0.88 measured across A100/H200/B200
     "nvlink_efficiency": ("log", 0.10),
-    # default 0; a few percent of compute-time jitter per GPU is typical of synchronous SGD runs
+    # prior 0.0365, the H200 step-to-step spread (tools/straggler_prior.py); ± 0.03 spans its quartiles 0.0025-0.076
     "straggler_cv": ("lin", 0.03),
     # default 0 (no source states it). One sd of 1 ms per GPU per step: the order of the fixed per-step excess
     # the DGX-1 table shows for 2017 replicated/NCCL (about 58 ms above compute at 8 GPUs for AlexNet and
@@ -144,7 +144,8 @@ PRIOR: dict[str, tuple[str, float]] = {
 # TensorFlow 2.3 runs, two sources, so each informs it when the other is left out.
 DEFAULT_FIT = ("ps_tensor_overhead_us", "ps_pull_overlap", "pcie_efficiency",
                "nvlink_efficiency", "host_reduce_gb_per_s", "grpc_copy_ns_per_byte", "nccl_sync_us", "grpc_sync_us",
-               "nccl_compute_slowdown", "grpc_compute_slowdown", "nccl_socket_gb_per_s", "process_step_us_per_gpu")
+               "nccl_compute_slowdown", "grpc_compute_slowdown", "nccl_socket_gb_per_s", "straggler_cv",
+               "process_step_us_per_gpu")
 
 
 def _prior_u(name: str, v: float) -> float:

@@ -44,7 +44,8 @@ t_serial is the PS pull and apply (0 for all-reduce), plus the synchronisation w
 (thesis_method.md §6.3 step 7, "straggler spread"; applies to every synchronous strategy, N > 1):
 
     t_straggle = cv · (T_f + T_b + T_step) · E_N,   E_N = E[max of N iid standard normals]
-                 (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, default 0)
+                 (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, fitted; prior 0.0365, the
+                 step-to-step spread of one H200, tools/straggler_prior.py)
 
 and a fixed per-step synchronisation cost per peer (collective launch and rendezvous, TF's step-end
 barrier; §6.3 step 7 "t_sync ≈ 2·α", the ring's 2(N−1)·α per tensor of §6.4), independent of compute

@@ -309,7 +309,11 @@ def test_grad_accum_hides_communication_behind_more_compute():
     kw = dict(catalog=MINI, precision="fp32", batch_per_gpu=32)
     one = costopt.predict("vgg16", "halfcard", 1, 4, "eth10", "ring", **kw)
     eight = costopt.predict("vgg16", "halfcard", 1, 4, "eth10", "ring", grad_accum=8, **kw)
-    assert eight["t_comm_s"] == pytest.approx(one["t_comm_s"], rel=1e-9)  # same gradient bytes
+    # same gradient bytes, so the time above compute differs only by the straggler wait, which scales
+    # with compute: cv x (t_compute(8) - t_compute(1)) x E[max of 4 standard normals] (1.0293754)
+    cv = costopt.system.default_system().straggler_cv
+    extra = cv * (eight["t_compute_s"] - one["t_compute_s"]) * 1.0293754
+    assert eight["t_comm_s"] - one["t_comm_s"] == pytest.approx(extra, rel=1e-4)
     assert eight["scaling_efficiency"] > one["scaling_efficiency"]
 
 
