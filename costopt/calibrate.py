@@ -107,6 +107,10 @@ PRIOR: dict[str, tuple[str, float]] = {
     # same judgement for the per-worker (PS) step cost: a barrier token is one RPC of tens to hundreds of us,
     # and 1 ms per worker would already be a slow 2017 gRPC stack
     "sync_us_per_worker": ("lin", 1000.0),
+    # default 0 (no public figure states the per-GPU cost of one process driving several GPUs). Wide: one sd of
+    # 30 ms per extra GPU per step; the one public figure of the kind, PaddlePaddle v2 DeepSpeech2 in one process
+    # (PaddlePaddle/Paddle#3137), rose about 0.2 s per extra card, and DLPerf's Paddle 1.8 BERT about 0.03 s
+    "process_step_us_per_gpu": ("lin", 30000.0),
     # per stack (system_priors.toml names each prior's source). Link fraction: a public stack benchmark
     # on other hardware, a factor ~1.6 either way
     **{f"{st}_link_fraction": ("log", 0.50) for st in ("nccl", "mpi", "grpc", "gloo")},
@@ -134,10 +138,14 @@ PRIOR: dict[str, tuple[str, float]] = {
 # per-GPU / per-worker sync terms are not fitted by default: one per-GPU term charged (N - 1) times to
 # all-reduce but per worker to PS made the PS vs ring order an artefact of the fit. The global
 # `overlap_efficiency` is not fitted either: the per-stack compute slowdown models the same contention
-# during overlap, and fitting both leaves them confounded (it stays at its prior, 1).
+# during overlap, and fitting both leaves them confounded (it stays at its prior, 1). The per-process host cost
+# (process_step_us_per_gpu) is fitted on the rows whose scripts show one process driving several GPUs
+# (`gpus_per_process` column): TF_BENCH_2017 (tf_cnn_benchmarks towers) and DLPerf's PaddlePaddle BERT, OneFlow and
+# TensorFlow 2.3 runs, two sources, so each informs it when the other is left out.
 DEFAULT_FIT = ("ps_tensor_overhead_us", "ps_pull_overlap", "pcie_efficiency",
                "nvlink_efficiency", "host_reduce_gb_per_s", "grpc_copy_ns_per_byte", "nccl_sync_us", "grpc_sync_us",
-               "nccl_compute_slowdown", "grpc_compute_slowdown", "nccl_socket_gb_per_s", "straggler_cv")
+               "nccl_compute_slowdown", "grpc_compute_slowdown", "nccl_socket_gb_per_s", "straggler_cv",
+               "process_step_us_per_gpu")
 
 
 def _prior_u(name: str, v: float) -> float:

@@ -49,6 +49,8 @@ class SystemParams:
     straggler_cv: float = 0.0
     sync_us_per_gpu: float = 0.0
     sync_us_per_worker: float = 0.0
+    # host scheduling cost per step for every GPU beyond the first that ONE process drives (us); 0: not charged
+    process_step_us_per_gpu: float = 0.0
     # per communication stack (costopt/stacks.py): fraction of the transport's rate reached by bulk
     # transfers, per-step synchronisation cost per growth unit, compute slowdown under communication,
     # host CPU time per byte the stack serialises and copies (RPC stacks), and per byte of ONE RPC stream (one tensor)
@@ -100,6 +102,7 @@ _KEYS = {
     ("sync", "straggler_cv"): "straggler_cv",
     ("sync", "step_us_per_gpu"): "sync_us_per_gpu",
     ("sync", "step_us_per_worker"): "sync_us_per_worker",
+    ("sync", "step_us_per_process_gpu"): "process_step_us_per_gpu",
     **{(stack, key): f"{stack}_{key}" for stack in ("nccl", "mpi", "grpc", "gloo")
        for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
     ("nccl", "socket_gb_per_s"): "nccl_socket_gb_per_s",
@@ -130,6 +133,7 @@ FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
     "straggler_cv": (0.0, 0.3, "lin"),
     "sync_us_per_gpu": (0.0, 20000.0, "lin"),
     "sync_us_per_worker": (0.0, 20000.0, "lin"),
+    "process_step_us_per_gpu": (0.0, 200000.0, "lin"),
     **{f"{st}_link_fraction": (0.02, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_sync_us": (0.1, 20000.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
     **{f"{st}_compute_slowdown": (0.0, 1.0, "lin") for st in ("nccl", "mpi", "grpc", "gloo")},

@@ -60,6 +60,15 @@ between the M workers (thesis_method.md §4.1: W token queues, one per worker):
 
 These two legacy terms default to 0; the per-stack terms below carry the per-step costs.
 
+One process driving several GPUs (a measured run's `gpus_per_process` g; 1, one process per GPU as PyTorch
+DDP and Horovod run, for every design costopt enumerates): a runtime that schedules every device's operators
+from one process (PaddlePaddle 1.x ParallelExecutor, TF 1.x in-graph towers) does the host work of all g
+devices each step, in series with the step (DLPerf's PaddlePaddle 1.8.3 BERT-base on 8 V100: about 0.2 s more
+per step than one GPU at batch 32, 64 and 96 alike, where the same framework's multi-process ResNet-50 run
+loses 7%):
+
+    t_proc = (g − 1) · h                (h = `process_step_us_per_gpu`, [sync] step_us_per_process_gpu)
+
 Communication stack s (costopt/stacks.py; one per design, default from strategy and reduce_on):
 
     B_wire    = line rate × eff(transport) × f_s                     (f_s = `<s>_link_fraction`)
@@ -311,12 +320,15 @@ def evaluate(
     overlap: str = "wfbp",
     num_ps: np.ndarray | None = None,
     specs: LinkSpecs | None = None,
+    gpus_per_process: np.ndarray | None = None,
 ) -> Timing:
     """Iteration time, throughput and bottleneck for every design in `space`.
 
     `num_ps` (optional, one integer per design) is the number of PS shards for `ps` designs; 0 or
     None means the default layout, one shard per node. Shard p lives on node p mod M. `specs`: the
     space's `link_specs`, when the caller evaluates the same space many times (else built here).
+    `gpus_per_process` (optional, one integer per design, 1 <= g <= G): GPUs one process drives; None
+    means one process per GPU (no per-process host cost).
     """
     if overlap not in OVERLAP_MODES:
         raise ValueError(f"overlap must be one of {OVERLAP_MODES}")
@@ -476,6 +488,12 @@ def evaluate(
         gpu_peers = np.where(strat == PS, G - 1.0, N - 1.0)
         worker_peers = np.where(strat == PS, M - 1.0, 0.0)
         t_serial = t_serial + np.where(one, 0.0, us_to_s(a_gpu) * gpu_peers + us_to_s(a_worker) * worker_peers)
+
+    if gpus_per_process is not None:
+        # one process schedules the operators of all its g GPUs each step: (g - 1) x h more host time per step
+        extra_gpus = np.asarray(gpus_per_process, dtype=np.float64) - 1.0
+        if (extra_gpus > 0).any():
+            t_serial = t_serial + us_to_s(_param(params, "process_step_us_per_gpu", n)) * extra_gpus
 
     # per-step synchronisation of the stack: c_s x g_s (log2 N for NCCL's trees, per worker for gRPC,
     # per rank for MPI and Gloo; costopt/stacks.py)

@@ -28,7 +28,11 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   synchronisation, default 1: K forwards and K-1 backwards before the last backward, K x batch samples
   per GPU per iteration, as api.py),
   `nics_per_node` (whole number >= 1, default 1: network adapters per node, each at nic_gbps; e.g. two
-  EDR adapters per node are nic_gbps 100, nics_per_node 2).
+  EDR adapters per node are nic_gbps 100, nics_per_node 2),
+  `gpus_per_process` (whole number, 1 <= g <= gpus_per_node, default 1: GPUs one training process drives;
+  e.g. 8 for a run that schedules all eight GPUs of a node from one process, as PaddlePaddle 1.x's
+  ParallelExecutor or TensorFlow 1.x tf_cnn_benchmarks towers; the timing model then charges
+  (g - 1) x `process_step_us_per_gpu` of host time per step, costopt/timing.py).
 Every other column is kept and echoed in the output.
 
 Prediction: rows sharing (model, tensor set, batch, overlap) are evaluated as one design space where each row
@@ -69,7 +73,8 @@ COLUMNS = (
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
 )
 # the cells _parse_row reads (every other column is only echoed)
-PARSED_COLUMNS = COLUMNS + ("tensor_set", "chassis", "overlap", "grad_accum", "nics_per_node", "stack")
+PARSED_COLUMNS = COLUMNS + ("tensor_set", "chassis", "overlap", "grad_accum", "nics_per_node", "stack",
+                             "gpus_per_process")
 ROW_STRATEGIES = ("ps", "ring", "hierarchical", "single")
 TRANSPORTS = ("tcp", "rdma")
 # adapter latency of the ad-hoc NICs: as the reference catalog's 10/25 GbE (tcp) and RoCE (rdma) adapters
@@ -100,6 +105,7 @@ class Row:
     stack_basis: str = "inferred"  # "column" when the file names it
     grad_accum: int = 1
     nics_per_node: int = 1
+    gpus_per_process: int = 1
     raw: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -272,6 +278,11 @@ def _parse_row(path: Path, line: int, raw: dict[str, str], workloads: dict[str, 
         r.grad_accum = number("grad_accum", integer=True)
     if raw.get("nics_per_node", ""):
         r.nics_per_node = number("nics_per_node", integer=True)
+    if raw.get("gpus_per_process", ""):
+        r.gpus_per_process = number("gpus_per_process", integer=True)
+        if r.gpus_per_process > r.gpus_per_node:
+            raise _err(path, line, "gpus_per_process", f"{r.gpus_per_process} GPUs per process, but the row has "
+                       f"{r.gpus_per_node} GPUs per node (a process drives GPUs of its own node)")
     if not r.strategy:
         raise _err(path, line, "strategy", f"empty (required; choose from {', '.join(ROW_STRATEGIES)})")
     if r.tensor_set not in workload.tensor_sets:
@@ -356,6 +367,7 @@ class Group:
     overlap: str = "wfbp"
     inverse: np.ndarray | None = None  # per row of `rows`: its design in `space` (None: one design per row)
     specs: LinkSpecs | None = None  # the space's link spec tables (timing.link_specs), built once
+    gpus_per_process: np.ndarray | None = None  # per design: GPUs one process drives (None: 1 each)
 
 
 @dataclass
@@ -389,7 +401,7 @@ class Prepared:
                 if g.specs is None:
                     g.specs = link_specs(g.space)
                 t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps,
-                             specs=g.specs)
+                             specs=g.specs, gpus_per_process=g.gpus_per_process)
                 out[at:at + n] = t.throughput_samples_per_s
             at += n
         return out
@@ -505,7 +517,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         for j, i in enumerate(idx):
             r = rows[i]
             key = (r.gpu, design[i], r.nodes, r.strategy, r.reduce_on, r.stack, r.nics_per_node if r.nodes > 1 else 1,
-                   r.num_ps or 0, f[i], b[i], st[i])
+                   r.num_ps or 0, r.gpus_per_process, f[i], b[i], st[i])
             u = distinct.get(key)
             if u is None:
                 u = distinct[key] = len(first)
@@ -527,8 +539,10 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         compute = GpuCompute(f[fa], b[fa], st[fa], np.ones(n, bool), np.ones(n, bool),
                              ["calibrated"] * n, [basis[i] for i in first])
         num_ps = np.array([rows[i].num_ps or 0 for i in first], dtype=np.int64)
+        per_process = np.array([rows[i].gpus_per_process for i in first], dtype=np.int64)
         groups.append(Group(np.array(idx, dtype=np.int64), space, compute,
-                            _workload(model, workloads).tensors(ts), int(batch), num_ps, overlap, inverse))
+                            _workload(model, workloads).tensors(ts), int(batch), num_ps, overlap, inverse,
+                            gpus_per_process=per_process if (per_process > 1).any() else None))
     measured = np.array([r.measured_samples_per_s for r in rows])
     return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [], f + b + st)
 

@@ -55,7 +55,7 @@ def _row_by_row(rows, cat, params) -> np.ndarray:
                             a(STACKS.index(r.stack)))
         comp = GpuCompute(np.array([f]), np.array([b]), np.array([st]), np.ones(1, bool), np.ones(1, bool), ["x"], ["x"])
         t = evaluate(space, comp, w.tensors(r.tensor_set), params, r.batch_per_gpu * k, r.overlap,
-                     num_ps=a(r.num_ps or 0))
+                     num_ps=a(r.num_ps or 0), gpus_per_process=a(r.gpus_per_process))
         out.append(float(t.throughput_samples_per_s[0]))
     return np.array(out)
 

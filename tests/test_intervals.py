@@ -199,6 +199,25 @@ def test_estimated_compute_widens_the_range():
     assert wb > wa
 
 
+def test_a_roofline_design_takes_the_roofline_compute_residuals(residuals):
+    # One rtx-pro-6000 (no measurement, no published ratio: a roofline estimate), inception_v3: no
+    # communication, so the compute share is exactly 1 and the range is built from every pair
+    # (communication residual of its stack + roofline compute residual), hand-summed here from the
+    # committed residuals; the cap is perfect scaling of one GPU (the point itself) widened by the
+    # roofline's own 90th percentile.
+    d = costopt.predict("inception_v3", "rtx-pro-6000", 1, 1, None, "ring")
+    assert d["compute_source"] == "roofline" and d["t_comm_s"] == 0.0 and d["stack"] == "nccl"
+    comm = [c["log_residual"] for c in residuals["communication"] if c["stack"] == "nccl"]
+    assert len(comm) >= 20  # enough rows for a range of its own stack
+    roof = [c["log_residual"] for c in residuals["compute"] if c["kind"] == "roofline"]
+    sums = [c + k for c in comm for k in roof]
+    thr = d["throughput_samples_per_s"]
+    low = thr * math.exp(min(_pct(sums, 10), 0.0))
+    high = min(thr * math.exp(max(_pct(sums, 90), 0.0)), thr * math.exp(max(_pct(roof, 90), 0.0)))
+    assert d["throughput_low_samples_per_s"] == pytest.approx(low, rel=1e-6)
+    assert d["throughput_high_samples_per_s"] == pytest.approx(high, rel=1e-6)
+
+
 def test_solve_sentence_states_range_and_evidence():
     res = costopt.solve(300_000, "resnet50", top=3)
     b = res.best

@@ -47,14 +47,17 @@ def params(**kw):
     return default_system().with_updates(**base)
 
 
-def t_iter(strategy, reduce_on="gpu", overlap="none", nodes=2, gpus_per_node=1, gpu="halfcard", **kw) -> float:
+def t_iter(strategy, reduce_on="gpu", overlap="none", nodes=2, gpus_per_node=1, gpu="halfcard",
+           gpus_per_process=None, **kw) -> float:
     cat = load_catalog(MINI)
     space = single_design(cat, gpu, gpus_per_node, nodes, "eth10", strategy, reduce_on)
     n = len(space.gpus)
     compute = GpuCompute(forward_s=np.full(n, T_F), backward_s=np.full(n, T_B), step_s=np.full(n, T_STEP),
                          memory_ok=np.ones(n, bool), supported=np.ones(n, bool), source=["measured"] * n,
                          basis=[""] * n)
-    t = evaluate(space, compute, four_tensors(), params(**kw), batch_per_gpu=32, overlap=overlap)
+    per_process = None if gpus_per_process is None else np.array([gpus_per_process], dtype=np.int64)
+    t = evaluate(space, compute, four_tensors(), params(**kw), batch_per_gpu=32, overlap=overlap,
+                 gpus_per_process=per_process)
     return float(t.t_iter_s[0])
 
 
@@ -170,6 +173,31 @@ def test_ps_cpu_variables_local_reduce_of_the_node_gpus():
     assert stream == pytest.approx(0.06 + 0.0002)
     expect = COMPUTE + stream + pull + LARGEST * 3 / 40e9
     assert t_iter("ps", reduce_on="cpu", gpus_per_node=4, host_reduce_gb_per_s=2.0) == pytest.approx(expect, rel=1e-9)
+
+
+def test_one_process_driving_the_node_gpus_adds_its_host_steps():
+    # the 2 x 4 halfcard PS case above, with ONE process per node driving its 4 GPUs and h = 2.5 ms per extra
+    # GPU: t_proc = (g - 1)·h = 3 x 2.5 ms = 7.5 ms, a serial term on top of the same iteration
+    t_red = 3 * S / 2e9
+    host_copy = S / (31e9 * 0.5)
+    pull = max(X / B_NIC + A_PS * REMOTE, host_copy)
+    stream = max(X / B_NIC, host_copy, t_red, 2 * LARGEST * 3 / 40e9) + PER_TENSOR * 4
+    expect = COMPUTE + stream + pull + LARGEST * 3 / 40e9 + (4 - 1) * 2.5e-3
+    got = t_iter("ps", reduce_on="cpu", gpus_per_node=4, host_reduce_gb_per_s=2.0, gpus_per_process=4,
+                 process_step_us_per_gpu=2500.0)
+    assert got == pytest.approx(expect, rel=1e-9)
+    # two GPUs per process (two processes per node): (2 - 1) x 2.5 ms
+    two = t_iter("ps", reduce_on="cpu", gpus_per_node=4, host_reduce_gb_per_s=2.0, gpus_per_process=2,
+                 process_step_us_per_gpu=2500.0)
+    assert two == pytest.approx(expect - 2 * 2.5e-3, rel=1e-9)
+
+
+def test_one_gpu_per_process_or_none_given_charges_no_host_steps():
+    # g = 1 (one process per GPU, every design costopt enumerates) and no array at all give the same time,
+    # whatever the per-GPU cost is
+    base = t_iter("ring", gpus_per_node=4, process_step_us_per_gpu=0.0)
+    assert t_iter("ring", gpus_per_node=4, process_step_us_per_gpu=9000.0) == base
+    assert t_iter("ring", gpus_per_node=4, gpus_per_process=1, process_step_us_per_gpu=9000.0) == base
 
 
 def test_full_overlap_hides_the_stream_up_to_the_backward_pass():

@@ -197,6 +197,33 @@ def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
     assert 2 * 64 / slow[1] == pytest.approx(2 * 64 / base[1] + 1 * 2e-3, rel=1e-9)
 
 
+def test_gpus_per_process_column_charges_one_process_per_step(tmp_path):
+    from costopt.system import default_system
+    header = HEADER + ",gpus_per_process"
+    row = "T,inception_v3,p100-pcie,4,1,64,fp32,ring,,,,gpu,200,300"
+    p = _csv(tmp_path, row + ",4", row + ",1", row + ",", header=header)
+    system = default_system().with_updates(process_step_us_per_gpu=3000.0)
+    pred = validate(p, system=system).frame["predicted_samples_per_s"].to_numpy()
+    # one process drives the 4 GPUs: (4 - 1) x 3 ms more per step than one process per GPU
+    assert 4 * 64 / pred[0] == pytest.approx(4 * 64 / pred[1] + 3 * 3e-3, rel=1e-9)
+    assert pred[2] == pred[1]  # empty = 1
+    # without the column: the same prediction as 1 per process
+    plain = validate(_csv(tmp_path, row), system=system).frame["predicted_samples_per_s"].iloc[0]
+    assert plain == pred[1]
+
+
+@pytest.mark.parametrize("value, words", [("0", "positive"), ("2.5", "whole number"), ("x", "not a number"),
+                                          ("8", "8 GPUs per process, but the row has 4 GPUs per node")])
+def test_gpus_per_process_column_rejects_bad_values(tmp_path, value, words):
+    header = HEADER + ",gpus_per_process"
+    p = _csv(tmp_path, "T,inception_v3,p100-pcie,4,1,64,fp32,ring,,,,gpu,200,300," + value, header=header)
+    with pytest.raises(InputError) as exc:
+        read_measurements(p)
+    assert "line 2, column 'gpus_per_process'" in str(exc.value) and words in str(exc.value)
+    r = runner.invoke(app, ["validate", str(p)])
+    assert r.exit_code == 2 and "gpus_per_process" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_a_link_no_chassis_can_take_is_blamed_on_nic_gbps(tmp_path):
     p = _csv(tmp_path, "T,resnet50,k80,8,2,64,fp32,ring,5000,tcp,,gpu,51.5,700")
     r = runner.invoke(app, ["validate", str(p)])

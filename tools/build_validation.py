@@ -62,6 +62,14 @@ DLPerf's own script, and its MXNet BERT column of report v1 @28c5854b ran in an 
 InfiniBand user-space driver, so NCCL used its socket transport (tcp) over the stated EDR adapter. The row's
 notes give the evidence; the measured figures are unchanged.
 
+`gpus_per_process` (GPUs one training process drives; empty = 1, one process per GPU or not checked) is what
+the run's scripts show: tf_cnn_benchmarks (TF_BENCH_2017) runs one process per host with one tower per GPU
+(`--num_gpus`), so every TF_BENCH_2017 row has gpus_per_node; the multi-node all-reduce lines carry it in
+tools/sources/published_allreduce.csv, with the evidence per framework in PROCESS_EVIDENCE (DLPerf's
+PaddlePaddle BERT, OneFlow and TensorFlow 2.3 scripts start one process per node; its PaddlePaddle ResNet-50
+script starts one per GPU). The timing model charges (g - 1) x `process_step_us_per_gpu` per step.
+Left empty (not checked here): EBUG_DISTTF_2017, TFB_ISSUE29_M40, NV_DLE_*, GOYAL/AKIBA/MIKAMI.
+
 `overlap` (the timing model's overlap mode) is left empty (wfbp) for every row: no source states a
 mode that waits for all gradients (tf_cnn_benchmarks `--gradient_repacking`; the May 2017 page lists
 variable_update and the parameter device only), and TF 1.x dataflow, Horovod and DDP all start each
@@ -85,7 +93,8 @@ OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
 COLUMNS = [
     "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
-    "tensor_set", "chassis", "overlap", "stack", "nic_basis", "nics_per_node", "measured_basis", "system", "data",
+    "tensor_set", "chassis", "overlap", "stack", "nic_basis", "nics_per_node", "gpus_per_process", "measured_basis",
+    "system", "data",
     "source_line", "notes",
 ]
 
@@ -109,6 +118,11 @@ def _row(**kw) -> dict:
 def _num(v) -> str:
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)  # shortest exact decimal (":g" keeps only 6 digits)
+
+
+# tf_cnn_benchmarks runs one process per host; its GPUs are towers of that process's one graph
+TF_BENCH_PROCESS = ("one process per host drives its GPUs: tf_cnn_benchmarks builds one tower per GPU in one "
+                    "process (--num_gpus per worker; github.com/tensorflow/benchmarks scripts/tf_cnn_benchmarks)")
 
 
 def _tf_bench(d: pd.DataFrame) -> list[dict]:
@@ -167,8 +181,10 @@ def _tf_bench(d: pd.DataFrame) -> list[dict]:
                 notes.append(f"{num_ps} PS (page: PS count = worker count except listed cases)")
         else:
             raise SystemExit(f"TF_BENCH_2017 line {idx + 2}: unknown strategy {strat_text!r}")
+        notes.append(TF_BENCH_PROCESS)
         out.append(_row(
             source="TF_BENCH_2017", model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
+            gpus_per_process=int(r.gpus_per_node),
             batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy=strategy, nic_gbps=nic, transport=transport,
             num_ps=num_ps, reduce_on=reduce_on, single_gpu_samples_per_s=_num(single),
             measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, stack=stack, nic_basis=basis,
@@ -314,6 +330,27 @@ ALLREDUCE_GPUS = {
     "Tesla P100 PCIe (MN-1)": ("p100-pcie", "PFN MN-1: 8 x P100 PCIe per node, 2 x FDR InfiniBand"),
     "Tesla V100-SXM2-16GB (ABCI)": ("v100-sxm2-16gb", "AIST ABCI: 4 x V100-SXM2 per node, 2 x EDR InfiniBand"),
 }
+# framework (prefix of the `framework` cell) -> how many processes its run started, with the evidence; appended to
+# the notes of every line whose `gpus_per_process` is filled
+PROCESS_EVIDENCE = {
+    "PaddlePaddle 1.8.3 (ParallelExecutor": (
+        "one process per node drives its GPUs: DLPerf PaddlePaddle/bert/scripts/single_node_train.sh runs one "
+        "'python -u ./train.py --is_distributed false' with CUDA_VISIBLE_DEVICES listing every GPU and "
+        "multi_node_train.sh one 'train.py --is_distributed true' per node (worker_endpoints: one per node); "
+        "PaddlePaddle/models release/1.8 BERT train.py drives them from one ParallelExecutor "
+        "(CompiledProgram.with_data_parallel, num_threads = device count; nccl2 mode, num_trainers = nodes)"),
+    "PaddlePaddle 1.8.3 (fleet collective)": (
+        "one process per GPU: DLPerf PaddlePaddle/resnet50v1.5/scripts/multi_node_train.sh starts train.py through "
+        "'python3 -m paddle.distributed.launch' (one trainer process per GPU)"),
+    "OneFlow": ("one process per node drives its GPUs: DLPerf OneFlow scripts (rn50_train.sh, bert_base_pretrain.sh) "
+                "run one python3 process per node with --gpu_num_per_node"),
+    "TensorFlow 2.3": ("one process per node drives its GPUs: DLPerf TensorFlow/resnet50v1.5/scripts "
+                       "single_node_train.sh and multi_node_train.sh run one classifier_trainer.py per node with "
+                       "runtime.num_gpus = the node's GPUs"),
+    "TensorFlow 1.15.2": "one process per GPU (Horovod runs one rank per GPU)",
+    "MXNet 1.6.0": "one process per GPU (Horovod runs one rank per GPU)",
+    "PyTorch 1.5.0": "one process per GPU (DistributedDataParallel, one rank per GPU)",
+}
 ALLREDUCE_MODELS = {"ResNet-50 v1.5": "resnet50", "ResNet-50": "resnet50", "BERT-base pretraining": "bert_base"}
 # tf_cnn_benchmarks/Keras variable definitions (the zoo's `tensorflow` ResNet-50 set) for TensorFlow stacks
 TF_FRAMEWORKS = ("TensorFlow",)
@@ -371,11 +408,18 @@ def _allreduce(path: Path = ALLREDUCE_SOURCES) -> list[dict]:
             notes.append(f"network as stated: {int(r.nics_per_node)} x {float(r.nic_gbps):g} Gb/s per node, transport {r.transport}")
         if isinstance(r.notes, str) and r.notes:
             notes.append(r.notes)
+        per_process = ""
+        if pd.notna(r.gpus_per_process):
+            per_process = int(r.gpus_per_process)
+            why = [v for k, v in PROCESS_EVIDENCE.items() if str(r.framework).startswith(k)]
+            if len(why) != 1:
+                raise SystemExit(f"{path.name} line {idx + 2}: gpus_per_process given, no evidence for {r.framework!r}")
+            notes.append(f"gpus_per_process {per_process}: {why[0]}")
         row = _row(
             source=r.source_id, model=model, gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
             batch_per_gpu=int(r.batch_per_gpu), precision=r.precision, strategy=r.strategy,
             nic_gbps=_num(r.nic_gbps) if multi else "", nics_per_node=int(r.nics_per_node) if multi else "",
-            transport=r.transport if multi else "", reduce_on="gpu",
+            transport=r.transport if multi else "", reduce_on="gpu", gpus_per_process=per_process,
             single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(measured),
             tensor_set=ts, chassis=(r.chassis if isinstance(r.chassis, str) else ""),
             nic_basis=(r.nic_basis if multi else ""), measured_basis=basis, system=system, data=r.data,

@@ -54,7 +54,8 @@ def _timings(rows: list[Row], system) -> list[dict]:
     prep = prepare(rows)
     out: list[dict] = [{} for _ in rows]
     for g in prep.groups:
-        t = evaluate(g.space, g.compute, g.tensors, system, g.batch, g.overlap, num_ps=g.num_ps)
+        t = evaluate(g.space, g.compute, g.tensors, system, g.batch, g.overlap, num_ps=g.num_ps,
+                     gpus_per_process=g.gpus_per_process)
         for j, i in enumerate(g.rows.tolist()):
             d = int(g.inverse[j]) if g.inverse is not None else j
             out[i] = {"throughput": float(t.throughput_samples_per_s[d]), "t_iter": float(t.t_iter_s[d]),
