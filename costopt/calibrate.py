@@ -127,6 +127,9 @@ PRIOR: dict[str, tuple[str, float]] = {
     # NCCL socket-transport ceiling: the two public figures behind the prior (2.4 and 5 GB/s, NVIDIA/nccl#209 and
     # #450) are a factor ~2 apart, and channel/thread settings move it: a factor ~1.65 either way
     "nccl_socket_gb_per_s": ("log", 0.50),
+    # MPI host-memory ring over TCP, one progress thread per rank: one public figure behind the prior (pytorch/gloo#248,
+    # a one-thread host ring on 40 GbE); core speed and kernel settings move it: a factor ~1.65 either way
+    "mpi_host_gb_per_s": ("log", 0.50),
 }
 # fitted by default: the knobs the shipped rows inform. TCP and RDMA efficiencies stay at their priors
 # (wire and kernel properties from link benchmarks); most multi-node shipped rows are gRPC PS rows, and

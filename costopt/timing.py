@@ -17,6 +17,7 @@ Communication, per iteration:
         t = 2(G−1)/G·S / B_intra + 2(M−1)/M·S / B_nic                        + (2(G−1)α_intra + 2(M−1)α_nic) per bucket
     ring, reduce_on=cpu (MPI on host memory): copies through the host, a host-memory-speed reduction
         t = 2·S / B_pcie + V / min(B_nic·cpu_eff, B_hmem) + (N−1)/N·S / B_red
+        (stack mpi over tcp: min(B_nic·cpu_eff, B_hmem, B_host), the one-thread host ceiling below)
     parameter server, P shards (default P = M) colocated on the worker nodes (shard k on node k mod M),
     greedy whole-tensor placement:
         per phase NIC bytes  X = max_j max((M−1)·L_j, S − L_j), L_j = shard bytes on node j  (placement.py)
@@ -90,6 +91,13 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
                hierarchical over several nodes reduces inside each node on the GPUs first (Goyal et al. 2017 §4),
                then only the node's buffer crosses the host (phases in series):
         t = 2(G−1)/G·S / B_intra + 2·S / B_pcie_one + 2(M−1)/M·S / min(B_nic·cpu_eff, B_hmem) + (M−1)/M·S / B_red
+    mpi over transport tcp: the host ring's network term runs at min(B_nic·cpu_eff, B_hmem, B_host) instead, in both
+               forms above (flat: V / min(...); hierarchical: 2(M−1)/M·S / min(...)), B_host = `mpi_host_gb_per_s`
+               per rank (not per NIC): MPI's ring is driven by ONE thread per rank that waits for a block, reduces it
+               and sends it on, in series (Open MPI coll/base `allreduce_intra_ring`), through the kernel's sockets,
+               so a rank's ring traffic is capped by that thread's rate whatever the link: a one-thread host ring
+               over 40 GbE moved 1.07 GB/s per rank, a fifth of line rate, and no more with larger buffers
+               (pytorch/gloo#248, 2020-02-29). Over RDMA no ceiling applies (no public measurement found).
     t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
                                                                       (c_s = `<s>_sync_us`, added to t_serial)
     T_b'      = T_b + k_s · min(T_b, t_stream)   (wfbp and full: compute slowed while the stack communicates;
@@ -222,6 +230,10 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
     # kernel's TCP stack while the previous chunk is on the wire, so the slower of the two sets the rate
     sock = np.where((stack == NCCL) & ~is_rdma & has_nic,
                     gb_per_s_to_bytes_per_s(_param(params, "nccl_socket_gb_per_s", n)), np.inf)
+    # MPI's host-memory ring over kernel TCP: one thread per rank waits, reduces and sends every block in series
+    # (Open MPI coll/base ring), so the ring traffic of a rank is capped by that thread's rate whatever the link
+    host_cap = np.where((stack == MPI) & ~is_rdma & has_nic,
+                        gb_per_s_to_bytes_per_s(_param(params, "mpi_host_gb_per_s", n)), np.inf)
     overhead_us = np.where(is_rdma, _param(params, "rdma_message_overhead_us", n),
                            _param(params, "tcp_message_overhead_us", n))
     return {
@@ -229,6 +241,8 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
         # the stack reaches its own fraction of the transport's rate
         "B_wire": np.minimum(line[ni] * wire_eff * per_stack(params, "link_fraction", stack), sock) * space.nics_per_node,
         # host CPU time per byte an RPC stack spends serialising and copying what it sends (s/byte); no NIC: 0
+        # per rank, not per NIC: one progress thread per rank moves the host ring's traffic (inf: no ceiling)
+        "B_host_mpi": host_cap,
         "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
         # host time per byte of ONE request stream (one tensor is one RPC), s/byte; no NIC: 0
         "c_stream": np.where(has_nic, per_stack(params, "stream_ns_per_byte", stack) * 1e-9, 0.0),
@@ -375,7 +389,8 @@ def evaluate(
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
-        cpu_rate = np.where(multi, np.minimum(B_nic * _param(params, "cpu_network_efficiency", n), B_hmem), B_hmem)
+        cpu_rate = np.where(multi, np.minimum(np.minimum(B_nic * _param(params, "cpu_network_efficiency", n), B_hmem),
+                                              L["B_host_mpi"]), B_hmem)
         t_nic = select([is_ring & multi, is_hier, is_cpu_ar],
                           [V / B_nic, V_inter / np.where(host_hier, cpu_rate, B_nic), V / cpu_rate], 0.0)
         t_host = select([is_cpu_ar, host_hier], [2.0 * S / B_pcie, 2.0 * S / L["B_pcie_one"]], 0.0)

@@ -318,3 +318,70 @@ def test_dlperf_bert_rows_over_nccl_sockets_say_why_and_keep_their_figures():
     b32 = {(r["nodes"], "PaddlePaddle" in r["notes"]): float(r["measured_samples_per_s"])
            for r in rows if r["batch_per_gpu"] == "32"}
     assert b32 == {("2", True): 1116.02, ("4", True): 2073.6, ("2", False): 1136.44, ("4", False): 1895.5}
+
+
+def test_mpi_host_ring_ceiling_over_tcp_by_hand():
+    """MPI over transport tcp: one thread per rank drives the host-memory ring, so the ring's network term runs at
+    min(B_nic x cpu_eff, host memory, B_host) per rank. 10 GbE at eff 0.7 and cpu_eff 0.5: 0.4375e9 B/s; a 0.2 GB/s
+    thread ceiling makes the flat ring's network time V / 0.2e9 instead of V / 0.4375e9, V = 2·7/8 · 108,645,056
+    bytes (inception_v3's 27,161,264 fp32 gradients, 8 ranks) = 190,128,848 bytes: +0.5161 s. Hierarchical over mpi
+    (2 nodes): only the nodes' ring goes through the host, 2·1/2 · S bytes: +0.2949 s."""
+    S = 27_161_264 * 4
+    V = 2 * 7 / 8 * S
+    kw = dict(strategy="ring", reduce_on="cpu", chassis="pcie4x4", stack="mpi")
+    p = dict(tcp_efficiency=0.7, cpu_network_efficiency=0.5)
+    free = _pred(_p(**p, mpi_host_gb_per_s=1e6), **kw)
+    capped = _pred(_p(**p, mpi_host_gb_per_s=0.2), **kw)
+    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(V / 0.2e9 - V / 0.4375e9, rel=1e-6)
+    assert V / 0.2e9 - V / 0.4375e9 == pytest.approx(0.51606, rel=1e-4)
+    kw_h = dict(kw, strategy="hierarchical", reduce_on="gpu")
+    free_h = _pred(_p(**p, mpi_host_gb_per_s=1e6), **kw_h)
+    capped_h = _pred(_p(**p, mpi_host_gb_per_s=0.2), **kw_h)
+    assert capped_h["t_comm_s"] - free_h["t_comm_s"] == pytest.approx(S / 0.2e9 - S / 0.4375e9, rel=1e-6)
+    # a ceiling above the host path's rate changes nothing
+    above = _pred(_p(**p, mpi_host_gb_per_s=0.5), **kw)
+    assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(nic="ib100", stack="mpi", reduce_on="cpu"),     # RDMA: no public measurement, no ceiling
+    dict(stack="gloo", reduce_on="cpu"),                 # Gloo: not MPI's one-thread ring
+    dict(stack="nccl", reduce_on="gpu"),                 # NCCL: its own socket ceiling, not this one
+    dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu"),  # one node: shared memory, no sockets
+])
+def test_mpi_host_ceiling_only_for_mpi_over_tcp(kw):
+    a = _pred(_p(mpi_host_gb_per_s=1e6), chassis="pcie4x4", **kw)
+    b = _pred(_p(mpi_host_gb_per_s=0.01), chassis="pcie4x4", **kw)
+    assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
+
+
+def test_mpi_host_prior_is_the_one_thread_host_ring_measurement():
+    """system_priors.toml: pytorch/gloo#248, 2 ranks, 20 MB float32 at 1.073 GB/s; each rank's ring traffic per
+    all-reduce is 2(N - 1)/N x 20 MB = 20 MB, so 1.073 GB/s of ring traffic per rank."""
+    from costopt.system import prior_system
+    assert prior_system().mpi_host_gb_per_s == pytest.approx(2 * (2 - 1) / 2 * 20e6 / (20e6 / 1.073e9) / 1e9, abs=0.005)
+
+
+def _mpi_host_rates(system, model="vgg16", gpus=16):
+    """S / t_comm (GB/s) of the MPI host all-reduce per link, from tools/stack_mechanisms.py's table."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import stack_mechanisms
+    out = {}
+    for r in stack_mechanisms.mpi_host(system):
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        if len(cells) == 7 and cells[0] == model and cells[1] == str(gpus):
+            out[cells[2]] = float(cells[-1])
+    return out
+
+
+def test_mpi_host_ceiling_makes_the_rate_independent_of_the_tcp_link():
+    """With the shipped defaults the one-thread ceiling (1.07 GB/s per rank) binds on 25 GbE TCP (3.125 GB/s x 0.7 x
+    cpu_eff 0.5 = 1.09 GB/s) and on 40 GbE TCP (1.75 GB/s): the host all-reduce rate S / t_comm moves by less than 5%
+    from 25 to 40 GbE. Without the ceiling the same designs gain more than 30% (the wire set the rate)."""
+    for gpus in (16, 64):
+        on = _mpi_host_rates(default_system(), gpus=gpus)
+        off = _mpi_host_rates(default_system().with_updates(mpi_host_gb_per_s=1e6), gpus=gpus)
+        assert len(on) == 3 and len(off) == 3
+        assert abs(on["40 Gb/s tcp"] / on["25 Gb/s tcp"] - 1.0) < 0.05
+        assert off["40 Gb/s tcp"] / off["25 Gb/s tcp"] > 1.3
