@@ -159,10 +159,13 @@ def test_stated_efficiency_rows_are_predicted_not_fitted(tmp_path):
 
 def test_efficiency_rows_are_stated_efficiency_times_n_times_the_calibration_figure():
     """tools/sources/published_allreduce.csv: MIKAMI_2018 91.62% at 1,088 V100 (NVIDIA blog table), X1 = 1270 img/s
-    (NV_DLE_TF_RN50 V100 AMP 1-GPU); AKIBA_2017 80% at 1,024 P100, X1 = 219 (TF_BENCH_2017 P100)."""
+    (NV_DLE_TF_RN50 V100 AMP 1-GPU); AKIBA_2017 80% at 1,024 P100, X1 = 195 (TF_BENCH_2017 P100 at the run's per-GPU
+    batch 32, 'Other Results'); GOYAL_2017 ~90% at 256 P100, the same X1."""
     d = pd.read_csv(resolve_dataset("published"), dtype=str, keep_default_na=False).set_index("source")
     assert float(d.loc["MIKAMI_2018", "measured_samples_per_s"]) == pytest.approx(0.9162 * 1088 * 1270, abs=0.06)
-    assert float(d.loc["AKIBA_2017", "measured_samples_per_s"]) == pytest.approx(0.80 * 1024 * 219, abs=0.06)
+    assert float(d.loc["AKIBA_2017", "measured_samples_per_s"]) == pytest.approx(0.80 * 1024 * 195, abs=0.06)
+    assert float(d.loc["GOYAL_2017", "measured_samples_per_s"]) == pytest.approx(0.90 * 256 * 195, abs=0.06)
+    assert float(d.loc["GOYAL_2017", "single_gpu_samples_per_s"]) == 195 and d.loc["GOYAL_2017", "batch_per_gpu"] == "32"
     for s in ("MIKAMI_2018", "AKIBA_2017", "GOYAL_2017"):
         assert d.loc[s, "measured_basis"] == "efficiency"
         assert "derived, not a stated throughput" in d.loc[s, "notes"]

@@ -48,7 +48,13 @@ multi-GPU throughput; `efficiency` when it states only a scaling efficiency E at
 measured figure is E x N x the row's 1-GPU calibration figure (taken from another published 1-GPU
 measurement of that GPU and model, named in the row's notes). The multi-node all-reduce rows come from
 tools/sources/published_allreduce.csv (one line per published figure, with where it is in the source);
-docs/accuracy.md lists those sources.
+docs/accuracy.md lists those sources. The 1-GPU calibration of an `efficiency` row is taken at the run's own
+per-GPU batch where a public figure exists: GOYAL_2017 and AKIBA_2017 ran 32 images per P100, so X₁ is
+TF_BENCH_2017's DGX-1 P100 ResNet-50 figure at batch 32 (195 img/s, synthetic, the May 2017 page's
+"Other Results" table), not its batch-64 headline (219 img/s, used until 2026-12-01: 11% too fast per
+step at batch 32, which shortened the compute and inflated the communication share). MIKAMI_2018 ran about
+32 images per V100 and stays on NV_DLE_TF_RN50's batch-256 AMP figure (1270 img/s): no public V100 AMP
+ResNet-50 1-GPU figure at batch 32 was found (2026-12-01), so its compute is short by the batch effect.
 
 `transport` of a multi-node all-reduce row is what the run's communication library used, which is not always
 the adapter the source states: DLPERF_2020's PaddlePaddle BERT multi-node runs export NCCL_IB_DISABLE=1 in
