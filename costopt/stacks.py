@@ -33,9 +33,11 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
   on, through the kernel's sockets), so a rank's ring traffic is capped at `mpi_host_gb_per_s` whatever the link
   (prior 1.07 GB/s: a one-thread host ring on 40 GbE, pytorch/gloo#248); per rank, not per NIC; over RDMA no
   ceiling applies (no public measurement of a 2016-2019 host-memory MPI ring over RDMA was found);
-- copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, in series with
-  the wire and independent of it (gRPC: one TF RecvTensor stream at ~0.5 GB/s); a tensor held on a GPU
-  is also staged through the host (device -> host before the RPC, host -> device after);
+- copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, independent of the
+  link (gRPC: one TF RecvTensor stream at ~0.5 GB/s) and concurrently with the wire: per connection the
+  slower of the two sets the rate (TF 1.x gRPC moved the same ~162 MB/s with and without a wire,
+  tensorflow#4498); a tensor held on a GPU is also staged through the host (device -> host before the RPC,
+  host -> device after), in series;
 - single-stream cost c1_s (ns per byte, `<stack>_stream_ns_per_byte`): an RPC stack serves each tensor as one
   request on one stream, so however many tensors run in parallel, the largest one costs at least its bytes x
   c1_s per parameter-server phase (gRPC prior 2.5 ns/B: published single-tensor RecvTensor rates); 0 for the

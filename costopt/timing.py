@@ -77,13 +77,19 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
                 B_wire = min(line rate × eff(tcp) × f_nccl, B_sock)  per NIC, B_sock = `nccl_socket_gb_per_s`
                 (host threads copy chunks through the kernel TCP stack, pipelined with the wire: the slower
                 stage sets the rate; NVIDIA/nccl#209, #450: 2.4-5 GB/s whatever the link)
-    c_s       = `<s>_copy_ns_per_byte`: host CPU time per byte the stack serialises and copies (gRPC 2 ns/B
-                prior: one TF RecvTensor stream at ~0.5 GB/s, tensorflow#6116); it does not scale with the link
+    c_s       = `<s>_copy_ns_per_byte`: host CPU time per byte the stack serialises and copies on one connection
+                (gRPC 2 ns/B prior: one TF RecvTensor stream at ~0.5 GB/s, tensorflow#6116); it does not scale with
+                the link, and it runs CONCURRENTLY with the wire (while one chunk is on the wire the next is being
+                serialised): per connection the slower of the two sets the rate, as NCCL's socket threads above.
+                TF 1.x gRPC moved the same ~162 MB/s between two processes on one machine (no wire) as across a
+                40 Gb/s network (tensorflow#4498, 2016-09: 161.63 MB/s local benchmark; "always around 1.3 Gbit/s"
+                on the network): the wire added no time to the CPU-bound stream
     stage     = 1/B_pcie_one for grpc with reduce_on=gpu (TF's RecvTensor copies a GPU tensor to the host
                 before encoding it, and back on arrival, in series with the RPC), else 0
-    one stream (rings):  1/B_nic = 1/B_wire + c_s + stage
-    gRPC PS phase:       X/B_wire + X·stage + max(X·c_s/(M − 1), S_big·c_1)
-                (the (M − 1) peers' RPCs run on parallel threads, many tensors in flight on each; but one tensor
+    one stream (rings):  1/B_nic = max(1/B_wire, c_s) + stage
+    gRPC PS phase:       max(X/B_wire, X·c_s/(M − 1), S_big·c_1) + X·stage
+                (the NIC carries all X; the (M − 1) peers' RPCs run on parallel threads, one connection per peer,
+                pipelined with the wire; but one tensor
                 is one RPC served on one stream, so the largest tensor S_big costs at least S_big·c_1 per phase,
                 c_1 = `<s>_stream_ns_per_byte`, the published single-tensor RecvTensor rate (gRPC prior 2.5 ns/B,
                 tensorflow#6116/#11261): VGG16's 411 MB fc6 costs about 1 s per phase however fast the link)
@@ -362,9 +368,10 @@ def evaluate(
     # gRPC serialises from host memory: a tensor held on a GPU is copied device -> host before it is sent and
     # host -> device when it arrives, in series with its RPC (per byte 1/B_pcie_one; 0 for variables on the CPU)
     stage = np.where((stack == GRPC) & ~cpu, 1.0 / L["B_pcie_one"], 0.0)
-    # one stream (a ring neighbour): every byte pays the wire, the staging copy and the stack's copy cost in series
+    # one stream (a ring neighbour): the stack's copy runs concurrently with the wire (pipelined: the slower sets the
+    # rate, tensorflow#4498); the staging copy of a GPU tensor is in series with both
     with np.errstate(divide="ignore"):
-        B_nic = 1.0 / (1.0 / B_wire + np.where(np.isfinite(B_wire), stage + c_copy, 0.0))
+        B_nic = 1.0 / (np.maximum(1.0 / B_wire, c_copy) + np.where(np.isfinite(B_wire), stage, 0.0))
     B_red = gb_per_s_to_bytes_per_s(_param(params, "host_reduce_gb_per_s", n))
     B_hmem = gb_per_s_to_bytes_per_s(_param(params, "host_memory_gb_per_s", n))
     multi = M > 1
@@ -417,8 +424,8 @@ def evaluate(
             balanced = (Mi - 1) / Mi * S
             ps_shard_pinned[p] = (Mi > 1) & (X > 1.2 * balanced)
             a_ps = a_nic[p] + us_to_s(_param(params, "ps_tensor_overhead_us", n)[p])
-            # gRPC PS: the wire and the staging copies carry X in series; the stack's per-byte cost c is paid
-            # on the (M - 1) concurrent RPC streams of the busiest process (one per peer). One tensor is one
+            # gRPC PS: the NIC carries X; the stack's per-byte cost c is paid on the (M - 1) concurrent RPC
+            # streams of the busiest process (one connection per peer), beside the wire. One tensor is one
             # RPC on one stream: since X >= (M - 1) L_j for the shard j holding the largest tensor,
             # X / (M - 1) >= S_max, so that tensor never costs less than S_max * c however many peers share
             # the work (tensorflow/tensorflow#6116: one RecvTensor stream at ~0.5 GB/s)
@@ -426,7 +433,9 @@ def evaluate(
             # costs at least S_big * c_stream per phase (c_stream = `<stack>_stream_ns_per_byte`, the published
             # single-tensor RecvTensor rates; VGG16's 411 MB fc6 about 1 s at 2.5 ns/B)
             rpc_copy = np.maximum(X * c_copy[p] / np.maximum(Mi - 1.0, 1.0), S_big * L["c_stream"][p])
-            nic_phase = np.where(Mi > 1, X / B_wire[p] + X * stage[p] + rpc_copy, 0.0)
+            # the RPC threads serialise while the NIC sends (pipelined: the slower stage sets the phase); the
+            # device <-> host staging of GPU-held tensors comes before encoding and after decoding, in series
+            nic_phase = np.where(Mi > 1, np.maximum(X / B_wire[p], rpc_copy) + X * stage[p], 0.0)
             cp = cpu[p]
             Gp = G[p]
             host_copy = np.where(cp, S / B_pcie[p], np.where(Mi > 1, S / L["B_pcie_one"][p], 0.0))

@@ -84,20 +84,24 @@ def test_ps_with_gpu_variables_pull_push_requests_and_apply():
 
 
 def test_grpc_copy_cost_per_byte_on_the_peers_streams():
-    # c = 1 ns/byte on 2 nodes (one peer, one stream): each phase carries X·c = 0.02 s more, push and pull
+    # the copy runs beside the wire (pipelined): on 2 nodes (one peer, one stream) a phase takes max(X/B_NIC, X·c).
+    # c = 2.5 ns/byte: X·c = 0.05 s > X/B_NIC = 0.032 s, so push and pull each grow by 0.018 s;
+    # c = 1 ns/byte: X·c = 0.02 s < 0.032 s, hidden under the wire: nothing changes
     base = t_iter("ps", reduce_on="cpu")
-    more = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0)
-    assert more - base == pytest.approx(2 * X * 1e-9, rel=1e-9)
+    more = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=2.5)
+    assert more - base == pytest.approx(2 * (X * 2.5e-9 - X / B_NIC), rel=1e-9)
+    assert X * 2.5e-9 - X / B_NIC == pytest.approx(0.018, rel=1e-12)
+    assert t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0) == pytest.approx(base, rel=1e-12)
 
 
 def test_grpc_single_stream_floor_of_the_largest_tensor():
     # one tensor is one RPC stream: at c_1 = 5 ns/byte the 16 MB tensor costs 0.08 s per phase, more than the
-    # per-peer cost X·c/(M - 1) = 20 MB x 1 ns = 0.02 s, so each phase grows by 0.08 s, not 0.02 s
+    # per-peer cost X·c/(M - 1) = 20 MB x 2.5 ns = 0.05 s and the wire's 0.032 s, so each phase takes 0.08 s
     base = t_iter("ps", reduce_on="cpu")
-    peers = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0)
-    floor = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=1.0, grpc_stream_ns_per_byte=5.0)
-    assert peers - base == pytest.approx(2 * 0.02, rel=1e-9)
-    assert floor - base == pytest.approx(2 * 16e6 * 5e-9, rel=1e-9)
+    peers = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=2.5)
+    floor = t_iter("ps", reduce_on="cpu", grpc_copy_ns_per_byte=2.5, grpc_stream_ns_per_byte=5.0)
+    assert peers - base == pytest.approx(2 * (0.05 - X / B_NIC), rel=1e-9)
+    assert floor - base == pytest.approx(2 * (16e6 * 5e-9 - X / B_NIC), rel=1e-9)
 
 
 def test_ps_host_copies_bound_the_pull_when_pcie_is_slow():

@@ -20,6 +20,8 @@ calibration), so the figures to read are the shares and rates, not the absolute 
 
    Issue 10 describes 2017 MPI on host memory at a near-fixed 0.4-0.8 GB/s whatever the link (25 vs 40 GbE,
    TCP vs RDMA alike), losing rate from 16 to 64 GPUs.
+   Over TCP the one-thread ceiling of MPI's host ring (`[mpi] host_gb_per_s`, per rank) binds on 25 and 40 GbE
+   alike; over RDMA no ceiling is modelled (no public measurement found), so RDMA rows still follow the wire.
 """
 
 from __future__ import annotations
