@@ -400,3 +400,25 @@ def test_mpi_host_ceiling_makes_the_rate_independent_of_the_tcp_link():
         assert len(on) == 3 and len(off) == 3
         assert abs(on["40 Gb/s tcp"] / on["25 Gb/s tcp"] - 1.0) < 0.05
         assert off["40 Gb/s tcp"] / off["25 Gb/s tcp"] > 1.3
+
+
+def test_ps_breakdown_tool_by_hand_and_bounds():
+    """tools/ps_breakdown.py on the shipped multi-node PS rows (34: TF_BENCH_2017 15, EBUG_DISTTF_2017 18,
+    TFB_ISSUE29_M40 1). Measured exposed time by hand for EBUG_DISTTF_2017 p2.xlarge, 8 nodes (report table
+    tab:peak-perf-p2: 228.41 img/s on 8 GPUs, 30.55 img/s on 1, batch 64): 8·64/228.41 − 64/30.55 = 0.1467 s.
+    Switching a cost off never slows an iteration, and no term adds more than the whole predicted exposed time."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import ps_breakdown
+
+    items = ps_breakdown.breakdown(ps_breakdown.ps_rows(), default_system())
+    assert len(items) == 34
+    p2 = [d for d in items if d["row"].raw.get("system") == "AWS p2.xlarge" and d["row"].nodes == 8]
+    assert len(p2) == 1
+    assert p2[0]["exposed_measured_s"] == pytest.approx(8 * 64 / 228.41 - 64 / 30.55, rel=1e-9)
+    assert 8 * 64 / 228.41 - 64 / 30.55 == pytest.approx(0.1467, abs=5e-5)
+    for d in items:
+        for term in ("wire", "copy", "stream", "pcie", "sync", "wait"):
+            assert -1e-9 <= d[term] <= d["exposed_predicted_s"] + 1e-9, (term, d["row"].source, d["row"].nodes)
+    lines = ps_breakdown.table(items)
+    assert len(lines) == 2 + 34
