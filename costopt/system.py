@@ -76,6 +76,9 @@ class SystemParams:
     grpc_compute_slowdown: float = 0.0
     grpc_copy_ns_per_byte: float = 0.0
     grpc_stream_ns_per_byte: float = 0.0
+    # gRPC (2016-17) one-stream cost that grows with the message: per byte of a tensor of S GB, this x S ns more
+    # (the stream's time grows as S²); the single-stream floor is S·max(c_1, this·S/1e9); 0: no growth
+    grpc_stream_ns_per_byte_per_gb: float = 0.0
     gloo_link_fraction: float = 1.0
     gloo_sync_us: float = 0.0
     gloo_compute_slowdown: float = 0.0
@@ -111,6 +114,7 @@ _KEYS = {
        for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
     ("nccl", "socket_gb_per_s"): "nccl_socket_gb_per_s",
     ("mpi", "host_gb_per_s"): "mpi_host_gb_per_s",
+    ("grpc", "stream_ns_per_byte_per_gb"): "grpc_stream_ns_per_byte_per_gb",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
               "cpu_network_efficiency", "overlap_efficiency",

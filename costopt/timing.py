@@ -92,7 +92,11 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
                 pipelined with the wire; but one tensor
                 is one RPC served on one stream, so the largest tensor S_big costs at least S_big·c_1 per phase,
                 c_1 = `<s>_stream_ns_per_byte`, the published single-tensor RecvTensor rate (gRPC prior 2.5 ns/B,
-                tensorflow#6116/#11261): VGG16's 411 MB fc6 costs about 1 s per phase however fast the link)
+                tensorflow#6116/#11261): VGG16's 411 MB fc6 costs about 1 s per phase however fast the link);
+                for gRPC that stream slows as the tensor grows (time ∝ S² above ~0.27 GB), so
+                c_1 → max(c_1, k·S_big), k = `grpc_stream_ns_per_byte_per_gb` (prior 9.33 ns/B per GB: TF's
+                single-tensor benchmark, 569 MB/s at 128 MB down to 106 MB/s at 1 GB, tensorflow#6256;
+                grpc/grpc#8975): fc6 about 1.6 s per phase)
     mpi, gloo: an all-reduce goes through host memory (the reduce_on=cpu path above) whatever reduce_on says;
                hierarchical over several nodes reduces inside each node on the GPUs first (Goyal et al. 2017 §4),
                then only the node's buffer crosses the host (phases in series):
@@ -252,6 +256,8 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
         "c_copy": np.where(has_nic, per_stack(params, "copy_ns_per_byte", stack) * 1e-9, 0.0),
         # host time per byte of ONE request stream (one tensor is one RPC), s/byte; no NIC: 0
         "c_stream": np.where(has_nic, per_stack(params, "stream_ns_per_byte", stack) * 1e-9, 0.0),
+        # gRPC's one-stream cost growth with the tensor's size: s/byte per byte of tensor (ns/B per GB x 1e-18)
+        "k_stream": np.where(has_nic & (stack == GRPC), _param(params, "grpc_stream_ns_per_byte_per_gb", n) * 1e-18, 0.0),
         "a_nic": np.where(has_nic, us_to_s(adapter_us[ni] + overhead_us), 0.0),
         "B_intra": sp.intra * intra_eff,
         "a_intra": us_to_s(_param(params, "intra_message_overhead_us", n)),
@@ -432,7 +438,9 @@ def evaluate(
             # ... and one tensor is one RPC, served on one stream whatever else runs beside it: the largest tensor
             # costs at least S_big * c_stream per phase (c_stream = `<stack>_stream_ns_per_byte`, the published
             # single-tensor RecvTensor rates; VGG16's 411 MB fc6 about 1 s at 2.5 ns/B)
-            rpc_copy = np.maximum(X * c_copy[p] / np.maximum(Mi - 1.0, 1.0), S_big * L["c_stream"][p])
+            # (2016-17 gRPC: one stream's time grows as S², so per byte at least k·S_big beside c_1)
+            c_one = np.maximum(L["c_stream"][p], L["k_stream"][p] * S_big)
+            rpc_copy = np.maximum(X * c_copy[p] / np.maximum(Mi - 1.0, 1.0), S_big * c_one)
             # the RPC threads serialise while the NIC sends (pipelined: the slower stage sets the phase); the
             # device <-> host staging of GPU-held tensors comes before encoding and after decoding, in series
             nic_phase = np.where(Mi > 1, np.maximum(X / B_wire[p], rpc_copy) + X * stage[p], 0.0)

@@ -21,7 +21,7 @@ runner = CliRunner()
 # every stack term off, so one term at a time can be switched on and checked by hand
 QUIET = dict(bucket_mb=1e9, straggler_cv=0.0, overlap_efficiency=1.0, sync_us_per_gpu=0.0, sync_us_per_worker=0.0,
              **{f"{s}_{k}": 0.0 for s in ("nccl", "mpi", "grpc", "gloo") for k in ("sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
-             **{f"{s}_link_fraction": 1.0 for s in ("nccl", "mpi", "grpc", "gloo")})
+             **{f"{s}_link_fraction": 1.0 for s in ("nccl", "mpi", "grpc", "gloo")}, grpc_stream_ns_per_byte_per_gb=0.0)
 
 
 def _p(**kw):
@@ -314,6 +314,35 @@ def test_grpc_largest_tensor_is_one_stream_by_hand():
     p = default_system()
     assert (p.nccl_stream_ns_per_byte, p.mpi_stream_ns_per_byte, p.gloo_stream_ns_per_byte) == (0.0, 0.0, 0.0)
     assert p.grpc_stream_ns_per_byte == 2.5  # median of six published single-tensor RecvTensor rates (394 MB/s)
+
+
+def test_grpc_one_stream_slows_with_the_tensor_size_by_hand():
+    """2016-17 gRPC: one stream's time grows as S² for large tensors, so the single-stream floor per byte is
+    max(c_1, k·S_big). VGG16's fc6 (411,041,792 bytes) at k = 9.33 ns/B per GB: 9.33e-18 x 411,041,792 =
+    3.835 ns/B > c_1 = 2.5, so the pull and the push (overlap none) each grow by S_big x (3.835 - 2.5) ns;
+    AlexNet's fc6 (9216 x 4096 fp32 = 150,994,944 bytes): 1.409 ns/B < 2.5, nothing changes."""
+    s_big = 25088 * 4096 * 4
+    kw = dict(model="vgg16", tensor_set="tensorflow", strategy="ps", reduce_on="cpu", nodes=2, stack="grpc",
+              chassis="pcie4x4", batch_per_gpu=32)
+    flat = _pred(_p(grpc_stream_ns_per_byte=2.5), **kw)
+    grown = _pred(_p(grpc_stream_ns_per_byte=2.5, grpc_stream_ns_per_byte_per_gb=9.33), **kw)
+    assert 9.33e-18 * s_big == pytest.approx(3.835e-9, rel=1e-3)
+    assert grown["t_iter_s"] - flat["t_iter_s"] == pytest.approx(2 * s_big * (9.33e-18 * s_big - 2.5e-9), rel=1e-9)
+    kw["model"] = "alexnet"
+    assert 9.33e-18 * 9216 * 4096 * 4 < 2.5e-9
+    a = _pred(_p(grpc_stream_ns_per_byte=2.5), **kw)
+    b = _pred(_p(grpc_stream_ns_per_byte=2.5, grpc_stream_ns_per_byte_per_gb=9.33), **kw)
+    assert a["t_iter_s"] == b["t_iter_s"]
+    # the prior reproduces TF's single-tensor benchmark (tensorflow#6256's gist, 2016-12-11) at 512 and 1024 MB:
+    # S² x k against S / rate, 512e6 B at 202.46 MB/s = 2.529 s, 1024e6 B at 106.29 MB/s = 9.634 s
+    k = default_system().grpc_stream_ns_per_byte_per_gb * 1e-18
+    assert k == pytest.approx(9.33e-18)
+    assert (512e6) ** 2 * k == pytest.approx(512e6 / 202.46e6, rel=0.05)
+    assert (1024e6) ** 2 * k == pytest.approx(1024e6 / 106.29e6, rel=0.05)
+    # only gRPC has the growth: an all-reduce stack's designs ignore it
+    n0 = _pred(_p(), model="vgg16", stack="nccl", nodes=2)
+    n1 = _pred(_p(grpc_stream_ns_per_byte_per_gb=9.33), model="vgg16", stack="nccl", nodes=2)
+    assert n0["t_iter_s"] == n1["t_iter_s"]
 
 
 def test_dlperf_bert_rows_over_nccl_sockets_say_why_and_keep_their_figures():
