@@ -62,7 +62,7 @@ from .files import read_toml
 from .intervals import bounds as interval_bounds
 from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
-from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, evaluate, link_specs
+from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, Timing, evaluate, link_specs
 from .workload import PRECISIONS, TensorSet, load_workload
 
 VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
@@ -369,6 +369,13 @@ class Group:
     specs: LinkSpecs | None = None  # the space's link spec tables (timing.link_specs), built once
     gpus_per_process: np.ndarray | None = None  # per design: GPUs one process drives (None: 1 each)
 
+    def timing(self, params: SystemParams) -> Timing:
+        """The timing model on this group's designs (link spec tables built on the first call, then reused)."""
+        if self.specs is None:
+            self.specs = link_specs(self.space)
+        return evaluate(self.space, self.compute, self.tensors, params, self.batch, self.overlap, num_ps=self.num_ps,
+                        specs=self.specs, gpus_per_process=self.gpus_per_process)
+
 
 @dataclass
 class Prepared:
@@ -398,11 +405,7 @@ class Prepared:
         for k, g in enumerate(self.groups):
             n = len(g.space)
             if groups is None or groups[k]:
-                if g.specs is None:
-                    g.specs = link_specs(g.space)
-                t = evaluate(g.space, g.compute, g.tensors, params, g.batch, g.overlap, num_ps=g.num_ps,
-                             specs=g.specs, gpus_per_process=g.gpus_per_process)
-                out[at:at + n] = t.throughput_samples_per_s
+                out[at:at + n] = g.timing(params).throughput_samples_per_s
             at += n
         return out
 

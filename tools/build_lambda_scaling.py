@@ -31,8 +31,6 @@ What goes in, and the assumptions written into each row's `notes`:
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -42,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from build_validation import COLUMNS, _num, _row  # noqa: E402
-from shipped_file import check_or_write  # noqa: E402
+from shipped_file import check_or_write, csv_text  # noqa: E402
 
 OUT = ROOT / "costopt" / "data" / "validation" / "lambda_scaling.csv"
 SOURCE = "LAMBDA_PT_V1"
@@ -106,11 +104,7 @@ def build(shared: Path) -> str:
                     measured_samples_per_s=_num(value), tensor_set="pytorch", chassis=ch, stack="nccl",
                     measured_basis="throughput", system=f"Lambda {_multi_name(name, n)}", data="not stated",
                     source_line=i + 2, notes="; ".join(notes)))
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(rows, COLUMNS)
 
 
 def main() -> None:

@@ -79,13 +79,11 @@ tensor's reduction when it is ready.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import re
 from pathlib import Path
 
 import pandas as pd
-from shipped_file import check_or_write
+from shipped_file import check_or_write, csv_text
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "costopt" / "data" / "validation" / "published.csv"
@@ -437,11 +435,7 @@ def build(shared: Path) -> str:
         raise SystemExit(f"not found: {src}")
     d = pd.read_csv(src, dtype={"strategy": "string", "notes": "string"})
     rows = _tf_bench(d) + _ebug(d) + _m40(d) + _nv_dle(d) + _allreduce()
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(rows, COLUMNS)
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from shipped_file import check_or_write  # noqa: E402
+from shipped_file import check_or_write, csv_text  # noqa: E402
 
 DATASET = ROOT / "costopt" / "data" / "validation" / "llm_training.csv"
 BASIS_COLUMN = "measured_tokens_basis"
@@ -104,11 +104,7 @@ def build(text: str) -> str:
         if row["source"] in EQ3_SOURCES:
             _derive(row)
         row[BASIS_COLUMN] = _basis(row)
-    out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return out.getvalue()
+    return csv_text(rows, header)
 
 
 def main() -> None:

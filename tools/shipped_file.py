@@ -3,6 +3,8 @@ when it differs), otherwise the fresh build is written."""
 
 from __future__ import annotations
 
+import csv
+import io
 import sys
 from pathlib import Path
 
@@ -14,3 +16,12 @@ def check_or_write(path: Path, text: str, check: bool) -> None:
         print("up to date" if same else f"{path} differs from a fresh build")
         sys.exit(0 if same else 1)
     path.write_text(text, encoding="utf-8")
+
+
+def csv_text(rows: list[dict], columns: list[str]) -> str:
+    """The CSV text a build tool ships: header, then `rows` in order, "\n" line ends (byte-stable across OSes)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()

@@ -36,7 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from costopt.system import load_system  # noqa: E402
-from costopt.timing import evaluate  # noqa: E402
 from costopt.validate import Row, prepare  # noqa: E402
 
 GPU = "p100-pcie"
@@ -56,8 +55,7 @@ def _timings(rows: list[Row], system) -> list[dict]:
     prep = prepare(rows)
     out: list[dict] = [{} for _ in rows]
     for g in prep.groups:
-        t = evaluate(g.space, g.compute, g.tensors, system, g.batch, g.overlap, num_ps=g.num_ps,
-                     gpus_per_process=g.gpus_per_process)
+        t = g.timing(system)
         for j, i in enumerate(g.rows.tolist()):
             d = int(g.inverse[j]) if g.inverse is not None else j
             out[i] = {"throughput": float(t.throughput_samples_per_s[d]), "t_iter": float(t.t_iter_s[d]),
