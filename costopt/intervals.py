@@ -4,25 +4,41 @@ Data: `costopt/data/residuals.json`, written by `tools/build_residuals.py`, hold
 r = ln(observed / predicted) of predictions made without the observation's own source or GPU:
 
 - r_c (communication): every shipped measurement row predicted by the leave-one-source-out fit
-  (`costopt.calibrate.loso`). The rows are calibrated to their own 1-GPU figure, so r_c is the error
-  of everything beyond one GPU's compute. Per communication stack s with at least MIN_ROWS rows the
-  stack's own residuals, else all rows.
+  (`costopt.calibrate.loso`), with x, the exposed share of the iteration in that prediction
+  (below). The rows are calibrated to their own 1-GPU figure, so r_c is the error of everything beyond
+  one GPU's compute.
 - r_k (compute, per evidence kind k of costopt/compute.py, the design's `compute_source`):
   `measured` (the phase sum of a measured profile against the iteration timed whole), `published`
   (a published same-model or same-class ratio standing in for another table's or model's ratio),
   `roofline` (leave-one-GPU-out cells of tools/compute_loo.py). Kind `calibrated` (a validation row
   with its own 1-GPU figure) has r_k = 0: that figure's error is inside r_c already.
 
-Combination. Compute error scales the GPU's compute time, t_c -> t_c e^(-r_k); with the exposed
-communication t_x held, the iteration t_c + t_x changes by the design's compute share w = t_c / t_iter:
+Communication error grows with the share of the iteration it sets. A design's iteration is its compute
+t_c plus the time beyond it, t_x = t_iter − t_c (exposed communication, per-step synchronisation: what
+the communication model predicts); its exposed share is x = t_x / t_iter = 1 − w, w = t_c / t_iter the
+compute share. If the model's t_x is off by a log factor ζ (true t_x e^(−ζ)) and t_c is right, then
 
-    ln(X_true / X_pred) = r_c + g(w, r_k),      g(w, r) = -ln(w e^(-r) + 1 - w)      (g(1, r) = r)
+    ln(X_true / X_pred) = −ln(1 − x + x e^(−ζ)) ≈ x ζ                      (first order in x ζ)
 
-r_c and r_k are independent (different data, different mechanisms), so the predictive sample of the
+so a residual says ζ_i ≈ z_i = r_c,i / x_i, and a design with exposed share x draws its communication
+error from x z: no width where nothing is communicated, the most where the iteration is mostly
+communication. The linear form, not the exact inversion ζ = −ln((e^(−r) − 1 + x) / x): that needs a
+measured iteration longer than the predicted compute (e^(−r) > 1 − x), which 3 shipped rows break (their
+1-GPU baseline, not the communication, is off). On the shipped rows (2026-12-01, 190 rows) a least-absolute-
+deviation line |r_c| = a + b x gives a = −0.004, b = 0.59: the error is proportional to x through the origin,
+so no floor is added. Rows with x_i below SHARE_MIN carry nothing on t_x's error and are left out of the
+z sample. Per communication stack s with at least MIN_ROWS usable rows the stack's own z, else all rows'.
+
+Combination. Compute error scales the GPU's compute time, t_c -> t_c e^(-r_k); with the exposed time held,
+the iteration t_c + t_x changes by the design's compute share w = t_c / t_iter:
+
+    ln(X_true / X_pred) = (1 − w) z + g(w, r_k),      g(w, r) = -ln(w e^(-r) + 1 - w)      (g(1, r) = r)
+
+z and r_k are independent (different data, different mechanisms), so the predictive sample of the
 sum is every pair (i, j) of the two residual sets: n_c x n_k values. Its 10th and 90th percentiles
-q10(s, k, w), q90(s, k, w) are computed on a grid of shares w (SHARE_GRID, 11 points, steps of 0.1) for each
-(stack, kind) that the designs use, in one numpy pass per pair (at most 4 x 4 pairs, never per
-design), and interpolated linearly in w per design:
+q10(s, k, w), q90(s, k, w) are computed on a grid of shares w (SHARE_GRID, 21 points, steps of 0.05) for
+each (stack, kind) that the designs use, in one numpy pass per pair (at most 4 x 4 pairs, never per
+design), and interpolated linearly in w per design (exact for kind `calibrated`: x q(z) is linear in w):
 
     low  = X · exp(min(q10, 0))
     high = min(X · exp(max(q90, 0)),  max(X_perfect · exp(max(q90_k, 0)), X))
@@ -56,7 +72,8 @@ MIN_ROWS = 20  # fewer residuals than this for a stack: its range comes from all
 LOW_Q, HIGH_Q = 10.0, 90.0
 METHOD = "weibull"
 COMPUTE_KINDS = ("calibrated", "measured", "published", "roofline")
-SHARE_GRID = np.linspace(0.0, 1.0, 11)
+SHARE_GRID = np.linspace(0.0, 1.0, 21)
+SHARE_MIN = 0.01  # rows with a smaller predicted exposed share say nothing on the communication error: not in the z sample
 # compute_source (costopt/compute.py, "-floored" removed) -> evidence kind
 _KIND_OF_SOURCE = {"measured": "measured", "interpolated": "measured", "extrapolated": "measured",
                    "published": "published", "roofline": "roofline", "calibrated": "calibrated"}
@@ -121,20 +138,47 @@ def compute_kind(source: str) -> str:
     return _KIND_OF_SOURCE.get(str(source).removesuffix("-floored"), "roofline")
 
 
+def per_share(log_ratio: Any, share: Any) -> np.ndarray:
+    """z = r / x per row: the log residual per unit of exposed share (the first-order log error of the time
+    beyond compute, module docstring); NaN where x < SHARE_MIN or r is not finite."""
+    r = np.asarray(log_ratio, dtype=np.float64)
+    x = np.asarray(share, dtype=np.float64)
+    ok = np.isfinite(r) & np.isfinite(x) & (x >= SHARE_MIN)
+    return np.where(ok, r / np.where(ok, x, 1.0), np.nan)
+
+
+def exposed_share(predicted: Any, perfect: Any) -> np.ndarray:
+    """x = 1 − X / X_perfect = (t_iter − t_c) / t_iter per design (X = N b / t_iter, X_perfect = N b / t_c),
+    clipped to [0, 1]; 0 where either is not a positive finite number."""
+    X = np.asarray(predicted, dtype=np.float64)
+    P = np.asarray(perfect, dtype=np.float64)
+    ok = np.isfinite(X) & np.isfinite(P) & (P > 0) & (X > 0)
+    return np.where(ok, np.clip(1.0 - X / np.where(ok, P, 1.0), 0.0, 1.0), 0.0)
+
+
 @dataclass(frozen=True)
 class Residuals:
     comm: np.ndarray  # log residuals of the shipped rows (leave-one-source-out)
+    comm_share: np.ndarray  # exposed share x of each row's leave-one-source-out prediction
     comm_stack: np.ndarray
     comm_source: np.ndarray
     compute: dict  # kind -> log residuals (kind 'calibrated': [0.0])
     date: str
 
+    @property
+    def comm_per_share(self) -> np.ndarray:
+        return per_share(self.comm, self.comm_share)
+
     def stack_sample(self, stack: str, min_rows: int = MIN_ROWS) -> np.ndarray:
-        mine = self.comm[self.comm_stack == stack]
-        return mine if len(mine) >= min_rows else self.comm
+        """z = r / x of the stack's rows (all rows' when the stack has fewer than min_rows usable ones)."""
+        z = self.comm_per_share
+        ok = np.isfinite(z)
+        mine = z[ok & (self.comm_stack == stack)]
+        return mine if len(mine) >= min_rows else z[ok]
 
     def stack_basis(self, stack: str, min_rows: int = MIN_ROWS) -> str:
-        return "stack" if int((self.comm_stack == stack).sum()) >= min_rows else "all rows"
+        z = self.comm_per_share
+        return "stack" if int((np.isfinite(z) & (self.comm_stack == stack)).sum()) >= min_rows else "all rows"
 
 
 @lru_cache(maxsize=4)
@@ -145,15 +189,17 @@ def load_residuals(path: str = str(RESIDUALS_PATH)) -> Residuals:
              for k in COMPUTE_KINDS if k != "calibrated"}
     kinds["calibrated"] = np.zeros(1)
     return Residuals(np.array([c["log_residual"] for c in comm], dtype=np.float64),
+                     np.array([c["exposed_share"] for c in comm], dtype=np.float64),
                      np.array([c["stack"] for c in comm]), np.array([c["source"] for c in comm]), kinds,
                      str(data.get("date", "")))
 
 
-def combined_quantiles(comm: np.ndarray, comp: np.ndarray, shares: np.ndarray = SHARE_GRID) -> tuple[np.ndarray, np.ndarray]:
-    """(q10, q90) of r_c + g(w, r_k) over every pair of the two samples, one value per share w."""
+def combined_quantiles(comm_per_share: np.ndarray, comp: np.ndarray, shares: np.ndarray = SHARE_GRID) -> tuple[np.ndarray, np.ndarray]:
+    """(q10, q90) of (1 − w) z + g(w, r_k) over every pair of the two samples, one value per share w."""
     w = np.asarray(shares, dtype=np.float64)[:, None]
     g = -np.log(w * np.exp(-np.asarray(comp, dtype=np.float64))[None, :] + (1.0 - w))  # shares x n_k
-    s = np.asarray(comm, dtype=np.float64)[None, :, None] + g[:, None, :]  # shares x n_c x n_k
+    c = (1.0 - w) * np.asarray(comm_per_share, dtype=np.float64)[None, :]  # shares x n_c
+    s = c[:, :, None] + g[:, None, :]  # shares x n_c x n_k
     lo, hi = _q(s.reshape(len(w), -1), axis=1)
     return lo, hi
 
@@ -165,20 +211,20 @@ def _grid(stack: str, kind: str, path: str) -> tuple[np.ndarray, np.ndarray, flo
     return lo, hi, float(_q(res.compute[kind])[1])
 
 
-def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray | None = None,
-           compute_share: np.ndarray | None = None, perfect: np.ndarray | None = None,
+def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray | None,
+           compute_share: np.ndarray, perfect: np.ndarray | None = None,
            path: str | Path = RESIDUALS_PATH) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per design: the 80% range of the stack's communication error combined with the
-    compute error of the design's evidence kind (index into COMPUTE_KINDS; default `calibrated`) at its
-    compute share t_c / t_iter (default 1), capped at perfect scaling widened by the compute range."""
+    """(low, high) per design: the 80% range of the stack's communication error, scaled by the design's
+    exposed share 1 − w, combined with the compute error of the design's evidence kind (index into
+    COMPUTE_KINDS; None: `calibrated`) at its compute share w = t_c / t_iter (NaN: 1), capped at perfect
+    scaling widened by the compute range."""
     thr = np.asarray(throughput, dtype=np.float64)
     n = len(thr)
     if n == 0:
         return thr.copy(), thr.copy()
     st = np.broadcast_to(np.asarray(stack_idx, dtype=np.int64), (n,))
     kd = np.zeros(n, dtype=np.int64) if kind_idx is None else np.broadcast_to(np.asarray(kind_idx, dtype=np.int64), (n,))
-    w = np.ones(n) if compute_share is None else np.clip(np.nan_to_num(np.asarray(compute_share, dtype=np.float64),
-                                                                       nan=1.0), 0.0, 1.0)
+    w = np.clip(np.nan_to_num(np.broadcast_to(np.asarray(compute_share, dtype=np.float64), (n,)), nan=1.0), 0.0, 1.0)
     combo = st * len(COMPUTE_KINDS) + kd
     used, inv = np.unique(combo, return_inverse=True)
     grids = [_grid(STACKS[c // len(COMPUTE_KINDS)], COMPUTE_KINDS[c % len(COMPUTE_KINDS)], str(path)) for c in used.tolist()]
@@ -202,44 +248,46 @@ def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray |
 # communication-only quantiles and out-of-sample coverage (tools/fit_defaults.py, tools/build_residuals.py)
 
 
-def _ratios(r: np.ndarray) -> tuple[float, float]:
-    lo, hi = _q(r)
-    return float(np.exp(lo)), float(np.exp(hi))
-
-
-def quantile_table(log_ratio: np.ndarray, stack: np.ndarray, min_rows: int = MIN_ROWS) -> dict[str, dict[str, Any]]:
-    """Per stack name: p10_ratio, p90_ratio, rows (residuals of that stack) and basis ("stack" or "all rows")."""
-    r = np.asarray(log_ratio, dtype=np.float64)
+def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray,
+                   min_rows: int = MIN_ROWS) -> dict[str, dict[str, Any]]:
+    """Per stack name: p10_per_share, p90_per_share (10th / 90th percentile of z = r / x, the log ratio
+    measured / predicted per unit of exposed share), rows (usable residuals of that stack) and basis
+    ("stack" or "all rows"). A design with exposed share x gets measured / predicted in
+    [exp(x · min(p10, 0)), exp(x · max(p90, 0))] from its communication error."""
+    z = per_share(log_ratio, share)
     st = np.asarray(stack)
-    ok = np.isfinite(r)
-    pooled = _ratios(r[ok]) if ok.any() else (1.0, 1.0)
+    ok = np.isfinite(z)
+    pooled = tuple(float(v) for v in _q(z[ok])) if ok.any() else (0.0, 0.0)
     out: dict[str, dict[str, Any]] = {}
     for name in STACKS:
         mine = ok & (st == name)
         n = int(mine.sum())
         if n >= min_rows:
-            lo, hi = _ratios(r[mine])
+            lo, hi = (float(v) for v in _q(z[mine]))
             basis = "stack"
         else:
             lo, hi = pooled
             basis = "all rows"
-        out[name] = {"p10_ratio": lo, "p90_ratio": hi, "rows": n, "basis": basis}
+        out[name] = {"p10_per_share": lo, "p90_per_share": hi, "rows": n, "basis": basis}
     return out
 
 
-def coverage(log_ratio: np.ndarray, stack: np.ndarray, source: np.ndarray, min_rows: int = MIN_ROWS) -> np.ndarray:
-    """Per row: True when measured lies inside the range built from the other sources' residuals."""
+def coverage(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source: np.ndarray,
+             min_rows: int = MIN_ROWS) -> np.ndarray:
+    """Per row: True when measured lies inside the range built from the other sources' residuals:
+    x_i · [min(p10, 0), max(p90, 0)] of the other sources' z (its stack's, or all rows' when too few)."""
     r = np.asarray(log_ratio, dtype=np.float64)
+    x = np.asarray(share, dtype=np.float64)
     src = np.asarray(source)
     st = np.asarray(stack)
     inside = np.zeros(len(r), dtype=bool)
     for s in sorted(set(src.tolist())):  # one pass per source (a handful), vectorised over its rows
         mine = src == s
-        table = quantile_table(np.where(mine, np.nan, r), st, min_rows)
-        lo = np.log(np.array([table[x]["p10_ratio"] for x in st[mine]]))
-        hi = np.log(np.array([table[x]["p90_ratio"] for x in st[mine]]))
+        table = quantile_table(np.where(mine, np.nan, r), x, st, min_rows)
+        lo = np.array([min(table[k]["p10_per_share"], 0.0) for k in st[mine]]) * x[mine]
+        hi = np.array([max(table[k]["p90_per_share"], 0.0) for k in st[mine]]) * x[mine]
         rr = r[mine]
-        inside[mine] = (rr >= np.minimum(lo, 0.0)) & (rr <= np.maximum(hi, 0.0))
+        inside[mine] = (rr >= lo) & (rr <= hi)
     return inside
 
 
@@ -301,4 +349,5 @@ def _num(v: float) -> str:
 
 
 __all__ = ["bounds", "combined_quantiles", "compute_kind", "compute_label", "coverage", "coverage_by_group",
-           "load_residuals", "quantile_table", "range_phrase", "COMPUTE_KINDS", "MIN_ROWS", "RESIDUALS_PATH"]
+           "exposed_share", "load_residuals", "per_share", "quantile_table", "range_phrase", "COMPUTE_KINDS",
+           "MIN_ROWS", "RESIDUALS_PATH", "SHARE_MIN"]

@@ -60,6 +60,7 @@ from .design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from .errors import InputError
 from .files import read_toml
 from .intervals import bounds as interval_bounds
+from .intervals import exposed_share
 from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
 from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, Timing, evaluate, link_specs
@@ -670,8 +671,9 @@ def validate(file: str | Path, *, system: str | Path | SystemParams | None = Non
     summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
     summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
                              "basis": "10th-90th percentile (Weibull positions) of the shipped rows' leave-one-source-out "
-                                      "residuals, per stack; compute calibrated to each row's 1-GPU figure "
-                                      "(costopt/intervals.py)"}
+                                      "residuals per unit of exposed share, per stack, times each row's predicted "
+                                      "exposed share (t_iter - t_compute) / t_iter; compute calibrated to each row's "
+                                      "1-GPU figure (costopt/intervals.py)"}
     return ValidationResult(path, df, header, summaries)
 
 
@@ -679,8 +681,10 @@ def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.nd
     """80% range of each row's prediction (costopt/intervals.py), capped at perfect scaling of its GPU."""
     stack = np.array([STACKS.index(r.stack) for r in prep.rows], dtype=np.int64)
     perfect = np.array([r.total_gpus * r.batch_per_gpu * r.grad_accum for r in prep.rows], dtype=np.float64) / prep.t_compute
-    # the rows' compute is their own 1-GPU figure (kind `calibrated`): its error is inside the residuals
-    return interval_bounds(predicted, stack, perfect=perfect)
+    # the rows' compute is their own 1-GPU figure (kind `calibrated`): its error is inside the residuals;
+    # the compute share t_c / t_iter = predicted / perfect sets how much of the communication error applies
+    share = 1.0 - exposed_share(predicted, perfect)
+    return interval_bounds(predicted, stack, None, share, perfect=perfect)
 
 
 __all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",

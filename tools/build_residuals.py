@@ -9,7 +9,9 @@ source (communication) or GPU (compute), with the row it comes from:
 communication   every shipped measurement row (costopt/data/validation, measurement format), predicted
                 by `tools/fit_defaults.py`'s leave-one-source-out fit (parameters fitted on the other
                 sources' rows). The rows are calibrated to their own 1-GPU figure, so r is the error of
-                the communication model (and of everything beyond one GPU's compute).
+                the communication model (and of everything beyond one GPU's compute). Each row carries
+                `exposed_share`, x = (t_iter - t_compute) / t_iter of that prediction: the ranges scale
+                r / x by a design's own x (costopt/intervals.py).
 compute         per evidence kind of costopt/compute.py:
   measured      every H200 record of shared/data/h200/train_step.jsonl: the iteration costopt builds from
                 the measured phases (forward + backward + step, what a measured zoo profile gives)
@@ -77,7 +79,8 @@ def communication(date: str) -> list[dict]:
         out.append({"source": rec["source"], "line": int(rec["line"]), "stack": rec["stack"], "model": rec["model"],
                     "gpu": rec["gpu"], "total_gpus": int(rec["gpus_per_node"]) * int(rec["nodes"]),
                     "strategy": rec["strategy"], "measured_samples_per_s": _f(meas),
-                    "predicted_loso_samples_per_s": _f(pred), "log_residual": _f(math.log(meas / pred))})
+                    "predicted_loso_samples_per_s": _f(pred), "log_residual": _f(math.log(meas / pred)),
+                    "exposed_share": _f(rec["exposed_share_loso"])})
     return out
 
 
@@ -183,7 +186,8 @@ def build(date: str, shared: Path) -> tuple[str, dict]:
     r = np.array([c["log_residual"] for c in comm])
     stack = np.array([c["stack"] for c in comm])
     src = np.array([c["source"] for c in comm])
-    inside = coverage(r, stack, src)
+    share = np.array([c["exposed_share"] for c in comm])
+    inside = coverage(r, share, stack, src)
     cov: dict = {"communication": {"all": {"rows": len(r), "inside": _f(inside.mean())}},
                  "compute": {}}
     for s in sorted(set(stack.tolist())):

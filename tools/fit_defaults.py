@@ -7,8 +7,8 @@
    costopt/data/system_priors.toml with the widths of `costopt.calibrate.PRIOR`; rows whose network
    speed is assumed are predicted, not fitted). Parameters not fitted keep their prior.
 3. Leave-one-source-out: for every source, the same fit on the other sources' rows predicts that
-   source. Its residuals give the 80% ranges per stack (costopt/intervals.py) and the out-of-sample
-   errors recorded in [fit].
+   source. Its residuals, each divided by the exposed share of its prediction, give the 80% ranges per
+   stack (costopt/intervals.py) and the out-of-sample errors recorded in [fit].
 4. Write the defaults: every value with its prior and the prior's source beside it, [fit] (rows,
    sources, date, tool version, errors), [uncertainty] (one standard deviation per fitted parameter:
    what `solve` resamples for its robustness share) and [interval].
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from costopt import __version__  # noqa: E402
 from costopt.calibrate import DEFAULT_FIT, PRIOR, calibrate_rows  # noqa: E402
-from costopt.intervals import coverage, quantile_table  # noqa: E402
+from costopt.intervals import MIN_ROWS, SHARE_MIN, coverage, exposed_share, quantile_table  # noqa: E402
 from costopt.system import DEFAULTS_PATH, FIELD_TO_KEY, PRIORS_PATH, SystemParams, prior_system  # noqa: E402
 from costopt.validate import COLUMNS, VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
 
@@ -93,8 +93,15 @@ def build(date: str) -> tuple[str, dict]:
     fit_pred = df["predicted_fitted"].to_numpy()
     r = np.log(measured / loso_pred)
     stack = df["stack"].to_numpy()
-    table = quantile_table(r, stack)
-    inside = coverage(r, stack, df["source"].to_numpy())
+    # exposed share x = 1 - X / X_perfect of each row's leave-one-source-out prediction: every row's compute is
+    # calibrated to its own 1-GPU figure s (costopt.validate.prepare), so X_perfect = N s exactly
+    single = df["single_gpu_samples_per_s"].astype(float).to_numpy()
+    if not np.isfinite(single).all():
+        sys.exit("error: every shipped measurement row needs single_gpu_samples_per_s (the exposed share of its prediction)")
+    share = exposed_share(loso_pred, (df["gpus_per_node"] * df["nodes"]).to_numpy() * single)
+    df["exposed_share_loso"] = share
+    table = quantile_table(r, share, stack)
+    inside = coverage(r, share, stack, df["source"].to_numpy())
 
     comments, order = _prior_comments()
     text = ["# SHIPPED DEFAULTS of the timing model's system parameters, FITTED on every shipped measurement row.",
@@ -141,11 +148,20 @@ def build(date: str) -> tuple[str, dict]:
         if n in res.fit.sigma:
             text.append(f"{n} = {_fmt(res.fit.sigma[n])}")
     text.append("")
-    text += ["[interval]", "# measured / predicted at the 10th and 90th percentile of the leave-one-source-out residuals",
-             "# (costopt/intervals.py); basis \"all rows\" where a stack has too few rows of its own"]
+    text += ["[interval]",
+             "# the communication part of every 80% range (costopt/intervals.py): z = ln(measured / predicted) / x per row,",
+             "# x = (t_iter - t_compute) / t_iter the exposed share of that row's leave-one-source-out prediction;",
+             "# <stack>_p10/p90_per_share: the 10th / 90th percentile of z (Weibull positions) over the stack's rows",
+             f"# (basis \"all rows\" where a stack has fewer than {MIN_ROWS}; rows with x < {SHARE_MIN:g} are not counted).",
+             "# A design with exposed share x: measured / predicted between exp(x * min(p10, 0)) and exp(x * max(p90, 0)).",
+             f'date = "{date}"', f"rows = {len(df)}",
+             f"loso_coverage = {float(inside.mean()):.4g}"]
     for s, t in table.items():
-        text += [f"{s}_p10_ratio = {_fmt(t['p10_ratio'])}", f"{s}_p90_ratio = {_fmt(t['p90_ratio'])}",
+        text += [f"{s}_p10_per_share = {_fmt(t['p10_per_share'])}", f"{s}_p90_per_share = {_fmt(t['p90_per_share'])}",
                  f"{s}_rows = {t['rows']}", f'{s}_basis = "{t["basis"]}"']
+        m = stack == s
+        if m.any():
+            text.append(f"{s}_loso_coverage = {float(inside[m].mean()):.4g}")
     report = {"summary": summary, "per_stack": per_stack, "coverage": float(inside.mean()), "table": table,
               "frame": df, "fit": res.fit, "inside": inside}
     return "\n".join(text) + "\n", report
