@@ -40,7 +40,7 @@ Leave-one-source-out (LOSO): for every source, fit on the other sources' rows on
 source's rows, so no row is ever predicted with parameters fitted on its own source.
 
 Rows whose optional `nic_basis` column says `assumed` (the link speed appears nowhere in the source,
-e.g. AWS p2.xlarge "High") are predicted and reported but not fitted on by default: an unknown line
+e.g. Piz Daint's Aries for TCP) are predicted and reported but not fitted on by default: an unknown line
 rate and the transport efficiency are confounded, so such rows would move the TCP efficiency of every
 other cluster to absorb one guess (`fit_assumed_network=True` fits on them too). For the same reason rows
 whose optional `measured_basis` column says `efficiency` (the source states only a scaling efficiency, and

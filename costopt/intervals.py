@@ -33,8 +33,10 @@ the predicted iteration as the unit, t_c = 1 − x_i and the measured iteration 
 A row measured faster than its predicted compute alone (e^(−r_i) ≤ 1 − x_i: its 1-GPU baseline, not the
 communication, is off; 2 shipped rows) has ρ_i floored at RHO_FLOOR; rows with x_i below SHARE_MIN say
 nothing about t_x (ρ_i would be mostly noise / x_i) and are left out. Per communication stack s with at
-least MIN_ROWS usable rows the stack's own ρ, else all rows'. On the shipped rows (2026-12-01) the error
-indeed grows with x: median |r| 1.9% below x = 0.05, 7.5% at 0.1-0.2, 21% at 0.3-0.5 (docs/accuracy.md).
+least MIN_ROWS usable rows from at least MIN_SOURCES sources the stack's own ρ, else all rows' (fewer
+sources measure a few labs' set-ups, not the stack: with one of grpc's three sources left out, the other
+two alone held 69% of its rows in their range out of sample, all rows' 76%). On the shipped rows (2026-12-01) the error
+indeed grows with x: median |r| 1.9% below x = 0.05, 8.3% at 0.1-0.3, 25% at 0.3-0.5 (docs/accuracy.md).
 
 Combination. ρ and r_k are independent (different data, different mechanisms), so the predictive sample
 of ln(X_true / X_pred) is every pair (i, j) of the two residual sets: n_c x n_k values. Its 10th and 90th
@@ -73,6 +75,7 @@ from .stacks import STACKS
 
 RESIDUALS_PATH = Path(__file__).parent / "data" / "residuals.json"
 MIN_ROWS = 20  # fewer residuals than this for a stack: its range comes from all stacks' rows
+MIN_SOURCES = 3  # nor from fewer sources than this
 LOW_Q, HIGH_Q = 10.0, 90.0
 METHOD = "weibull"
 COMPUTE_KINDS = ("calibrated", "measured", "published", "roofline")
@@ -184,16 +187,21 @@ class Residuals:
     def comm_rho(self) -> np.ndarray:
         return exposed_ratio(self.comm, self.comm_share)
 
-    def stack_sample(self, stack: str, min_rows: int = MIN_ROWS) -> np.ndarray:
-        """ρ of the stack's rows (all rows' when the stack has fewer than min_rows usable ones)."""
-        rho = self.comm_rho
-        ok = np.isfinite(rho)
-        mine = rho[ok & (self.comm_stack == stack)]
-        return mine if len(mine) >= min_rows else rho[ok]
+    def _own(self, stack: str, min_rows: int, min_sources: int) -> np.ndarray | None:
+        ok = np.isfinite(self.comm_rho) & (self.comm_stack == stack)
+        if int(ok.sum()) >= min_rows and len(set(self.comm_source[ok].tolist())) >= min_sources:
+            return ok
+        return None
 
-    def stack_basis(self, stack: str, min_rows: int = MIN_ROWS) -> str:
+    def stack_sample(self, stack: str, min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> np.ndarray:
+        """ρ of the stack's rows (all rows' when the stack has fewer than min_rows usable ones or they come
+        from fewer than min_sources sources)."""
         rho = self.comm_rho
-        return "stack" if int((np.isfinite(rho) & (self.comm_stack == stack)).sum()) >= min_rows else "all rows"
+        own = self._own(stack, min_rows, min_sources)
+        return rho[own] if own is not None else rho[np.isfinite(rho)]
+
+    def stack_basis(self, stack: str, min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> str:
+        return "stack" if self._own(stack, min_rows, min_sources) is not None else "all rows"
 
 
 @lru_cache(maxsize=4)
@@ -271,35 +279,37 @@ def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray |
 # communication-only quantiles and out-of-sample coverage (tools/fit_defaults.py, tools/build_residuals.py)
 
 
-def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray,
-                   min_rows: int = MIN_ROWS) -> dict[str, dict[str, Any]]:
+def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source: np.ndarray,
+                   min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> dict[str, dict[str, Any]]:
     """Per stack name: p10_exposed_ratio, p90_exposed_ratio (10th / 90th percentile of ρ, measured / predicted
-    time beyond compute), rows (usable residuals of that stack) and basis ("stack" or "all rows"). A
-    calibrated design with exposed share x gets measured / predicted throughput between
-    1 / (1 − x + x max(p90, 1)) and 1 / (1 − x + x min(p10, 1))."""
+    time beyond compute), rows and sources (usable residuals of that stack) and basis ("stack", or "all
+    rows" below min_rows rows or min_sources sources). A calibrated design with exposed share x gets
+    measured / predicted throughput between 1 / (1 − x + x max(p90, 1)) and 1 / (1 − x + x min(p10, 1))."""
     rho = exposed_ratio(log_ratio, share)
     st = np.asarray(stack)
+    src = np.asarray(source)
     ok = np.isfinite(rho)
     pooled = tuple(float(v) for v in _q(rho[ok])) if ok.any() else (1.0, 1.0)
     out: dict[str, dict[str, Any]] = {}
     for name in STACKS:
         mine = ok & (st == name)
-        n = int(mine.sum())
-        if n >= min_rows:
+        n, n_src = int(mine.sum()), len(set(src[mine].tolist()))
+        if n >= min_rows and n_src >= min_sources:
             lo, hi = (float(v) for v in _q(rho[mine]))
             basis = "stack"
         else:
             lo, hi = pooled
             basis = "all rows"
-        out[name] = {"p10_exposed_ratio": lo, "p90_exposed_ratio": hi, "rows": n, "basis": basis}
+        out[name] = {"p10_exposed_ratio": lo, "p90_exposed_ratio": hi, "rows": n, "sources": n_src, "basis": basis}
     return out
 
 
 def coverage(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source: np.ndarray,
-             min_rows: int = MIN_ROWS) -> np.ndarray:
+             min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> np.ndarray:
     """Per row: True when measured lies inside the range built from the other sources' residuals:
     ln(measured / predicted) between −ln(1 − x + x max(ρ90, 1)) and −ln(1 − x + x min(ρ10, 1)), ρ10 and ρ90
-    the other sources' percentiles of ρ (its stack's, or all rows' when too few), x the row's exposed share."""
+    the other sources' percentiles of ρ (its stack's, or all rows' when too few rows or sources), x the
+    row's exposed share."""
     r = np.asarray(log_ratio, dtype=np.float64)
     x = np.asarray(share, dtype=np.float64)
     src = np.asarray(source)
@@ -307,7 +317,7 @@ def coverage(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source
     inside = np.zeros(len(r), dtype=bool)
     for s in sorted(set(src.tolist())):  # one pass per source (a handful), vectorised over its rows
         mine = src == s
-        table = quantile_table(np.where(mine, np.nan, r), x, st, min_rows)
+        table = quantile_table(np.where(mine, np.nan, r), x, st, src, min_rows, min_sources)
         lo = log_error(x[mine], np.array([max(table[k]["p90_exposed_ratio"], 1.0) for k in st[mine]]))
         hi = log_error(x[mine], np.array([min(table[k]["p10_exposed_ratio"], 1.0) for k in st[mine]]))
         rr = r[mine]
@@ -374,4 +384,4 @@ def _num(v: float) -> str:
 
 __all__ = ["bounds", "combined_quantiles", "compute_kind", "compute_label", "coverage", "coverage_by_group",
            "exposed_ratio", "exposed_share", "load_residuals", "log_error", "quantile_table", "range_phrase", "COMPUTE_KINDS",
-           "MIN_ROWS", "RESIDUALS_PATH", "RHO_FLOOR", "SHARE_MIN"]
+           "MIN_ROWS", "MIN_SOURCES", "RESIDUALS_PATH", "RHO_FLOOR", "SHARE_MIN"]

@@ -76,6 +76,25 @@ def test_communication_error_follows_the_exposed_share_by_hand(tmp_path):
     assert lo[1] == pytest.approx(947.37, abs=0.01) and hi[1] == pytest.approx(1052.08, abs=0.01)
 
 
+def test_a_stack_range_of_its_own_needs_three_sources(tmp_path):
+    # 24 nccl rows from 2 sources and 1 grpc row: nccl has rows enough (>= 20) but too few sources, so its
+    # sample is all 25 rows; with a third source among the nccl rows it is its own 24
+    from costopt.intervals import load_residuals
+
+    def write(sources):
+        data = {"date": "2026-12-01",
+                "communication": [{"log_residual": 0.0, "exposed_share": 0.5, "stack": "nccl", "source": sources[i % len(sources)]}
+                                  for i in range(24)] + [{"log_residual": 0.0, "exposed_share": 0.5, "stack": "grpc", "source": "G"}],
+                "compute": [{"log_residual": 0.0, "kind": k} for k in ("measured", "published", "roofline")]}
+        p = tmp_path / f"r{len(sources)}.json"
+        p.write_text(json.dumps(data))
+        return load_residuals(str(p))
+
+    two, three = write(["A", "B"]), write(["A", "B", "C"])
+    assert two.stack_basis("nccl") == "all rows" and len(two.stack_sample("nccl")) == 25
+    assert three.stack_basis("nccl") == "stack" and len(three.stack_sample("nccl")) == 24
+
+
 def test_range_holds_the_point_when_residuals_lie_on_one_side(tmp_path):
     p = _file(tmp_path, [0.5, 0.6, 0.7], {"roofline": [0.9], "measured": [1.0], "published": [1.0]})
     lo, hi = bounds(np.array([10.0]), np.array([0]), None, np.array([0.0]), path=p)
@@ -131,15 +150,21 @@ def _rho(c):
     return max((math.exp(-c["log_residual"]) - (1.0 - x)) / x, 0.01)
 
 
+def _pool(rows, stack):
+    # rho of the stack's rows when 20 or more from 3 or more sources, else of all rows (x >= 0.01 only)
+    rows = [c for c in rows if c["exposed_share"] >= 0.01]
+    same = [c for c in rows if c["stack"] == stack]
+    if len(same) >= 20 and len({c["source"] for c in same}) >= 3:
+        return [_rho(c) for c in same]
+    return [_rho(c) for c in rows]
+
+
 def _loso_inside(comm):
     # the range of a row at exposed share x: ln ratio between -ln(1 - x + x max(rho90, 1)) and
-    # -ln(1 - x + x min(rho10, 1)), rho10 / rho90 the 10th / 90th percentile of the other sources' rho (its
-    # stack's rows when 20 or more, else all; rows with x < 0.01 left out of the pools)
+    # -ln(1 - x + x min(rho10, 1)), rho10 / rho90 the 10th / 90th percentile of the other sources' rho
     inside = []
     for row in comm:
-        others = [c for c in comm if c["source"] != row["source"] and c["exposed_share"] >= 0.01]
-        same = [_rho(c) for c in others if c["stack"] == row["stack"]]
-        pool = same if len(same) >= 20 else [_rho(c) for c in others]
+        pool = _pool([c for c in comm if c["source"] != row["source"]], row["stack"])
         x = row["exposed_share"]
         lo = -math.log(1 - x + x * max(_pct(pool, 90), 1.0))
         hi = -math.log(1 - x + x * min(_pct(pool, 10), 1.0))
@@ -191,6 +216,8 @@ def test_loso_coverage_within_70_to_90_percent(residuals):
 
 
 def test_loso_coverage_nccl_within_70_to_90_percent(residuals):
+    # 78.2% (79 of 101) with ranges scaled by the exposed share, with or without the p2.xlarge rows (AWS's
+    # 1.25 Gb/s) in the fit (2026-12-01); 69.3% with one width per stack
     comm = residuals["communication"]
     inside = _loso_inside(comm)
     nccl = np.array([c["stack"] == "nccl" for c in comm])
@@ -198,8 +225,10 @@ def test_loso_coverage_nccl_within_70_to_90_percent(residuals):
 
 
 def test_loso_coverage_grpc_within_70_to_90_percent(residuals):
-    # 77.3% (68 of 88) with ranges scaled by the exposed share (87.5% before, one width for every design):
-    # three gRPC sources, one of them 65 rows, make this figure move with every change of the fit
+    # 70.5% (62 of 88) with the p2.xlarge rows at AWS's stated 1.25 Gb/s in the fit (2026-12-01; 25-62% low
+    # out of sample, outside their ranges); 77.3% (68 of 88) with them at an assumed 2 Gb/s, out of the fit;
+    # 87.5% with one width for every design: three gRPC sources, one of them 65 rows, make this figure move
+    # with every change of the fit
     comm = residuals["communication"]
     inside = _loso_inside(comm)
     grpc = np.array([c["stack"] == "grpc" for c in comm])
@@ -249,7 +278,7 @@ def test_a_roofline_design_takes_the_roofline_compute_residuals(residuals):
     # the roofline's own 90th percentile.
     d = costopt.predict("inception_v3", "rtx-pro-6000", 1, 1, None, "ring")
     assert d["compute_source"] == "roofline" and d["t_comm_s"] == 0.0 and d["stack"] == "nccl"
-    n_c = sum(1 for c in residuals["communication"] if c["stack"] == "nccl" and c["exposed_share"] >= 0.01)
+    n_c = len(_pool(residuals["communication"], "nccl"))
     assert n_c >= 20  # enough rows for a range of its own stack
     roof = [c["log_residual"] for c in residuals["compute"] if c["kind"] == "roofline"]
     sums = roof * n_c  # x = 0: every pair sum is a roofline residual
@@ -269,8 +298,8 @@ def test_a_multi_node_design_takes_its_exposed_share_of_the_stack_error(residual
     w = d["t_compute_s"] / d["t_iter_s"]
     x = 1.0 - w
     assert 0.05 < x < 0.95
-    rho = [_rho(c) for c in residuals["communication"] if c["stack"] == "nccl" and c["exposed_share"] >= 0.01]
-    assert len(rho) >= 20
+    rho = _pool(residuals["communication"], "nccl")
+    assert len(rho) == sum(c["stack"] == "nccl" for c in residuals["communication"])  # its own stack's rows
     meas = [c["log_residual"] for c in residuals["compute"] if c["kind"] == "measured"]
     sums = [-math.log(w * math.exp(-k) + x * a) for a in rho for k in meas]
     thr = d["throughput_samples_per_s"]
@@ -294,9 +323,7 @@ def test_validate_rows_take_their_own_exposed_share(residuals):
     comm = residuals["communication"]
     pools = {}
     for stack in set(f["stack"]):
-        rho = [_rho(c) for c in comm if c["stack"] == stack and c["exposed_share"] >= 0.01]
-        if len(rho) < 20:
-            rho = [_rho(c) for c in comm if c["exposed_share"] >= 0.01]
+        rho = _pool(comm, stack)
         pools[stack] = (min(_pct(rho, 10), 1.0), max(_pct(rho, 90), 1.0))
     pred = f["predicted_samples_per_s"].to_numpy()
     perfect = (f["gpus_per_node"] * f["nodes"]).to_numpy() * f["single_gpu_samples_per_s"].astype(float).to_numpy()
@@ -362,9 +389,10 @@ def test_loso_median_error_of_all_rows_at_most_5_percent(residuals):
 
 
 @pytest.mark.xfail(strict=True, reason="issue 10 asks LOSO median <= 5% and p90 <= 15% per stack; on the "
-                   "committed residuals (2026-12-01) nccl is 3.5% / 11.4% (101 rows, met) but grpc 3.4% / 17.7% "
-                   "(88 rows): its tail is EBUG_DISTTF_2017's p2.xlarge rows on an assumed 2 Gb/s link "
-                   "(-14..-42%), Piz Daint PS rows and the M40 user report, with no public mechanism for them yet")
+                   "committed residuals (2026-12-01) nccl is 3.8% / 10.9% (101 rows, met) but grpc 3.4% / 19.7% "
+                   "(88 rows): its tail is EBUG_DISTTF_2017's p2.xlarge rows at AWS's stated 1.25 Gb/s (AWS "
+                   "slides, March 2017; -13..-62%), Piz Daint PS rows and the M40 user report (+44%), with no "
+                   "public mechanism for them yet")
 def test_loso_error_per_stack_median_5_and_p90_15_percent(residuals):
     comm = residuals["communication"]
     for stack in ("nccl", "grpc"):  # the stacks with 20 or more rows

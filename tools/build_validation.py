@@ -25,18 +25,31 @@ not stated), TF_ISSUE5683_P2 (batch size not stated), GOYAL_2017_SECONDARY (no t
 LAMBDA_PT_V1 (per-GPU compute calibration data, no stated all-reduce method).
 
 Network speeds the sources do not state are taken from published_throughput_sources.md "Network
-speeds the sources do not state" (AWS documentation of the time): p2.8xlarge 10 Gb/s. p2.xlarge is
-listed only as "High". Piz Daint's Aries bandwidth is not stated:
+speeds the sources do not state" (AWS documentation of the time): p2.8xlarge 10 Gb/s. AWS's instance-type
+pages list p2.xlarge only as "High"; AWS's own figure for it is 1.25 Gb/s: the table "P2 GPU Instances"
+(column "Network Bandwidth*", "*In a placement group": p2.xlarge 1.25Gbps, p2.8xlarge 10Gbps, p2.16xlarge
+20Gbps) in Jamie Kinney (AWS Principal Product Manager, HPC), "Accelerated Computing on AWS", March 2017,
+shown at JAWS AI x HPC on 2017-03-31 (speakerdeck.com/porcaro33/gpu-fpga-briefing-plus-march-plus-2017,
+read 2026-12-01), five months before the report's runs. It is the provider's stated figure, not a
+measurement; the report does not say whether its instances were in a placement group. No public measured
+p2.xlarge figure was found (2026-12-01): cloudonaut's EC2 Network Performance Cheat Sheet (iperf3, April
+2018) lists p2 only in its XLSX download, which is not in hand, and widdix/ec2-network-benchmark holds the
+scripts, not the results. Piz Daint's Aries bandwidth is not stated:
 80 Gb/s (about Aries' per-node injection bandwidth, not in the sources) is assumed, with TCP
-because TF 1.1 gRPC runs over TCP/IP. p2.xlarge 'High' has no number: 2 Gb/s is assumed. All 2017 TensorFlow rows use transport tcp (gRPC).
+because TF 1.1 gRPC runs over TCP/IP. All 2017 TensorFlow rows use transport tcp (gRPC).
 
 `nic_basis` says where each multi-node row's network speed comes from: `measured` (iperf in the
-source), `provider_doc` (the cloud provider's documentation quoted in sources.md) or `assumed` (no
-number anywhere in the sources: p2.xlarge, Piz Daint). The accuracy table reports the multi-node
-rows without `assumed` separately. The p2.xlarge number is not tuned: its rows move from -16..-62%
-(1.25 Gb/s, p2.8xlarge's 10 Gb/s pro rata by vCPU) to -2..+116% (10 Gb/s, today's AWS "up to 10
-Gbps" burst ceiling for instances with 16 or fewer vCPUs, not stated for p2.xlarge) across the range
-of defensible values, so they test the network assumption more than the model.
+source), `provider_doc` (the cloud provider's stated figure: its documentation quoted in sources.md, or
+for p2.xlarge the AWS presentation above) or `assumed` (no number anywhere in the sources: Piz Daint).
+The accuracy table reports the multi-node rows without `assumed` separately. Until 2026-12-01 the
+p2.xlarge rows carried an assumed 2 Gb/s (nic_basis `assumed`, so calibration did not fit on them).
+The report's own rows agree with AWS's figure. In `parameter_server` mode with one PS per node (32, 64, 128
+nodes) TensorFlow places each variable whole on one PS (greedy by bytes), so the node holding InceptionV3's
+largest variable (affine0/weights, 8.2 MB of 95.4 MB) serves it to the N - 1 other workers and takes their
+gradients, besides its own worker's traffic (95.4 - 8.2 MB each way): per step and direction 341 / 604 /
+1,128 MB at 32 / 64 / 128 nodes, in steps of 2.48 / 4.11 / 7.60 s measured, i.e. 1.10 / 1.18 / 1.19 Gb/s:
+the throughput levels off as that node's link reaches 94-95% of 1.25 Gb/s (the measurement never needs
+more than the stated figure).
 
 `stack` names the communication stack each source ran (costopt/stacks.py): TensorFlow parameter
 servers and distributed_replicated over gRPC -> grpc; tf_cnn_benchmarks `replicated (with NCCL)`,
@@ -199,9 +212,12 @@ def _ebug(d: pd.DataFrame) -> list[dict]:
     systems = {
         "Tesla P100 (Piz Daint, 1 GPU/node)": ("p100-pcie", "Piz Daint (Cray XC50)", 80, "assumed",
                                                  "Aries bandwidth not stated: 80 Gb/s assumed (Aries per-node injection is about 10 GB/s; not in the sources), TCP because TF 1.1 gRPC runs over TCP/IP"),
-        "Tesla K80 (AWS p2.xlarge, 1 GPU/node)": ("k80", "AWS p2.xlarge", 2, "assumed",
-                                                  "p2.xlarge network listed only as 'High' by AWS (no number): 2 Gb/s assumed; "
-                                                  "defensible range 1.25 (p2.8xlarge pro rata by vCPU) to 10 (burst ceiling)"),
+        "Tesla K80 (AWS p2.xlarge, 1 GPU/node)": ("k80", "AWS p2.xlarge", 1.25, "provider_doc",
+                                                  "network not stated: p2.xlarge 1.25 Gb/s, AWS's stated figure ('Network "
+                                                  "Bandwidth*: 1.25Gbps', *in a placement group; AWS instance-type pages say "
+                                                  "only 'High'): J. Kinney (AWS), 'Accelerated Computing on AWS', March 2017, "
+                                                  "slide 'P2 GPU Instances' (speakerdeck.com/porcaro33/gpu-fpga-briefing-plus-"
+                                                  "march-plus-2017); not a measurement; placement group not stated in the report"),
         "Tesla K80 (AWS p2.8xlarge, 8 GPUs/node)": ("k80", "AWS p2.8xlarge", 10, "provider_doc",
                                                     "network not stated: p2.8xlarge 10 Gb/s from AWS documentation (sources.md)"),
     }
