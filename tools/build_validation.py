@@ -36,7 +36,12 @@ p2.xlarge figure was found (2026-12-01): cloudonaut's EC2 Network Performance Ch
 2018) lists p2 only in its XLSX download, which is not in hand, and widdix/ec2-network-benchmark holds the
 scripts, not the results. Piz Daint's Aries bandwidth is not stated:
 80 Gb/s (about Aries' per-node injection bandwidth, not in the sources) is assumed, with TCP
-because TF 1.1 gRPC runs over TCP/IP. All 2017 TensorFlow rows use transport tcp (gRPC).
+because TF 1.1 gRPC runs over TCP/IP. No public measurement of TCP/IP over Aries on Piz Daint (iperf or
+gRPC) was found (2026-12-01: CSCS pages, Cray's XC network paper, TensorFlow/gRPC-on-Cray papers and issue
+threads searched). The report's own 128-node row bounds it from below: with 116 PS, the node holding
+affine0/weights moves 127 x 8.2 + 87 = 1,128 MB per step and direction in 0.889 s, at least 10.2 Gb/s
+(8.4 Gb/s at 64 nodes): a floor, not a figure for the rows. All 2017 TensorFlow rows use transport tcp
+(gRPC).
 
 `nic_basis` says where each multi-node row's network speed comes from: `measured` (iperf in the
 source), `provider_doc` (the cloud provider's stated figure: its documentation quoted in sources.md, or
@@ -287,7 +292,7 @@ def _m40(d: pd.DataFrame) -> list[dict]:
                  "local_parameter_device not stated: tf_cnn_benchmarks default gpu assumed"]
         if multi:
             notes.append("distributed_replicated, one PS per machine assumed; Ethernet 9.3 Gb/s measured by iperf "
-                         "(10 Gb/s line rate, TCP)")
+                         "(10 Gb/s line rate inferred from it; the issue names no adapter), TCP")
         else:
             notes.append("parameter_server on one machine")
         out.append(_row(
