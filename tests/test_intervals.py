@@ -336,6 +336,37 @@ def test_validate_rows_take_their_own_exposed_share(residuals):
     assert x.max() > 0.3 and x.min() < 0.05  # communication-heavy and compute-bound rows both checked
 
 
+def test_every_design_of_a_space_holds_its_point_and_the_same_bytes_twice():
+    # the ranges of a whole design space (every GPU of the reference catalog, up to 8 nodes, ring /
+    # hierarchical / PS over its NICs, each strategy's default stack), VGG16: 0 < low <= point <= high for
+    # every design that runs, and the same bytes on a second evaluation
+    from costopt.api import evaluate_space, throughput_range
+    from costopt.catalog import load_catalog
+    from costopt.design_space import enumerate_designs
+    from costopt.system import default_system
+    from costopt.workload import load_workload
+
+    cat = load_catalog()
+    w = load_workload("vgg16")
+    ev = evaluate_space(enumerate_designs(cat, max_nodes=8), catalog=cat, workload=w, tensors=w.tensors("pytorch"),
+                        params=default_system(), precision="auto", batch_per_gpu=w.default_batch)
+    t = ev.timing
+    idx = np.flatnonzero(t.feasible & np.isfinite(t.throughput_samples_per_s))
+    assert len(idx) > 1000
+    low, high = throughput_range(ev, idx)
+    thr = t.throughput_samples_per_s[idx]
+    assert (low <= thr).all() and (thr <= high).all() and (low > 0).all()
+    # more exposed communication, wider: the widest tenth of the ranges (in log terms) has a larger median
+    # exposed share than the narrowest tenth
+    x = 1.0 - t.t_compute_s[idx] / t.t_iter_s[idx]
+    width = np.log(high / low)
+    again = throughput_range(ev, idx)
+    assert low.tobytes() == again[0].tobytes() and high.tobytes() == again[1].tobytes()
+    order = np.argsort(width, kind="stable")
+    tenth = len(order) // 10
+    assert np.median(x[order[-tenth:]]) > np.median(x[order[:tenth]])
+
+
 def test_solve_sentence_states_range_and_evidence():
     res = costopt.solve(300_000, "resnet50", top=3)
     b = res.best
