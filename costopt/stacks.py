@@ -51,6 +51,10 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
       grpc: g = log2(G) + (M - 1)     (in-process towers of one worker, then one barrier RPC per other
                                        worker: TF's step-end token queues, thesis_method.md §4.1)
       mpi, gloo: g = N - 1            (rank-0 coordination / ring steps: linear in the ranks)
+                 g = M - 1            hierarchical over several nodes with reduce_on=gpu: the GPUs of a node
+                                       reduce among themselves first and only one leader per node is a rank
+                                       of the host collective (Goyal et al. 2017 §4: NCCL inside the server,
+                                       Gloo between servers), so M ranks, not N, coordinate each step
   N = all GPUs, G per node, M nodes; 0 for one GPU. Every stack counts the same GPUs: none is charged
   per GPU while another is charged per worker for the same peers;
 - compute slowdown k_s: backward compute that runs while the stack communicates is stretched by
@@ -108,13 +112,18 @@ def per_stack(params, name: str, stack: np.ndarray) -> np.ndarray:
     return np.choose(stack, vals)
 
 
-def sync_growth(stack: np.ndarray, G: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """g_s of the per-step synchronisation cost (see the module docstring); 0 for a single GPU."""
+def sync_growth(stack: np.ndarray, G: np.ndarray, M: np.ndarray, host_hier: np.ndarray | None = None) -> np.ndarray:
+    """g_s of the per-step synchronisation cost (see the module docstring); 0 for a single GPU.
+
+    `host_hier` (optional, one bool per design): a hierarchical all-reduce over a host stack (mpi, gloo)
+    whose node leaders alone are ranks of the host collective: g = M - 1 instead of N - 1.
+    """
     N = G * M
     with np.errstate(divide="ignore"):
         log_n = np.log2(np.maximum(N, 1.0))
         log_g = np.log2(np.maximum(G, 1.0))
-    g = select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], N - 1.0)
+    host_ranks = N if host_hier is None else np.where(host_hier, M, N)
+    g = select([stack == NCCL, stack == GRPC], [log_n, log_g + (M - 1.0)], host_ranks - 1.0)
     return np.where(N <= 1, 0.0, g)
 
 

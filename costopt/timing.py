@@ -125,6 +125,7 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
                over 40 GbE moved 1.07 GB/s per rank, a fifth of line rate, and no more with larger buffers
                (pytorch/gloo#248, 2020-02-29). Over RDMA no ceiling applies (no public measurement found).
     t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
+                (hierarchical over mpi/gloo with reduce_on=gpu, M > 1: g = M − 1, one leader per node is a rank)
                                                                       (c_s = `<s>_sync_us`, added to t_serial)
     T_b'      = T_b + k_s · min(T_b, t_stream)   (wfbp and full: compute slowed while the stack communicates;
                                                   k_s = `<s>_compute_slowdown`; T_b' replaces T_b above)
@@ -571,7 +572,7 @@ def evaluate(
 
     # per-step synchronisation of the stack: c_s x g_s (log2 N for NCCL's trees, per worker for gRPC,
     # per rank for MPI and Gloo; costopt/stacks.py)
-    t_serial = t_serial + us_to_s(per_stack(params, "sync_us", stack)) * sync_growth(stack, G, M)
+    t_serial = t_serial + us_to_s(per_stack(params, "sync_us", stack)) * sync_growth(stack, G, M, host_hier)
 
     t_iter = T_f + t_after + T_step + t_serial
     t_comm = t_stream + t_serial

@@ -43,6 +43,8 @@ def _pred(system, **kw):
     ("grpc", 1, 4, "ps", 0.0 + 3.0),        # log2(1) + 3 workers
     ("mpi", 4, 2, "ring", 7.0),             # N - 1
     ("gloo", 1, 4, "ring", 3.0),            # N - 1
+    ("gloo", 4, 3, "hierarchical", 2.0),    # M - 1: only one leader per node is a rank of the host collective
+    ("mpi", 4, 2, "hierarchical", 1.0),     # M - 1
 ])
 def test_sync_cost_per_stack_by_hand(stack, g, m, strategy, growth):
     base = _pred(_p(), gpus_per_node=g, nodes=m, strategy=strategy, stack=stack)
