@@ -173,8 +173,8 @@ class Evaluation:
 
 def throughput_range(ev: Evaluation, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """80% range of each design's throughput (costopt/intervals.py): the stack's leave-one-source-out
-    communication residuals, per unit of exposed share, times the design's exposed share 1 − t_compute / t_iter,
-    combined with the compute residuals of the GPU's evidence kind (measured,
+    residuals read as the error of the time beyond compute, weighed by the design's exposed share
+    1 − t_compute / t_iter, combined with the compute residuals of the GPU's evidence kind (measured,
     published ratio, roofline) at the design's compute share t_compute / t_iter, capped at perfect
     scaling of the design's own GPU (widened by that GPU's compute range)."""
     t, s = ev.timing, ev.space

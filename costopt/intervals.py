@@ -6,39 +6,45 @@ r = ln(observed / predicted) of predictions made without the observation's own s
 - r_c (communication): every shipped measurement row predicted by the leave-one-source-out fit
   (`costopt.calibrate.loso`), with x, the exposed share of the iteration in that prediction
   (below). The rows are calibrated to their own 1-GPU figure, so r_c is the error of everything beyond
-  one GPU's compute.
+  one GPU's compute, read below as ρ, the error of the time beyond compute.
 - r_k (compute, per evidence kind k of costopt/compute.py, the design's `compute_source`):
   `measured` (the phase sum of a measured profile against the iteration timed whole), `published`
   (a published same-model or same-class ratio standing in for another table's or model's ratio),
   `roofline` (leave-one-GPU-out cells of tools/compute_loo.py). Kind `calibrated` (a validation row
   with its own 1-GPU figure) has r_k = 0: that figure's error is inside r_c already.
 
-Communication error grows with the share of the iteration it sets. A design's iteration is its compute
-t_c plus the time beyond it, t_x = t_iter − t_c (exposed communication, per-step synchronisation: what
-the communication model predicts); its exposed share is x = t_x / t_iter = 1 − w, w = t_c / t_iter the
-compute share. If the model's t_x is off by a log factor ζ (true t_x e^(−ζ)) and t_c is right, then
+Two parts of the iteration, each with its own error. A design's iteration is its compute t_c plus the
+time beyond it, t_x = t_iter − t_c (exposed communication and per-step synchronisation: what the
+communication model predicts); its compute share is w = t_c / t_iter and its exposed share x = 1 − w.
+If the true compute is t_c e^(−r_k) and the true time beyond compute is ρ t_x, then
 
-    ln(X_true / X_pred) = −ln(1 − x + x e^(−ζ)) ≈ x ζ                      (first order in x ζ)
+    ln(X_true / X_pred) = −ln(w e^(−r_k) + (1 − w) ρ)
 
-so a residual says ζ_i ≈ z_i = r_c,i / x_i, and a design with exposed share x draws its communication
-error from x z: no width where nothing is communicated, the most where the iteration is mostly
-communication. The linear form, not the exact inversion ζ = −ln((e^(−r) − 1 + x) / x): that needs a
-measured iteration longer than the predicted compute (e^(−r) > 1 − x), which 3 shipped rows break (their
-1-GPU baseline, not the communication, is off). On the shipped rows (2026-12-01, 190 rows) a least-absolute-
-deviation line |r_c| = a + b x gives a = −0.004, b = 0.59: the error is proportional to x through the origin,
-so no floor is added. Rows with x_i below SHARE_MIN carry nothing on t_x's error and are left out of the
-z sample. Per communication stack s with at least MIN_ROWS usable rows the stack's own z, else all rows'.
+(w = 1: r_k alone; w = 0: −ln ρ alone), so the communication error weighs in proportion to the exposed
+share: none where nothing is communicated, all of it where the iteration is all communication. (The
+rule until 2026-12-01 added one communication error r_c, the same for every design.)
 
-Combination. Compute error scales the GPU's compute time, t_c -> t_c e^(-r_k); with the exposed time held,
-the iteration t_c + t_x changes by the design's compute share w = t_c / t_iter:
+ρ from the rows: a shipped row's compute is calibrated to its own 1-GPU figure (r_k = 0), and its leave-
+one-source-out prediction has exposed share x_i (recorded in the residuals file) and residual r_i; with
+the predicted iteration as the unit, t_c = 1 − x_i and the measured iteration is e^(−r_i), so
 
-    ln(X_true / X_pred) = (1 − w) z + g(w, r_k),      g(w, r) = -ln(w e^(-r) + 1 - w)      (g(1, r) = r)
+    ρ_i = (e^(−r_i) − (1 − x_i)) / x_i          (measured / predicted time beyond compute)
 
-z and r_k are independent (different data, different mechanisms), so the predictive sample of the
-sum is every pair (i, j) of the two residual sets: n_c x n_k values. Its 10th and 90th percentiles
-q10(s, k, w), q90(s, k, w) are computed on a grid of shares w (SHARE_GRID, 21 points, steps of 0.05) for
-each (stack, kind) that the designs use, in one numpy pass per pair (at most 4 x 4 pairs, never per
-design), and interpolated linearly in w per design (exact for kind `calibrated`: x q(z) is linear in w):
+A row measured faster than its predicted compute alone (e^(−r_i) ≤ 1 − x_i: its 1-GPU baseline, not the
+communication, is off; 2 shipped rows) has ρ_i floored at RHO_FLOOR; rows with x_i below SHARE_MIN say
+nothing about t_x (ρ_i would be mostly noise / x_i) and are left out. Per communication stack s with at
+least MIN_ROWS usable rows from at least MIN_SOURCES sources the stack's own ρ, else all rows' (fewer
+sources measure a few labs' set-ups, not the stack: with one of grpc's three sources left out, the other
+two alone held 69% of its rows in their range out of sample, all rows' 76%). On the shipped rows (2026-12-01) the error
+indeed grows with x: median |r| 1.9% below x = 0.05, 8.3% at 0.1-0.3, 25% at 0.3-0.5 (docs/accuracy.md).
+
+Combination. ρ and r_k are independent (different data, different mechanisms), so the predictive sample
+of ln(X_true / X_pred) is every pair (i, j) of the two residual sets: n_c x n_k values. Its 10th and 90th
+percentiles q10(s, k, w), q90(s, k, w) are computed on a grid of shares w (SHARE_GRID, 21 points, steps
+of 0.05) for each (stack, kind) that the designs use, in one numpy pass per pair (at most 4 x 4 pairs,
+never per design), and interpolated linearly in w per design. Kind `calibrated` (r_k = 0) needs no grid:
+ln(X_true / X_pred) = −ln(w + (1 − w) ρ) falls as ρ grows, so its percentiles are exactly
+q10 = −ln(w + (1 − w) ρ90), q90 = −ln(w + (1 − w) ρ10), with ρ10, ρ90 the stack's percentiles of ρ.
 
     low  = X · exp(min(q10, 0))
     high = min(X · exp(max(q90, 0)),  max(X_perfect · exp(max(q90_k, 0)), X))
@@ -69,11 +75,13 @@ from .stacks import STACKS
 
 RESIDUALS_PATH = Path(__file__).parent / "data" / "residuals.json"
 MIN_ROWS = 20  # fewer residuals than this for a stack: its range comes from all stacks' rows
+MIN_SOURCES = 3  # nor from fewer sources than this
 LOW_Q, HIGH_Q = 10.0, 90.0
 METHOD = "weibull"
 COMPUTE_KINDS = ("calibrated", "measured", "published", "roofline")
 SHARE_GRID = np.linspace(0.0, 1.0, 21)
-SHARE_MIN = 0.01  # rows with a smaller predicted exposed share say nothing on the communication error: not in the z sample
+SHARE_MIN = 0.01  # rows with a smaller predicted exposed share say nothing on the time beyond compute: not in the rho sample
+RHO_FLOOR = 0.01  # a row measured faster than its predicted compute alone: its time beyond compute counts as 1/100 of the prediction
 # compute_source (costopt/compute.py, "-floored" removed) -> evidence kind
 _KIND_OF_SOURCE = {"measured": "measured", "interpolated": "measured", "extrapolated": "measured",
                    "published": "published", "roofline": "roofline", "calibrated": "calibrated"}
@@ -138,13 +146,23 @@ def compute_kind(source: str) -> str:
     return _KIND_OF_SOURCE.get(str(source).removesuffix("-floored"), "roofline")
 
 
-def per_share(log_ratio: Any, share: Any) -> np.ndarray:
-    """z = r / x per row: the log residual per unit of exposed share (the first-order log error of the time
-    beyond compute, module docstring); NaN where x < SHARE_MIN or r is not finite."""
+def exposed_ratio(log_ratio: Any, share: Any) -> np.ndarray:
+    """ρ = measured / predicted time beyond compute per row, (e^(−r) − (1 − x)) / x for r = ln(measured /
+    predicted) and x the prediction's exposed share (module docstring); at least RHO_FLOOR; NaN where
+    x < SHARE_MIN or r is not finite."""
     r = np.asarray(log_ratio, dtype=np.float64)
     x = np.asarray(share, dtype=np.float64)
     ok = np.isfinite(r) & np.isfinite(x) & (x >= SHARE_MIN)
-    return np.where(ok, r / np.where(ok, x, 1.0), np.nan)
+    xs = np.where(ok, x, 1.0)
+    rho = np.maximum((np.exp(-np.where(ok, r, 0.0)) - (1.0 - xs)) / xs, RHO_FLOOR)
+    return np.where(ok, rho, np.nan)
+
+
+def log_error(share: Any, rho: Any) -> np.ndarray:
+    """ln(X_true / X_pred) of a design with exposed share x whose time beyond compute is ρ times the
+    prediction (compute right): −ln(1 − x + x ρ)."""
+    x = np.asarray(share, dtype=np.float64)
+    return -np.log(1.0 - x + x * np.asarray(rho, dtype=np.float64))
 
 
 def exposed_share(predicted: Any, perfect: Any) -> np.ndarray:
@@ -166,19 +184,24 @@ class Residuals:
     date: str
 
     @property
-    def comm_per_share(self) -> np.ndarray:
-        return per_share(self.comm, self.comm_share)
+    def comm_rho(self) -> np.ndarray:
+        return exposed_ratio(self.comm, self.comm_share)
 
-    def stack_sample(self, stack: str, min_rows: int = MIN_ROWS) -> np.ndarray:
-        """z = r / x of the stack's rows (all rows' when the stack has fewer than min_rows usable ones)."""
-        z = self.comm_per_share
-        ok = np.isfinite(z)
-        mine = z[ok & (self.comm_stack == stack)]
-        return mine if len(mine) >= min_rows else z[ok]
+    def _own(self, stack: str, min_rows: int, min_sources: int) -> np.ndarray | None:
+        ok = np.isfinite(self.comm_rho) & (self.comm_stack == stack)
+        if int(ok.sum()) >= min_rows and len(set(self.comm_source[ok].tolist())) >= min_sources:
+            return ok
+        return None
 
-    def stack_basis(self, stack: str, min_rows: int = MIN_ROWS) -> str:
-        z = self.comm_per_share
-        return "stack" if int((np.isfinite(z) & (self.comm_stack == stack)).sum()) >= min_rows else "all rows"
+    def stack_sample(self, stack: str, min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> np.ndarray:
+        """ρ of the stack's rows (all rows' when the stack has fewer than min_rows usable ones or they come
+        from fewer than min_sources sources)."""
+        rho = self.comm_rho
+        own = self._own(stack, min_rows, min_sources)
+        return rho[own] if own is not None else rho[np.isfinite(rho)]
+
+    def stack_basis(self, stack: str, min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> str:
+        return "stack" if self._own(stack, min_rows, min_sources) is not None else "all rows"
 
 
 @lru_cache(maxsize=4)
@@ -194,29 +217,31 @@ def load_residuals(path: str = str(RESIDUALS_PATH)) -> Residuals:
                      str(data.get("date", "")))
 
 
-def combined_quantiles(comm_per_share: np.ndarray, comp: np.ndarray, shares: np.ndarray = SHARE_GRID) -> tuple[np.ndarray, np.ndarray]:
-    """(q10, q90) of (1 − w) z + g(w, r_k) over every pair of the two samples, one value per share w."""
-    w = np.asarray(shares, dtype=np.float64)[:, None]
-    g = -np.log(w * np.exp(-np.asarray(comp, dtype=np.float64))[None, :] + (1.0 - w))  # shares x n_k
-    c = (1.0 - w) * np.asarray(comm_per_share, dtype=np.float64)[None, :]  # shares x n_c
-    s = c[:, :, None] + g[:, None, :]  # shares x n_c x n_k
-    lo, hi = _q(s.reshape(len(w), -1), axis=1)
+def combined_quantiles(rho: np.ndarray, comp: np.ndarray, shares: np.ndarray = SHARE_GRID) -> tuple[np.ndarray, np.ndarray]:
+    """(q10, q90) of −ln(w e^(−r_k) + (1 − w) ρ) over every pair of the two samples, one value per share w."""
+    w = np.asarray(shares, dtype=np.float64)[:, None, None]
+    t_c = np.exp(-np.asarray(comp, dtype=np.float64))[None, None, :]  # compute, as a multiple of the prediction
+    t_x = np.asarray(rho, dtype=np.float64)[None, :, None]  # time beyond compute, likewise
+    s = -np.log(w * t_c + (1.0 - w) * t_x)  # shares x n_c x n_k
+    lo, hi = _q(s.reshape(s.shape[0], -1), axis=1)
     return lo, hi
 
 
 @lru_cache(maxsize=64)
-def _grid(stack: str, kind: str, path: str) -> tuple[np.ndarray, np.ndarray, float]:
+def _grid(stack: str, kind: str, path: str) -> tuple[np.ndarray, np.ndarray, float, float, float]:
     res = load_residuals(path)
-    lo, hi = combined_quantiles(res.stack_sample(stack), res.compute[kind])
-    return lo, hi, float(_q(res.compute[kind])[1])
+    rho = res.stack_sample(stack)
+    lo, hi = combined_quantiles(rho, res.compute[kind])
+    rho10, rho90 = _q(rho)
+    return lo, hi, float(_q(res.compute[kind])[1]), float(rho10), float(rho90)
 
 
 def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray | None,
            compute_share: np.ndarray, perfect: np.ndarray | None = None,
            path: str | Path = RESIDUALS_PATH) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per design: the 80% range of the stack's communication error, scaled by the design's
-    exposed share 1 − w, combined with the compute error of the design's evidence kind (index into
-    COMPUTE_KINDS; None: `calibrated`) at its compute share w = t_c / t_iter (NaN: 1), capped at perfect
+    """(low, high) per design: the 80% range of the stack's error of the time beyond compute and the
+    compute error of the design's evidence kind (index into COMPUTE_KINDS; None: `calibrated`), each
+    weighed by its share of the iteration (compute share w = t_c / t_iter; NaN: 1), capped at perfect
     scaling widened by the compute range."""
     thr = np.asarray(throughput, dtype=np.float64)
     n = len(thr)
@@ -236,6 +261,12 @@ def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray |
     frac = pos - i0
     q10 = lo_tab[inv, i0] * (1.0 - frac) + lo_tab[inv, i0 + 1] * frac
     q90 = hi_tab[inv, i0] * (1.0 - frac) + hi_tab[inv, i0 + 1] * frac
+    exact = kd == COMPUTE_KINDS.index("calibrated")  # no compute sample: the stack's rho percentiles, mapped
+    if exact.any():
+        rho10, rho90 = np.array([g[3] for g in grids])[inv], np.array([g[4] for g in grids])[inv]
+        x = 1.0 - w
+        q10 = np.where(exact, log_error(x, rho90), q10)
+        q90 = np.where(exact, log_error(x, rho10), q90)
     low = thr * np.exp(np.minimum(q10, 0.0))
     high = thr * np.exp(np.maximum(q90, 0.0))
     if perfect is not None:
@@ -248,34 +279,37 @@ def bounds(throughput: np.ndarray, stack_idx: np.ndarray, kind_idx: np.ndarray |
 # communication-only quantiles and out-of-sample coverage (tools/fit_defaults.py, tools/build_residuals.py)
 
 
-def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray,
-                   min_rows: int = MIN_ROWS) -> dict[str, dict[str, Any]]:
-    """Per stack name: p10_per_share, p90_per_share (10th / 90th percentile of z = r / x, the log ratio
-    measured / predicted per unit of exposed share), rows (usable residuals of that stack) and basis
-    ("stack" or "all rows"). A design with exposed share x gets measured / predicted in
-    [exp(x · min(p10, 0)), exp(x · max(p90, 0))] from its communication error."""
-    z = per_share(log_ratio, share)
+def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source: np.ndarray,
+                   min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> dict[str, dict[str, Any]]:
+    """Per stack name: p10_exposed_ratio, p90_exposed_ratio (10th / 90th percentile of ρ, measured / predicted
+    time beyond compute), rows and sources (usable residuals of that stack) and basis ("stack", or "all
+    rows" below min_rows rows or min_sources sources). A calibrated design with exposed share x gets
+    measured / predicted throughput between 1 / (1 − x + x max(p90, 1)) and 1 / (1 − x + x min(p10, 1))."""
+    rho = exposed_ratio(log_ratio, share)
     st = np.asarray(stack)
-    ok = np.isfinite(z)
-    pooled = tuple(float(v) for v in _q(z[ok])) if ok.any() else (0.0, 0.0)
+    src = np.asarray(source)
+    ok = np.isfinite(rho)
+    pooled = tuple(float(v) for v in _q(rho[ok])) if ok.any() else (1.0, 1.0)
     out: dict[str, dict[str, Any]] = {}
     for name in STACKS:
         mine = ok & (st == name)
-        n = int(mine.sum())
-        if n >= min_rows:
-            lo, hi = (float(v) for v in _q(z[mine]))
+        n, n_src = int(mine.sum()), len(set(src[mine].tolist()))
+        if n >= min_rows and n_src >= min_sources:
+            lo, hi = (float(v) for v in _q(rho[mine]))
             basis = "stack"
         else:
             lo, hi = pooled
             basis = "all rows"
-        out[name] = {"p10_per_share": lo, "p90_per_share": hi, "rows": n, "basis": basis}
+        out[name] = {"p10_exposed_ratio": lo, "p90_exposed_ratio": hi, "rows": n, "sources": n_src, "basis": basis}
     return out
 
 
 def coverage(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source: np.ndarray,
-             min_rows: int = MIN_ROWS) -> np.ndarray:
+             min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> np.ndarray:
     """Per row: True when measured lies inside the range built from the other sources' residuals:
-    x_i · [min(p10, 0), max(p90, 0)] of the other sources' z (its stack's, or all rows' when too few)."""
+    ln(measured / predicted) between −ln(1 − x + x max(ρ90, 1)) and −ln(1 − x + x min(ρ10, 1)), ρ10 and ρ90
+    the other sources' percentiles of ρ (its stack's, or all rows' when too few rows or sources), x the
+    row's exposed share."""
     r = np.asarray(log_ratio, dtype=np.float64)
     x = np.asarray(share, dtype=np.float64)
     src = np.asarray(source)
@@ -283,9 +317,9 @@ def coverage(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, source
     inside = np.zeros(len(r), dtype=bool)
     for s in sorted(set(src.tolist())):  # one pass per source (a handful), vectorised over its rows
         mine = src == s
-        table = quantile_table(np.where(mine, np.nan, r), x, st, min_rows)
-        lo = np.array([min(table[k]["p10_per_share"], 0.0) for k in st[mine]]) * x[mine]
-        hi = np.array([max(table[k]["p90_per_share"], 0.0) for k in st[mine]]) * x[mine]
+        table = quantile_table(np.where(mine, np.nan, r), x, st, src, min_rows, min_sources)
+        lo = log_error(x[mine], np.array([max(table[k]["p90_exposed_ratio"], 1.0) for k in st[mine]]))
+        hi = log_error(x[mine], np.array([min(table[k]["p10_exposed_ratio"], 1.0) for k in st[mine]]))
         rr = r[mine]
         inside[mine] = (rr >= lo) & (rr <= hi)
     return inside
@@ -349,5 +383,5 @@ def _num(v: float) -> str:
 
 
 __all__ = ["bounds", "combined_quantiles", "compute_kind", "compute_label", "coverage", "coverage_by_group",
-           "exposed_share", "load_residuals", "per_share", "quantile_table", "range_phrase", "COMPUTE_KINDS",
-           "MIN_ROWS", "RESIDUALS_PATH", "SHARE_MIN"]
+           "exposed_ratio", "exposed_share", "load_residuals", "log_error", "quantile_table", "range_phrase", "COMPUTE_KINDS",
+           "MIN_ROWS", "MIN_SOURCES", "RESIDUALS_PATH", "RHO_FLOOR", "SHARE_MIN"]

@@ -213,8 +213,9 @@ def prior_system() -> SystemParams:
 
 def fit_record(path: Path = DEFAULTS_PATH) -> dict:
     """The defaults file's record sections: `fit` (rows, date, tool version...), `uncertainty`
-    (parameter -> one standard deviation) and `interval` (`<stack>_p10_per_share`, `<stack>_p90_per_share`:
-    quantiles of the leave-one-source-out log residuals per unit of exposed share, costopt/intervals.py)."""
+    (parameter -> one standard deviation) and `interval` (`<stack>_p10_exposed_ratio`, `<stack>_p90_exposed_ratio`:
+    quantiles of measured / predicted time beyond compute in the leave-one-source-out predictions,
+    costopt/intervals.py)."""
     data = _load_full(path)[1]
     return {k: dict(data.get(k, {})) for k in RECORD_SECTIONS}
 

@@ -670,10 +670,10 @@ def validate(file: str | Path, *, system: str | Path | SystemParams | None = Non
     summaries = summarize(df)
     summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
     summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
-                             "basis": "10th-90th percentile (Weibull positions) of the shipped rows' leave-one-source-out "
-                                      "residuals per unit of exposed share, per stack, times each row's predicted "
-                                      "exposed share (t_iter - t_compute) / t_iter; compute calibrated to each row's "
-                                      "1-GPU figure (costopt/intervals.py)"}
+                             "basis": "10th-90th percentile (Weibull positions) of measured / predicted time beyond compute "
+                                      "in the shipped rows' leave-one-source-out predictions, per stack, weighed by each "
+                                      "row's predicted exposed share (t_iter - t_compute) / t_iter; compute calibrated to "
+                                      "each row's 1-GPU figure (costopt/intervals.py)"}
     return ValidationResult(path, df, header, summaries)
 
 

@@ -34,44 +34,65 @@ def _file(tmp_path, comm, compute, shares=None):
 
 
 def test_combined_range_by_hand(tmp_path):
-    # communication ratios {0.8, 1.0, 1.1} at exposed share 1 (3 rows < MIN_ROWS: all rows), so z = ln ratio;
-    # roofline ratios {0.9, 1.0, 1.2}. Weibull positions: the 10th/90th percentile of n = 9 pair sums are the
-    # smallest and largest sum; of n = 3 values they sit at 0.4 and 3.6, clipped to the smallest and largest.
+    # communication ratios {0.8, 1.0, 1.1} at exposed share 1 (3 rows < MIN_ROWS: all rows): the whole predicted
+    # iteration is time beyond compute, so rho = 1 / ratio = {1.25, 1.0, 0.909}; roofline ratios {0.9, 1.0, 1.2}
+    # (true compute = predicted / ratio). Weibull positions: the 10th/90th percentile of n = 9 pair values are
+    # the smallest and largest; of n = 3 values they sit at 0.4 and 3.6, clipped to the smallest and largest.
     p = _file(tmp_path, [0.8, 1.0, 1.1], {"roofline": [0.9, 1.0, 1.2], "measured": [1.0], "published": [1.0]})
     nccl, roof, cal = STACKS.index("nccl"), COMPUTE_KINDS.index("roofline"), COMPUTE_KINDS.index("calibrated")
     thr = np.full(5, 100.0)
     lo, hi = bounds(thr, np.full(5, nccl), np.array([roof, roof, cal, roof, cal]), np.array([1.0, 0.5, 1.0, 1.0, 0.5]),
-                    perfect=np.array([1e9, 1e9, 1e9, 105.0, 1e9]), path=p)
-    # share 1 (nothing exposed): no communication error, the compute error alone: 0.9 and 1.2
+                    perfect=np.array([1e9, 1e9, 1e9, 95.0, 1e9]), path=p)
+    # compute share 1 (nothing exposed): no communication error, the compute error alone: 0.9 and 1.2
     assert lo[0] == pytest.approx(90.0) and hi[0] == pytest.approx(120.0)
-    # share 0.5: half the communication log error, and the compute error moves only half the iteration:
-    # X_true/X = ratio_c^0.5 / (0.5 / ratio_k + 0.5)
-    assert lo[1] == pytest.approx(100 * 0.8 ** 0.5 / (0.5 / 0.9 + 0.5))
-    assert hi[1] == pytest.approx(100 * 1.1 ** 0.5 / (0.5 / 1.2 + 0.5))
+    # share 0.5: each half of the iteration stretched by its own error, X_true / X = 1 / (0.5 / ratio_k + 0.5 rho)
+    assert lo[1] == pytest.approx(100 / (0.5 / 0.9 + 0.5 * 1.25))
+    assert hi[1] == pytest.approx(100 / (0.5 / 1.2 + 0.5 / 1.1))
     # calibrated compute (a validation row's own 1-GPU figure) with nothing exposed: the point itself
     assert lo[2] == pytest.approx(100.0) and hi[2] == pytest.approx(100.0)
-    # cap: perfect scaling 105 widened by the roofline's own 90th percentile (1.2): 126 > 120, no cap
-    assert hi[3] == pytest.approx(120.0)
-    # calibrated, half exposed: communication alone, half its log error: sqrt(0.8), sqrt(1.1)
-    assert lo[4] == pytest.approx(100 * math.sqrt(0.8)) and hi[4] == pytest.approx(100 * math.sqrt(1.1))
+    # cap: perfect scaling 95 widened by the roofline's own 90th percentile (1.2): 114 < 120
+    assert hi[3] == pytest.approx(114.0)
+    # calibrated, half exposed: 1 / (0.5 + 0.5 rho) for rho90 = 1.25 and rho10 = 1 / 1.1
+    assert lo[4] == pytest.approx(100 / 1.125) and hi[4] == pytest.approx(100 / (0.5 + 0.5 / 1.1))
     assert (lo <= thr).all() and (thr <= hi).all()
 
 
-def test_communication_error_scales_with_the_exposed_share_by_hand(tmp_path):
-    # Three rows: ratio 0.9 at exposed share 0.1, 0.8 at 0.5, 1.05 at 0.25, and a fourth at share 0.005 (below
-    # SHARE_MIN 0.01: ignored, whatever its ratio). Per unit of share z = ln(ratio) / x:
-    #   ln 0.9 / 0.1 = -1.05361, ln 0.8 / 0.5 = -0.446287, ln 1.05 / 0.25 = 0.195161
-    # Weibull 10th / 90th percentile of 3 values: the smallest and the largest.
+def test_communication_error_follows_the_exposed_share_by_hand(tmp_path):
+    # Rows (measured / predicted throughput at exposed share x): 0.9 at 0.1, 0.8 at 0.5, 1.05 at 0.25, 1.2 at
+    # 0.1, and 0.5 at 0.005 (below SHARE_MIN 0.01: ignored; its rho would be (2 - 0.995) / 0.005 = 201, the
+    # largest). With the predicted iteration
+    # as the unit, compute is 1 - x and the measured iteration 1 / ratio, so the time beyond compute ran
+    #   rho = (1 / ratio - (1 - x)) / x:  (1.11111 - 0.9) / 0.1 = 2.11111,  (1.25 - 0.5) / 0.5 = 1.5,
+    #   (0.952381 - 0.75) / 0.25 = 0.809524,  (0.833333 - 0.9) / 0.1 < 0: faster than its compute: RHO_FLOOR 0.01
+    # Weibull 10th / 90th percentile of 4 values (positions 0.5 and 4.5): the smallest and the largest.
     # A calibrated design with compute share w = 0.8 (exposed x = 0.2) and 1000 samples/s:
-    #   low  = 1000 exp(0.2 x -1.05361) = 1000 x 0.9 ** 2   = 810
-    #   high = 1000 exp(0.2 x  0.195161) = 1000 x 1.05 ** 0.8 = 1039.8
-    # and at exposed share 0.05 (w = 0.95) a quarter of that width in log terms.
-    p = _file(tmp_path, [0.9, 0.8, 1.05, 3.0], {"roofline": [1.0], "measured": [1.0], "published": [1.0]},
-              shares=[0.1, 0.5, 0.25, 0.005])
+    #   low  = 1000 / (0.8 + 0.2 x 2.11111) = 818.18,   high = 1000 / (0.8 + 0.2 x 0.01) = 1246.88
+    # and at x = 0.05 (w = 0.95): 1000 / (0.95 + 0.05 x 2.11111) = 947.37, 1000 / (0.95 + 0.0005) = 1052.08
+    p = _file(tmp_path, [0.9, 0.8, 1.05, 1.2, 0.5], {"roofline": [1.0], "measured": [1.0], "published": [1.0]},
+              shares=[0.1, 0.5, 0.25, 0.1, 0.005])
     cal = COMPUTE_KINDS.index("calibrated")
     lo, hi = bounds(np.array([1000.0, 1000.0]), np.array([0, 0]), np.array([cal, cal]), np.array([0.8, 0.95]), path=p)
-    assert lo[0] == pytest.approx(810.0) and hi[0] == pytest.approx(1039.8, abs=0.05)
-    assert lo[1] == pytest.approx(1000 * 0.9 ** 0.5) and hi[1] == pytest.approx(1000 * 1.05 ** 0.2)
+    assert lo[0] == pytest.approx(818.18, abs=0.01) and hi[0] == pytest.approx(1246.88, abs=0.01)
+    assert lo[1] == pytest.approx(947.37, abs=0.01) and hi[1] == pytest.approx(1052.08, abs=0.01)
+
+
+def test_a_stack_range_of_its_own_needs_three_sources(tmp_path):
+    # 24 nccl rows from 2 sources and 1 grpc row: nccl has rows enough (>= 20) but too few sources, so its
+    # sample is all 25 rows; with a third source among the nccl rows it is its own 24
+    from costopt.intervals import load_residuals
+
+    def write(sources):
+        data = {"date": "2026-12-01",
+                "communication": [{"log_residual": 0.0, "exposed_share": 0.5, "stack": "nccl", "source": sources[i % len(sources)]}
+                                  for i in range(24)] + [{"log_residual": 0.0, "exposed_share": 0.5, "stack": "grpc", "source": "G"}],
+                "compute": [{"log_residual": 0.0, "kind": k} for k in ("measured", "published", "roofline")]}
+        p = tmp_path / f"r{len(sources)}.json"
+        p.write_text(json.dumps(data))
+        return load_residuals(str(p))
+
+    two, three = write(["A", "B"]), write(["A", "B", "C"])
+    assert two.stack_basis("nccl") == "all rows" and len(two.stack_sample("nccl")) == 25
+    assert three.stack_basis("nccl") == "stack" and len(three.stack_sample("nccl")) == 24
 
 
 def test_range_holds_the_point_when_residuals_lie_on_one_side(tmp_path):
@@ -123,19 +144,30 @@ def _pct(x, q):
     return x[j - 1] + (h - j) * (x[j] - x[j - 1])
 
 
-def _loso_inside(comm):
-    # the range of a row: its exposed share x times the 10th-90th percentile of the other sources' z = r / x
-    # (its stack's rows when 20 or more, else all; rows with x < 0.01 left out of the pools)
-    def z(c):
-        return c["log_residual"] / c["exposed_share"]
+def _rho(c):
+    # measured / predicted time beyond compute of a row: (1 / ratio - (1 - x)) / x, at least 0.01
+    x = c["exposed_share"]
+    return max((math.exp(-c["log_residual"]) - (1.0 - x)) / x, 0.01)
 
+
+def _pool(rows, stack):
+    # rho of the stack's rows when 20 or more from 3 or more sources, else of all rows (x >= 0.01 only)
+    rows = [c for c in rows if c["exposed_share"] >= 0.01]
+    same = [c for c in rows if c["stack"] == stack]
+    if len(same) >= 20 and len({c["source"] for c in same}) >= 3:
+        return [_rho(c) for c in same]
+    return [_rho(c) for c in rows]
+
+
+def _loso_inside(comm):
+    # the range of a row at exposed share x: ln ratio between -ln(1 - x + x max(rho90, 1)) and
+    # -ln(1 - x + x min(rho10, 1)), rho10 / rho90 the 10th / 90th percentile of the other sources' rho
     inside = []
     for row in comm:
-        others = [c for c in comm if c["source"] != row["source"] and c["exposed_share"] >= 0.01]
-        same = [z(c) for c in others if c["stack"] == row["stack"]]
-        pool = same if len(same) >= 20 else [z(c) for c in others]
+        pool = _pool([c for c in comm if c["source"] != row["source"]], row["stack"])
         x = row["exposed_share"]
-        lo, hi = x * min(_pct(pool, 10), 0.0), x * max(_pct(pool, 90), 0.0)
+        lo = -math.log(1 - x + x * max(_pct(pool, 90), 1.0))
+        hi = -math.log(1 - x + x * min(_pct(pool, 10), 1.0))
         inside.append(lo <= row["log_residual"] <= hi)
     return np.array(inside)
 
@@ -246,7 +278,7 @@ def test_a_roofline_design_takes_the_roofline_compute_residuals(residuals):
     # the roofline's own 90th percentile.
     d = costopt.predict("inception_v3", "rtx-pro-6000", 1, 1, None, "ring")
     assert d["compute_source"] == "roofline" and d["t_comm_s"] == 0.0 and d["stack"] == "nccl"
-    n_c = sum(1 for c in residuals["communication"] if c["stack"] == "nccl" and c["exposed_share"] >= 0.01)
+    n_c = len(_pool(residuals["communication"], "nccl"))
     assert n_c >= 20  # enough rows for a range of its own stack
     roof = [c["log_residual"] for c in residuals["compute"] if c["kind"] == "roofline"]
     sums = roof * n_c  # x = 0: every pair sum is a roofline residual
@@ -258,19 +290,18 @@ def test_a_roofline_design_takes_the_roofline_compute_residuals(residuals):
 
 
 def test_a_multi_node_design_takes_its_exposed_share_of_the_stack_error(residuals):
-    # 4 x 8 H200 over 25 GbE, ring (nccl), measured-kind compute: the range is the pair sums
-    # x z_i + g(w, r_k,j), x = 1 - w, over the nccl z = r / x of the committed residuals and the measured
-    # compute residuals, hand-summed here at the design's own w (the product interpolates on a 0.05 grid)
+    # 4 x 8 H200 over 25 GbE, ring (nccl), measured-kind compute: the range is the 10th-90th percentile of
+    # -ln(w e^(-r_k,j) + x rho_i), x = 1 - w, over every pair of the nccl rho of the committed residuals and
+    # the measured compute residuals, computed here at the design's own w (the product interpolates on a 0.05 grid)
     d = costopt.predict("resnet50", "h200-sxm", 8, 4, "25gbe", "ring")
     assert d["compute_source"] == "measured" and d["stack"] == "nccl"
     w = d["t_compute_s"] / d["t_iter_s"]
     x = 1.0 - w
     assert 0.05 < x < 0.95
-    z = [c["log_residual"] / c["exposed_share"] for c in residuals["communication"]
-         if c["stack"] == "nccl" and c["exposed_share"] >= 0.01]
-    assert len(z) >= 20
+    rho = _pool(residuals["communication"], "nccl")
+    assert len(rho) == sum(c["stack"] == "nccl" for c in residuals["communication"])  # its own stack's rows
     meas = [c["log_residual"] for c in residuals["compute"] if c["kind"] == "measured"]
-    sums = [x * a - math.log(w * math.exp(-k) + 1 - w) for a in z for k in meas]
+    sums = [-math.log(w * math.exp(-k) + x * a) for a in rho for k in meas]
     thr = d["throughput_samples_per_s"]
     assert d["throughput_low_samples_per_s"] == pytest.approx(thr * math.exp(min(_pct(sums, 10), 0.0)), rel=5e-3)
     assert d["throughput_high_samples_per_s"] == pytest.approx(thr * math.exp(max(_pct(sums, 90), 0.0)), rel=5e-3)
@@ -283,25 +314,25 @@ def test_a_multi_node_design_takes_its_exposed_share_of_the_stack_error(residual
 
 def test_validate_rows_take_their_own_exposed_share(residuals):
     # `validate` on the shipped rows (costopt/data/validation/published.csv): each row's compute is its own
-    # 1-GPU figure s (kind `calibrated`), so its range is x · [min(p10, 0), max(p90, 0)] of its stack's z = r / x
-    # from the committed residuals, x = 1 - predicted / (N s) the row's predicted exposed share
+    # 1-GPU figure s (kind `calibrated`), so its range is predicted / (1 - x + x max(rho90, 1)) to
+    # predicted / (1 - x + x min(rho10, 1)) (capped at perfect scaling N s), rho10 / rho90 its stack's
+    # percentiles of rho from the committed residuals, x = 1 - predicted / (N s) the row's predicted exposed share
     from costopt.validate import validate
 
     f = validate("published").frame
     comm = residuals["communication"]
     pools = {}
     for stack in set(f["stack"]):
-        z = [c["log_residual"] / c["exposed_share"] for c in comm if c["stack"] == stack and c["exposed_share"] >= 0.01]
-        if len(z) < 20:
-            z = [c["log_residual"] / c["exposed_share"] for c in comm if c["exposed_share"] >= 0.01]
-        pools[stack] = (min(_pct(z, 10), 0.0), max(_pct(z, 90), 0.0))
+        rho = _pool(comm, stack)
+        pools[stack] = (min(_pct(rho, 10), 1.0), max(_pct(rho, 90), 1.0))
     pred = f["predicted_samples_per_s"].to_numpy()
     perfect = (f["gpus_per_node"] * f["nodes"]).to_numpy() * f["single_gpu_samples_per_s"].astype(float).to_numpy()
     x = 1.0 - pred / perfect
-    lo = np.array([pools[s][0] for s in f["stack"]]) * x
-    hi = np.array([pools[s][1] for s in f["stack"]]) * x
-    assert np.allclose(f["predicted_low_samples_per_s"], pred * np.exp(lo), rtol=1e-6)
-    assert np.allclose(f["predicted_high_samples_per_s"], np.minimum(pred * np.exp(hi), np.maximum(perfect, pred)), rtol=1e-6)
+    r10 = np.array([pools[s][0] for s in f["stack"]])
+    r90 = np.array([pools[s][1] for s in f["stack"]])
+    assert np.allclose(f["predicted_low_samples_per_s"], pred / (1 - x + x * r90), rtol=1e-6)
+    assert np.allclose(f["predicted_high_samples_per_s"], np.minimum(pred / (1 - x + x * r10), np.maximum(perfect, pred)),
+                       rtol=1e-6)
     assert x.max() > 0.3 and x.min() < 0.05  # communication-heavy and compute-bound rows both checked
 
 
@@ -315,7 +346,8 @@ def test_solve_sentence_states_range_and_evidence():
 
 def test_vectorised_ranges_match_a_per_design_loop(tmp_path):
     # 60 designs over 2 stacks x 4 kinds x grid shares, against pair sums built one design at a time here
-    # (communication rows at exposed share 1: z = ln ratio)
+    # (communication rows at exposed share 1: rho = 1 / ratio; with 5 of them the Weibull 10th / 90th
+    # percentiles are the smallest and largest, so the calibrated rows' rho-percentile rule agrees exactly)
     comm = [0.7, 0.85, 0.95, 1.0, 1.05]
     comp = {"measured": [0.98, 1.0, 1.01], "published": [0.85, 0.95, 1.1, 1.15], "roofline": [0.8, 0.9, 1.2, 1.3]}
     p = _file(tmp_path, comm, comp)
@@ -329,7 +361,7 @@ def test_vectorised_ranges_match_a_per_design_loop(tmp_path):
     for i in range(n):
         kind = COMPUTE_KINDS[kd[i]]
         ks = [1.0] if kind == "calibrated" else comp[kind]
-        sums = [(1 - w[i]) * math.log(c) - math.log(w[i] / k + 1 - w[i]) for c in comm for k in ks]
+        sums = [-math.log(w[i] / k + (1 - w[i]) / c) for c in comm for k in ks]
         assert lo[i] == pytest.approx(thr[i] * math.exp(min(_pct(sums, 10), 0.0)), rel=1e-9)
         assert hi[i] == pytest.approx(thr[i] * math.exp(max(_pct(sums, 90), 0.0)), rel=1e-9)
     again = bounds(thr, st, kd, w, path=p)

@@ -57,26 +57,37 @@ def test_near_ties_by_hand():
 
 
 def test_quantiles_and_out_of_sample_coverage_by_hand():
-    # log ratios per unit of exposed share: ln(1.1) / 0.5, ln(0.8) / 0.25, ... ; Weibull positions with 5
-    # values: 0.1 x 6 = 0.6 < 1, the smallest; 0.9 x 6 = 5.4 > 5, the largest
+    # measured / predicted time beyond compute rho = (1 / ratio - (1 - x)) / x of five rows:
+    #   1.0 at x 0.2: 1.0;  1.1 at 0.5: 0.818182;  0.9 at 0.1: 2.11111;  1.2 at 0.4: 0.583333;  0.8 at 0.25: 2.0
+    # Weibull positions with 5 values: 0.1 x 6 = 0.6 < 1, the smallest; 0.9 x 6 = 5.4 > 5, the largest
     r = np.log(np.array([1.0, 1.1, 0.9, 1.2, 0.8]))
     x = np.array([0.2, 0.5, 0.1, 0.4, 0.25])
     st = np.array(["nccl"] * 5)
-    t = quantile_table(r, x, st, min_rows=3)
-    assert t["nccl"]["p10_per_share"] == pytest.approx(math.log(0.9) / 0.1)  # -1.0536, below ln(0.8) / 0.25
-    assert t["nccl"]["p90_per_share"] == pytest.approx(math.log(1.2) / 0.4)  # 0.4558, above ln(1.1) / 0.5
-    assert t["mpi"]["basis"] == "all rows" and t["nccl"]["basis"] == "stack"
-    # each source's range comes from the other sources' residuals only: z of A, B, C = 0, 0, ln 3 / 0.5;
-    # C's range from A and B is [0, 0] (it lies outside), A's from B and C is 0.5 x [0, 2 ln 3] (0 inside)
+    t = quantile_table(r, x, st, np.array(["A", "A", "B", "B", "C"]), min_rows=3)
+    assert t["nccl"]["p10_exposed_ratio"] == pytest.approx((1 / 1.2 - 0.6) / 0.4)
+    assert t["nccl"]["p90_exposed_ratio"] == pytest.approx((1 / 0.9 - 0.9) / 0.1)
+    assert t["mpi"]["basis"] == "all rows" and t["nccl"]["basis"] == "stack" and t["nccl"]["sources"] == 3
+    # a stack's own range needs rows from 3 sources: four grpc rows from 2 sources fall back to all rows;
+    # three grpc rows (1.1, 0.9, 1.2) from 3 sources make their own, rho 0.583333-2.11111
+    t2 = quantile_table(r, x, np.array(["grpc"] * 4 + ["nccl"]), np.array(["A", "A", "B", "B", "C"]), min_rows=3)
+    assert t2["grpc"]["basis"] == "all rows" and t2["grpc"]["sources"] == 2
+    t3 = quantile_table(r, x, np.array(["nccl", "grpc", "grpc", "grpc", "nccl"]), np.array(["A", "A", "B", "C", "C"]),
+                        min_rows=3)
+    assert t3["grpc"]["basis"] == "stack"
+    assert t3["grpc"]["p10_exposed_ratio"] == pytest.approx((1 / 1.2 - 0.6) / 0.4)
+    assert t3["grpc"]["p90_exposed_ratio"] == pytest.approx((1 / 0.9 - 0.9) / 0.1)
+    # each source's range comes from the other sources' residuals only: ratios 1, 1, 3 at x = 0.5 give rho 1,
+    # 1 and (1/3 - 0.5) / 0.5 < 0, floored at 0.01. C's range from A and B (rho 1, 1) is [0, 0]: outside;
+    # A's from B and C: ln ratio up to -ln(0.5 + 0.5 x 0.01) = 0.683: ln 1 = 0 inside
     inside = coverage(np.log(np.array([1.0, 1.0, 3.0])), np.array([0.5, 0.5, 0.5]), np.array(["nccl"] * 3),
-                      np.array(["A", "B", "C"]), min_rows=1)
+                      np.array(["A", "B", "C"]), min_rows=1, min_sources=1)
     assert inside.tolist() == [True, True, False]
-    # the width follows the share: A and B at ratio 3, share 1 (z = ln 3 = 1.0986); C and D at ratio 1.5
-    # (ln 1.5 = 0.405) with shares 0.1 and 0.5 (z = 4.055, 0.811). C's pool {1.0986, 1.0986, 0.811} gives
-    # 0.1 x [0, 1.0986] = [0, 0.110]: outside; D's pool {1.0986, 1.0986, 4.055} gives 0.5 x [0, 4.055]: inside
+    # the width follows the share: A and B at ratio 3, x = 1 (rho 1/3); C and D at ratio 1.5 (ln 1.5 = 0.405)
+    # with x = 0.1 and 0.5 (rho: (2/3 - 0.9) / 0.1 < 0 -> 0.01; (2/3 - 0.5) / 0.5 = 1/3). C's pool {1/3, 1/3, 1/3}
+    # reaches -ln(0.9 + 0.1 / 3) = 0.069: outside; D's pool {1/3, 1/3, 0.01} reaches -ln(0.5 + 0.005) = 0.683: inside
     r2 = np.log(np.array([3.0, 3.0, 1.5, 1.5]))
     x2 = np.array([1.0, 1.0, 0.1, 0.5])
-    inside = coverage(r2, x2, np.array(["nccl"] * 4), np.array(["A", "B", "C", "D"]), min_rows=1)
+    inside = coverage(r2, x2, np.array(["nccl"] * 4), np.array(["A", "B", "C", "D"]), min_rows=1, min_sources=1)
     assert inside[2:].tolist() == [False, True]
 
 

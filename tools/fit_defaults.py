@@ -7,8 +7,9 @@
    costopt/data/system_priors.toml with the widths of `costopt.calibrate.PRIOR`; rows whose network
    speed is assumed are predicted, not fitted). Parameters not fitted keep their prior.
 3. Leave-one-source-out: for every source, the same fit on the other sources' rows predicts that
-   source. Its residuals, each divided by the exposed share of its prediction, give the 80% ranges per
-   stack (costopt/intervals.py) and the out-of-sample errors recorded in [fit].
+   source. Its residuals, each read as the error of the time beyond compute with the exposed share of its
+   prediction, give the 80% ranges per stack (costopt/intervals.py) and the out-of-sample errors recorded
+   in [fit].
 4. Write the defaults: every value with its prior and the prior's source beside it, [fit] (rows,
    sources, date, tool version, errors), [uncertainty] (one standard deviation per fitted parameter:
    what `solve` resamples for its robustness share) and [interval].
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from costopt import __version__  # noqa: E402
 from costopt.calibrate import DEFAULT_FIT, PRIOR, calibrate_rows  # noqa: E402
-from costopt.intervals import MIN_ROWS, SHARE_MIN, coverage, exposed_share, quantile_table  # noqa: E402
+from costopt.intervals import MIN_ROWS, MIN_SOURCES, RHO_FLOOR, SHARE_MIN, coverage, exposed_share, quantile_table  # noqa: E402
 from costopt.system import DEFAULTS_PATH, FIELD_TO_KEY, PRIORS_PATH, SystemParams, prior_system  # noqa: E402
 from costopt.validate import COLUMNS, VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
 
@@ -100,7 +101,7 @@ def build(date: str) -> tuple[str, dict]:
         sys.exit("error: every shipped measurement row needs single_gpu_samples_per_s (the exposed share of its prediction)")
     share = exposed_share(loso_pred, (df["gpus_per_node"] * df["nodes"]).to_numpy() * single)
     df["exposed_share_loso"] = share
-    table = quantile_table(r, share, stack)
+    table = quantile_table(r, share, stack, df["source"].to_numpy())
     inside = coverage(r, share, stack, df["source"].to_numpy())
 
     comments, order = _prior_comments()
@@ -149,16 +150,19 @@ def build(date: str) -> tuple[str, dict]:
             text.append(f"{n} = {_fmt(res.fit.sigma[n])}")
     text.append("")
     text += ["[interval]",
-             "# the communication part of every 80% range (costopt/intervals.py): z = ln(measured / predicted) / x per row,",
-             "# x = (t_iter - t_compute) / t_iter the exposed share of that row's leave-one-source-out prediction;",
-             "# <stack>_p10/p90_per_share: the 10th / 90th percentile of z (Weibull positions) over the stack's rows",
-             f"# (basis \"all rows\" where a stack has fewer than {MIN_ROWS}; rows with x < {SHARE_MIN:g} are not counted).",
-             "# A design with exposed share x: measured / predicted between exp(x * min(p10, 0)) and exp(x * max(p90, 0)).",
+             "# the communication part of every 80% range (costopt/intervals.py): rho = measured / predicted time beyond",
+             "# compute per row, (exp(-r) - (1 - x)) / x for r = ln(measured / predicted) and x = (t_iter - t_compute) / t_iter",
+             "# the exposed share of that row's leave-one-source-out prediction; <stack>_p10/p90_exposed_ratio: the 10th /",
+             f"# 90th percentile of rho (Weibull positions) over the stack's rows (basis \"all rows\" where a stack has fewer",
+             f"# than {MIN_ROWS} rows or {MIN_SOURCES} sources; rows with x < {SHARE_MIN:g} not counted, rho at least {RHO_FLOOR:g}).",
+             "# A design with exposed share x: measured / predicted throughput between 1 / (1 - x + x * max(p90, 1)) and",
+             "# 1 / (1 - x + x * min(p10, 1)).",
              f'date = "{date}"', f"rows = {len(df)}",
              f"loso_coverage = {float(inside.mean()):.4g}"]
     for s, t in table.items():
-        text += [f"{s}_p10_per_share = {_fmt(t['p10_per_share'])}", f"{s}_p90_per_share = {_fmt(t['p90_per_share'])}",
-                 f"{s}_rows = {t['rows']}", f'{s}_basis = "{t["basis"]}"']
+        text += [f"{s}_p10_exposed_ratio = {_fmt(t['p10_exposed_ratio'])}",
+                 f"{s}_p90_exposed_ratio = {_fmt(t['p90_exposed_ratio'])}",
+                 f"{s}_rows = {t['rows']}", f"{s}_sources = {t['sources']}", f'{s}_basis = "{t["basis"]}"']
         m = stack == s
         if m.any():
             text.append(f"{s}_loso_coverage = {float(inside[m].mean()):.4g}")

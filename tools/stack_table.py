@@ -69,15 +69,15 @@ def main() -> None:
         out.append(f"| {src} | {st} | {int(m.sum())} | {_cell(error_stats(err['priors'][m]))} | "
                    f"{_cell(error_stats(err['defaults'][m]))} | {_cell(error_stats(err['loso'][m]))} | "
                    f"{inside[m].mean():.0%} |")
-    out += ["", "80% range of the communication error (costopt/intervals.py): p10 and p90 of z = ln(measured / "
-            "predicted) / x over the LOSO residuals, x the exposed share (t_iter - t_compute) / t_iter of each "
-            "row's prediction; the factors measured / predicted they give at x = 0.05, 0.2 and 0.5:", "",
-            "| stack | p10 of z | p90 of z | x = 0.05 | x = 0.2 | x = 0.5 | residuals | basis |",
+    out += ["", "80% range of the communication error (costopt/intervals.py): p10 and p90 of rho = measured / predicted "
+            "time beyond compute over the LOSO residuals (x = (t_iter - t_compute) / t_iter the exposed share of each "
+            "row's prediction); the factors measured / predicted throughput they give at x = 0.05, 0.2 and 0.5:", "",
+            "| stack | p10 of rho | p90 of rho | x = 0.05 | x = 0.2 | x = 0.5 | residuals | basis |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for s, t in rep["table"].items():
-        lo, hi = min(t["p10_per_share"], 0.0), max(t["p90_per_share"], 0.0)
-        cells = " | ".join(f"{np.exp(x * lo):.3f}-{np.exp(x * hi):.3f}" for x in (0.05, 0.2, 0.5))
-        out.append(f"| {s} | {t['p10_per_share']:.3f} | {t['p90_per_share']:.3f} | {cells} | {t['rows']} | {t['basis']} |")
+        lo, hi = min(t["p10_exposed_ratio"], 1.0), max(t["p90_exposed_ratio"], 1.0)
+        cells = " | ".join(f"{1 / (1 - x + x * hi):.3f}-{1 / (1 - x + x * lo):.3f}" for x in (0.05, 0.2, 0.5))
+        out.append(f"| {s} | {t['p10_exposed_ratio']:.3f} | {t['p90_exposed_ratio']:.3f} | {cells} | {t['rows']} | {t['basis']} |")
     print("\n".join(out))
 
 
