@@ -2,7 +2,7 @@
 
 Objective: maximum a posteriori (MAP) on log error. With r_i = ln(predicted_i / measured_i) over the
 rows of a measurement file (format in `costopt.validate`), u_j = ln θ_j (u_j = θ_j for parameters
-whose default is 0, e.g. `ps_pull_overlap`) and u_j⁰ the starting value (the shipped defaults unless
+whose default is 0, e.g. `process_step_us_per_gpu`) and u_j⁰ the starting value (the shipped defaults unless
 `--system` is given), the fit minimises
 
     Σ_i ρ_k(r_i / σ_row)  +  Σ_j ((u_j − u_j⁰) / w_j)²
@@ -86,7 +86,9 @@ PRIOR: dict[str, tuple[str, float]] = {
     "rdma_message_overhead_us": ("log", 1.0),
     # an estimate with no source (thesis_method.md §7 lists it as unknown): a factor ~4.5 either way
     "ps_tensor_overhead_us": ("log", 1.5),
-    # default 0 (pull fully before forward); §6.5 says pulls can "partly" overlap the forward
+    # prior 0.87 from TF's parameter_server dataflow (tools/ps_pull_overlap_prior.py: pulls issued at step start,
+    # sharing the rate); pulls in forward order give about 1, one at a time in a random order (TicTac, MLSys 2019:
+    # TF fixes no transfer order) far less: ± 0.3
     "ps_pull_overlap": ("lin", 0.30),
     # default 1 (no contention); measured contention on NVLink/PCIe systems is tens of percent at most
     "overlap_efficiency": ("log", 0.20),

@@ -30,6 +30,22 @@ Communication, per iteration:
       host copy: reduce_on=cpu (variables on the host, TF local_parameter_device=cpu): every GPU copies
       S each way, B_pcie shared; local reduce (G−1)·S/B_red on the CPU. reduce_on=gpu: variables on
       GPUs, local reduce/broadcast over B_intra: (G−1)/G·S / B_intra, staging S over PCIe when M > 1.
+    When the pull runs depends on TensorFlow's `variable_update` mode (tf_cnn_benchmarks
+    scripts/tf_cnn_benchmarks/variable_mgr.py; `variable_update` argument, one per design, VARIABLE_UPDATES):
+      parameter_server (the default; every design costopt enumerates): the towers read each variable from its
+        shard with no other input (VariableMgrDistributedFetchFromPS), so all pulls start with the step and the
+        forward of a layer waits only for its own variables: exposed pull max(pull − w·T_f, 0),
+        w = `ps_pull_overlap` (prior 0.87 from that dataflow with the pulls sharing the rate:
+        tools/ps_pull_overlap_prior.py)
+      distributed_replicated: every GPU keeps its own copy; per variable, the worker pushes its aggregated
+        gradient, the shard applies it, a barrier waits for all workers, and the updated value is read once on
+        the worker's CPU and written into its G GPU copies (VariableMgrDistributedReplicated), so the pull of a
+        variable follows its push as soon as the gradient is ready: the pull joins the backward-overlapped
+        stream instead of preceding the forward (the next forward reads local copies only):
+          stream stages (push + pull):  NIC  2 × the phase above (both directions carry both phases)
+                                        host copy + S / B_pcie (G copies of S through the shared PCIe)
+                                        per-tensor request cost in the stream 2·α_ps·(M−1)/M per tensor
+          exposed pull = 0; the last apply stays serial. The per-variable barrier's token RPCs are not charged.
 
 Overlap (`overlap` mode). Gradients are grouped into buckets k in ready order, bucket k ready at
 r_k·T_b (r from the measured timeline) carrying s_k bytes and costing c_k = β·s_k + λ_k, where
@@ -143,6 +159,9 @@ from .units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s, us_to_s
 from .workload import TensorSet
 
 OVERLAP_MODES = ("wfbp", "none", "full")
+# TensorFlow 1.x tf_cnn_benchmarks `--variable_update` modes of a PS design (when its pull runs; module docstring)
+VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
+PS_FETCH, PS_REPLICATED = range(len(VARIABLE_UPDATES))
 RING, HIER, PS = (STRATEGIES.index(s) for s in ("ring", "hierarchical", "ps"))
 BOTTLENECKS = ("compute", "network", "pcie", "intra-node", "host-cpu", "ps-shard", "memory", "precision")
 _COMPUTE_BOUND_FRACTION = 0.05  # exposed communication under 5% of the iteration counts as compute-bound
@@ -355,6 +374,7 @@ def evaluate(
     num_ps: np.ndarray | None = None,
     specs: LinkSpecs | None = None,
     gpus_per_process: np.ndarray | None = None,
+    variable_update: np.ndarray | None = None,
 ) -> Timing:
     """Iteration time, throughput and bottleneck for every design in `space`.
 
@@ -363,6 +383,8 @@ def evaluate(
     space's `link_specs`, when the caller evaluates the same space many times (else built here).
     `gpus_per_process` (optional, one integer per design, 1 <= g <= G): GPUs one process drives; None
     means one process per GPU (no per-process host cost).
+    `variable_update` (optional, one index into VARIABLE_UPDATES per design): when a PS design's pull runs;
+    None means parameter_server for every design (tf_cnn_benchmarks' default mode).
     """
     if overlap not in OVERLAP_MODES:
         raise ValueError(f"overlap must be one of {OVERLAP_MODES}")
@@ -407,6 +429,12 @@ def evaluate(
     is_hier = (strat == HIER) & (~on_host | host_hier) & ~one
     is_cpu_ar = (strat != PS) & on_host & ~one & ~host_hier  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
     p = (strat == PS) & ~one
+    # PS designs run as distributed_replicated (None: none does; every PS design is parameter_server)
+    replicated = None
+    if variable_update is not None:
+        replicated = p & (np.asarray(variable_update) == PS_REPLICATED)
+        if not replicated.any():
+            replicated = None
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
@@ -469,9 +497,21 @@ def evaluate(
             apply_all = Mi * largest * 3.0 / apply_rate
             t_red[p] = np.maximum(t_red[p], apply_all)
             t_apply = largest * 3.0 / apply_rate
-            # per-variable pulls overlap the forward of earlier layers (TF dataflow, thesis_method.md §6.5):
-            # forward phase = max(T_f, pull + (1 - w)·T_f), w = pull_overlap; w = 0: pull fully serial
-            t_serial[p] = np.maximum(pull - _param(params, "ps_pull_overlap", n)[p] * T_f[p], 0.0) + t_apply
+            # when the pull runs depends on the TF variable_update mode (module docstring):
+            # parameter_server: every variable is read from its shard at step start with no other input, so the
+            # pulls run while the forward computes and only what the forward cannot hide is exposed:
+            #   exposed pull = max(pull - w·T_f, 0), w = pull_overlap
+            # distributed_replicated: after its apply (and a barrier), each variable is copied back into the
+            # worker's GPU-local copies, one variable after another as their gradients arrive, so the pull is
+            # part of the backward-overlapped stream: per stage push + pull (the wire: both directions of both
+            # phases; the host: the updated value read on the worker CPU and written into all G local copies)
+            exposed_pull = np.maximum(pull - _param(params, "ps_pull_overlap", n)[p] * T_f[p], 0.0)
+            if replicated is not None:
+                dr = replicated[p]
+                t_nic[p] = np.where(dr, 2.0 * nic_phase, nic_phase)
+                t_host[p] = np.where(dr, host_copy + S / B_pcie[p], host_copy)
+                exposed_pull = np.where(dr, 0.0, exposed_pull)
+            t_serial[p] = exposed_pull + t_apply
             busiest[p] = 2.0 * X
 
     # bandwidth time of the overlappable stream: pipelined stages → the slowest stage,
@@ -485,6 +525,8 @@ def evaluate(
     # PS pays the per-tensor request cost on the remote share of its tensors
     per_tensor = np.where(p, (a_nic + us_to_s(_param(params, "ps_tensor_overhead_us", n)))
                           * np.where(multi, (M - 1) / M, 0.0), 0.0)
+    if replicated is not None:  # distributed_replicated: each variable's pull request rides in the stream too
+        per_tensor = np.where(replicated, 2.0 * per_tensor, per_tensor)
     t_stream = stream_bw + lam * n_buckets + per_tensor * tensors.n_trainable
 
     # backward compute that runs while the stack communicates is stretched (communication kernels take

@@ -32,7 +32,12 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   `gpus_per_process` (whole number, 1 <= g <= gpus_per_node, default 1: GPUs one training process drives;
   e.g. 8 for a run that schedules all eight GPUs of a node from one process, as PaddlePaddle 1.x's
   ParallelExecutor or TensorFlow 1.x tf_cnn_benchmarks towers; the timing model then charges
-  (g - 1) x `process_step_us_per_gpu` of host time per step, costopt/timing.py).
+  (g - 1) x `process_step_us_per_gpu` of host time per step, costopt/timing.py),
+  `variable_update` (TensorFlow 1.x tf_cnn_benchmarks mode the run used: parameter_server |
+  distributed_replicated for a ps row, replicated for an all-reduce row; empty or absent: parameter_server for
+  a ps row, tf_cnn_benchmarks' default, and replicated for an all-reduce row; ignored on a 1-GPU row). It sets
+  when a PS row's pull runs: parameter_server before and during the forward, distributed_replicated in the
+  stream overlapped with backward (costopt/timing.py).
 Every other column is kept and echoed in the output.
 
 Prediction: rows sharing (model, tensor set, batch, overlap) are evaluated as one design space where each row
@@ -63,7 +68,7 @@ from .intervals import bounds as interval_bounds
 from .intervals import exposed_share
 from .stacks import AUTO, STACKS, check_stack, infer_stack
 from .system import SystemParams, load_system
-from .timing import OVERLAP_MODES, GpuCompute, LinkSpecs, Timing, evaluate, link_specs
+from .timing import OVERLAP_MODES, VARIABLE_UPDATES, GpuCompute, LinkSpecs, Timing, evaluate, link_specs
 from .workload import PRECISIONS, TensorSet, load_workload
 
 VALIDATION_DIR = Path(__file__).parent / "data" / "validation"
@@ -75,7 +80,7 @@ COLUMNS = (
 )
 # the cells _parse_row reads (every other column is only echoed)
 PARSED_COLUMNS = COLUMNS + ("tensor_set", "chassis", "overlap", "grad_accum", "nics_per_node", "stack",
-                             "gpus_per_process")
+                             "gpus_per_process", "variable_update")
 ROW_STRATEGIES = ("ps", "ring", "hierarchical", "single")
 TRANSPORTS = ("tcp", "rdma")
 # adapter latency of the ad-hoc NICs: as the reference catalog's 10/25 GbE (tcp) and RoCE (rdma) adapters
@@ -107,6 +112,7 @@ class Row:
     grad_accum: int = 1
     nics_per_node: int = 1
     gpus_per_process: int = 1
+    variable_update: str = ""  # PS rows: one of timing.VARIABLE_UPDATES; all-reduce rows: "replicated"; single: ""
     raw: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -304,6 +310,17 @@ def _parse_row(path: Path, line: int, raw: dict[str, str], workloads: dict[str, 
         raise _err(path, line, "num_ps", f"given for strategy '{r.strategy}' (only ps has shards)")
     if r.strategy == "hierarchical" and r.nodes < 2:
         r.strategy = "ring"  # single node: the same as a ring
+    given_mode = choice("variable_update", VARIABLE_UPDATES + ("replicated",)) if "variable_update" in raw else None
+    if r.strategy == "ps":
+        if given_mode == "replicated":
+            raise _err(path, line, "variable_update", "'replicated' is an all-reduce mode, but the row's strategy is ps "
+                       f"(choose from {', '.join(VARIABLE_UPDATES)})")
+        r.variable_update = given_mode or VARIABLE_UPDATES[0]
+    elif r.strategy != "single":
+        if given_mode in VARIABLE_UPDATES:
+            raise _err(path, line, "variable_update", f"{given_mode!r} is a parameter-server mode, but the row's strategy "
+                       f"is {r.strategy} (an all-reduce: 'replicated' or empty)")
+        r.variable_update = "replicated"
     given = choice("stack", STACKS + (AUTO,)) if "stack" in raw else None
     if given and given != AUTO:
         r.stack, r.stack_basis = given, "column"
@@ -369,13 +386,15 @@ class Group:
     inverse: np.ndarray | None = None  # per row of `rows`: its design in `space` (None: one design per row)
     specs: LinkSpecs | None = None  # the space's link spec tables (timing.link_specs), built once
     gpus_per_process: np.ndarray | None = None  # per design: GPUs one process drives (None: 1 each)
+    variable_update: np.ndarray | None = None  # per design: index into timing.VARIABLE_UPDATES (None: 0 each)
 
     def timing(self, params: SystemParams) -> Timing:
         """The timing model on this group's designs (link spec tables built on the first call, then reused)."""
         if self.specs is None:
             self.specs = link_specs(self.space)
         return evaluate(self.space, self.compute, self.tensors, params, self.batch, self.overlap, num_ps=self.num_ps,
-                        specs=self.specs, gpus_per_process=self.gpus_per_process)
+                        specs=self.specs, gpus_per_process=self.gpus_per_process,
+                        variable_update=self.variable_update)
 
 
 @dataclass
@@ -521,7 +540,7 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
         for j, i in enumerate(idx):
             r = rows[i]
             key = (r.gpu, design[i], r.nodes, r.strategy, r.reduce_on, r.stack, r.nics_per_node if r.nodes > 1 else 1,
-                   r.num_ps or 0, r.gpus_per_process, f[i], b[i], st[i])
+                   r.num_ps or 0, r.gpus_per_process, r.variable_update, f[i], b[i], st[i])
             u = distinct.get(key)
             if u is None:
                 u = distinct[key] = len(first)
@@ -544,9 +563,12 @@ def prepare(rows: list[Row], catalog: str | Path | Catalog | None = None, path: 
                              ["calibrated"] * n, [basis[i] for i in first])
         num_ps = np.array([rows[i].num_ps or 0 for i in first], dtype=np.int64)
         per_process = np.array([rows[i].gpus_per_process for i in first], dtype=np.int64)
+        mode = np.array([VARIABLE_UPDATES.index(rows[i].variable_update) if rows[i].variable_update in VARIABLE_UPDATES
+                         else 0 for i in first], dtype=np.int64)
         groups.append(Group(np.array(idx, dtype=np.int64), space, compute,
                             _workload(model, workloads).tensors(ts), int(batch), num_ps, overlap, inverse,
-                            gpus_per_process=per_process if (per_process > 1).any() else None))
+                            gpus_per_process=per_process if (per_process > 1).any() else None,
+                            variable_update=mode if mode.any() else None))
     measured = np.array([r.measured_samples_per_s for r in rows])
     return Prepared(rows, groups, single_idx, single_pred, basis, measured, path, header or [], f + b + st)
 

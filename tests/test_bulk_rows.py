@@ -26,7 +26,7 @@ from costopt.errors import InputError
 from costopt.files import json_with_columns
 from costopt.stacks import STACKS
 from costopt.system import load_system
-from costopt.timing import GpuCompute, evaluate
+from costopt.timing import VARIABLE_UPDATES, GpuCompute, evaluate
 from costopt.validate import COLUMNS, VALIDATION_DIR, prepare, read_measurements, validate, validation_catalog
 from costopt.workload import load_workload
 
@@ -55,7 +55,8 @@ def _row_by_row(rows, cat, params) -> np.ndarray:
                             a(STACKS.index(r.stack)))
         comp = GpuCompute(np.array([f]), np.array([b]), np.array([st]), np.ones(1, bool), np.ones(1, bool), ["x"], ["x"])
         t = evaluate(space, comp, w.tensors(r.tensor_set), params, r.batch_per_gpu * k, r.overlap,
-                     num_ps=a(r.num_ps or 0), gpus_per_process=a(r.gpus_per_process))
+                     num_ps=a(r.num_ps or 0), gpus_per_process=a(r.gpus_per_process),
+                     variable_update=a(VARIABLE_UPDATES.index(r.variable_update)) if r.strategy == "ps" else None)
         out.append(float(t.throughput_samples_per_s[0]))
     return np.array(out)
 

@@ -17,7 +17,7 @@ import pytest
 from costopt.catalog import load_catalog
 from costopt.design_space import single_design
 from costopt.system import default_system
-from costopt.timing import GpuCompute, evaluate
+from costopt.timing import VARIABLE_UPDATES, GpuCompute, evaluate
 from costopt.workload import TensorSet
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
@@ -48,7 +48,7 @@ def params(**kw):
 
 
 def t_iter(strategy, reduce_on="gpu", overlap="none", nodes=2, gpus_per_node=1, gpu="halfcard",
-           gpus_per_process=None, **kw) -> float:
+           gpus_per_process=None, variable_update=None, **kw) -> float:
     cat = load_catalog(MINI)
     space = single_design(cat, gpu, gpus_per_node, nodes, "eth10", strategy, reduce_on)
     n = len(space.gpus)
@@ -56,8 +56,9 @@ def t_iter(strategy, reduce_on="gpu", overlap="none", nodes=2, gpus_per_node=1, 
                          memory_ok=np.ones(n, bool), supported=np.ones(n, bool), source=["measured"] * n,
                          basis=[""] * n)
     per_process = None if gpus_per_process is None else np.array([gpus_per_process], dtype=np.int64)
+    mode = None if variable_update is None else np.array([VARIABLE_UPDATES.index(variable_update)], dtype=np.int64)
     t = evaluate(space, compute, four_tensors(), params(**kw), batch_per_gpu=32, overlap=overlap,
-                 gpus_per_process=per_process)
+                 gpus_per_process=per_process, variable_update=mode)
     return float(t.t_iter_s[0])
 
 
@@ -81,6 +82,34 @@ def test_ps_with_gpu_variables_pull_push_requests_and_apply():
     expect = COMPUTE + stream + pull + apply_last
     assert t_iter("ps") == pytest.approx(expect, rel=1e-9)
     assert expect == pytest.approx(0.31 + 2 * (0.0322 + 20e6 / 15.5e9) + 0.000025, rel=1e-12)
+
+
+def test_parameter_server_pull_hides_under_the_forward_up_to_w():
+    # gpu variables, 2 nodes: pull = X/B_NIC + X/(31e9 x 0.5) + A_PS x 2 remote = 0.032 + 0.00129032 + 0.0002
+    # = 0.03349032 s. w = 0.2: 0.02 s of it hides under the 0.1 s forward, 0.01349032 s is exposed;
+    # w = 0.87: 0.087 s > the pull, nothing exposed. Stream (push) 0.03329032 + 4 x 50 us; last apply 25 us
+    serial = 0.31 + 0.03329032258 + 0.0002 + 0.000025
+    assert t_iter("ps", ps_pull_overlap=0.2) == pytest.approx(serial + 0.01349032258, rel=1e-9)
+    assert t_iter("ps", ps_pull_overlap=0.87) == pytest.approx(serial, rel=1e-9)
+    assert t_iter("ps", ps_pull_overlap=0.2, variable_update="parameter_server") == t_iter("ps", ps_pull_overlap=0.2)
+
+
+def test_distributed_replicated_pull_rides_in_the_backward_stream():
+    # distributed_replicated, gpu variables, 2 nodes x 1 GPU, one bucket per tensor (bucket_mb 1), wfbp: each
+    # variable is pushed, applied and pulled back as its gradient is ready, so the stream carries both phases:
+    # NIC 2 x 0.03329032 = 0.06658065 s (beta = 1.66451613e-9 s/B); host S/B_pcie_one + S/B_pcie = 2 x 0.00258 s
+    # (slower than the NIC: hidden); per-tensor cost 2 x 50 us. Buckets (4, 8, 12, 16 MB at 0.25..1 of T_b):
+    # costs 0.00675806, 0.01341613, 0.02007419, 0.02673226 s; ends r_k x 0.2 + suffix: 0.11798065, 0.16022258,
+    # 0.19680645, 0.22673226 -> E = 0.22673226. No pull before the forward; the last apply (25 us) stays serial.
+    dr = t_iter("ps", overlap="wfbp", bucket_mb=1.0, variable_update="distributed_replicated")
+    assert dr == pytest.approx(0.1 + 0.22673226 + 0.01 + 0.000025, abs=1e-8)
+    # parameter_server on the same design with w = 0: stream 0.03329032 with 50 us per tensor ends at
+    # 0.2 + 0.01336613; then the whole 0.03349032 s pull before the forward
+    ps = t_iter("ps", overlap="wfbp", bucket_mb=1.0, variable_update="parameter_server")
+    assert ps == pytest.approx(0.1 + 0.21336613 + 0.01 + 0.03349032 + 0.000025, abs=1e-8)
+    # no overlap at all: both modes move the same bytes and requests in series (DR: 2 x 0.03329032 + 8 x 50 us
+    # in the stream; PS: the same split between the push stream and the serial pull)
+    assert t_iter("ps", variable_update="distributed_replicated") == pytest.approx(t_iter("ps"), rel=1e-12)
 
 
 def test_grpc_copy_cost_per_byte_on_the_peers_streams():
@@ -223,3 +252,22 @@ def test_gpus_behind_one_pcie_switch_share_its_bandwidth():
     expect = COMPUTE + stream + pull + LARGEST * 3 / 40e9
     got = t_iter("ps", reduce_on="cpu", gpus_per_node=8, gpu="h200-sxm", pcie_efficiency=0.01)
     assert got == pytest.approx(expect, rel=1e-9)
+
+
+def test_pull_overlap_prior_formula_by_hand():
+    """tools/ps_pull_overlap_prior.py: two tensors, 1 and 3 bytes, ready at 0.5 and 1.0 of the backward, so the
+    forward reaches them at 0.5 and 0 of T_f. Pull = 2 x T_f (rho 2).
+    Processor sharing: the 1-byte tensor is done when both moved 1 byte, 2/4 of the pull; the 3-byte one at 4/4.
+    Exposed = max(2 x 0.5 - 0.5, 2 x 1 - 0) = 2 -> w = 2 - 2 = 0 (the tensor the forward needs first ends last).
+    In forward order: the 3-byte tensor first (done at 3/4), then the 1-byte one (4/4):
+    exposed = max(2 x 0.75 - 0, 2 x 1 - 0.5) = 1.5 -> w = 0.5."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from ps_pull_overlap_prior import overlap_at
+
+    sizes, ready = np.array([1.0, 3.0]), np.array([0.5, 1.0])
+    assert overlap_at(sizes, ready, 2.0) == pytest.approx(0.0, abs=1e-12)
+    assert overlap_at(sizes, ready, 2.0, in_order=True) == pytest.approx(0.5, rel=1e-12)
+    # rho 0.4 in forward order: the first layer still waits for its tensor, 0.4 x 0.75 = 0.3 of T_f
+    # (the second is ready at 0.4 < 0.5): exposed 0.3 -> w = 0.1
+    assert overlap_at(sizes, ready, 0.4, in_order=True) == pytest.approx(0.1, rel=1e-9)

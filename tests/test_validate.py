@@ -120,10 +120,11 @@ def test_uncalibrated_accuracy_target_on_the_shipped_multi_node_rows():
 
 @pytest.mark.xfail(strict=True, reason=(
     "known miss, published form: on 8 K80 in one AWS p2.8xlarge the model ranks ResNet-50 PS (GPU variables, "
-    "one PS) ahead of `replicated` without NCCL, 391.9 vs 385.2 img/s predicted with the defaults fitted on 190 "
-    "rows with the straggler wait, the per-process host cost and the p2.xlarge rows at AWS's 1.25 Gb/s (2026-12-01; "
-    "393.4 vs 386.7 before those rows were fitted, 416.2 vs 411.2 before the wait and host cost), where "
-    "TF_BENCH_2017 measured ring 384 vs PS 378; ResNet-152 is ranked right (147.8 vs 145.3; measured 149 vs 146). "
+    "one PS, distributed_replicated) ahead of `replicated` without NCCL, 392.2 vs 386.0 img/s predicted with the "
+    "defaults fitted on 190 rows with the PS pull placed per variable_update mode (2026-12-01; 391.9 vs 385.2 before "
+    "it, 393.4 vs 386.7 before the p2.xlarge rows were fitted, 416.2 vs 411.2 before the straggler wait and host "
+    "cost), where TF_BENCH_2017 measured ring 384 vs PS 378; ResNet-152 is ranked right (148.1 vs 145.6; measured "
+    "149 vs 146). "
     "One node: "
     "no gRPC transfer, so the stack terms do not move it. Stays failing until the model ranks both as measured."))
 def test_ps_vs_ring_ranking_matches_where_measured_on_one_cluster():
@@ -224,6 +225,33 @@ def test_gpus_per_process_column_rejects_bad_values(tmp_path, value, words):
     assert "line 2, column 'gpus_per_process'" in str(exc.value) and words in str(exc.value)
     r = runner.invoke(app, ["validate", str(p)])
     assert r.exit_code == 2 and "gpus_per_process" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("row, value, words", [
+    ("T,inception_v3,k80,4,2,64,fp32,ps,10,tcp,2,cpu,30,200", "async", "unknown value 'async'"),
+    ("T,inception_v3,k80,4,2,64,fp32,ps,10,tcp,2,cpu,30,200", "replicated", "'replicated' is an all-reduce mode"),
+    ("T,inception_v3,k80,4,2,64,fp32,ring,10,tcp,,gpu,30,200", "distributed_replicated", "parameter-server mode"),
+])
+def test_variable_update_column_rejects_bad_values(tmp_path, row, value, words):
+    header = HEADER + ",variable_update"
+    p = _csv(tmp_path, row + "," + value, header=header)
+    with pytest.raises(InputError) as exc:
+        read_measurements(p)
+    assert "line 2, column 'variable_update'" in str(exc.value) and words in str(exc.value)
+    r = runner.invoke(app, ["validate", str(p)])
+    assert r.exit_code == 2 and "variable_update" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_variable_update_column_empty_means_parameter_server(tmp_path):
+    header = HEADER + ",variable_update"
+    row = "T,inception_v3,k80,4,2,64,fp32,ps,10,tcp,2,cpu,30,200"
+    p = _csv(tmp_path, row + ",parameter_server", row + ",", row + ",distributed_replicated", header=header)
+    _, rows, _ = read_measurements(p)
+    assert [r.variable_update for r in rows] == ["parameter_server", "parameter_server", "distributed_replicated"]
+    pred = validate(p).frame["predicted_samples_per_s"].to_numpy()
+    assert pred[0] == pred[1]
+    plain = validate(_csv(tmp_path, row)).frame["predicted_samples_per_s"].iloc[0]
+    assert plain == pred[0]  # no column: parameter_server
 
 
 def test_a_link_no_chassis_can_take_is_blamed_on_nic_gbps(tmp_path):

@@ -88,6 +88,12 @@ PaddlePaddle BERT, OneFlow and TensorFlow 2.3 scripts start one process per node
 script starts one per GPU). The timing model charges (g - 1) x `process_step_us_per_gpu` per step.
 Left empty (not checked here): EBUG_DISTTF_2017, TFB_ISSUE29_M40, NV_DLE_*, GOYAL/AKIBA/MIKAMI.
 
+`variable_update` is the tf_cnn_benchmarks mode each TensorFlow row ran, as its source states it (the strategy cell
+of published_throughput.csv: TF_BENCH_2017's tables, EBUG_DISTTF_2017's per-row mode and TFB_ISSUE29_M40's issue
+text): `parameter_server` or `distributed_replicated` for a ps row, `replicated` for TF_BENCH_2017's all-reduce
+rows; a ps row whose mode is not stated stops the build. It sets when the PS pull runs (costopt/timing.py).
+Left empty (inferred) for the other sources' all-reduce rows.
+
 `overlap` (the timing model's overlap mode) is left empty (wfbp) for every row: no source states a
 mode that waits for all gradients (tf_cnn_benchmarks `--gradient_repacking`; the May 2017 page lists
 variable_update and the parameter device only), and TF 1.x dataflow, Horovod and DDP all start each
@@ -110,7 +116,7 @@ COLUMNS = [
     "source", "model", "gpu", "gpus_per_node", "nodes", "batch_per_gpu", "precision", "strategy", "nic_gbps",
     "transport", "num_ps", "reduce_on", "single_gpu_samples_per_s", "measured_samples_per_s",
     "tensor_set", "chassis", "overlap", "stack", "nic_basis", "nics_per_node", "gpus_per_process", "measured_basis",
-    "system", "data",
+    "variable_update", "system", "data",
     "source_line", "notes",
 ]
 
@@ -134,6 +140,19 @@ def _row(**kw) -> dict:
 def _num(v) -> str:
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)  # shortest exact decimal (":g" keeps only 6 digits)
+
+
+# tf_cnn_benchmarks --variable_update values this file maps (the source's strategy cell starts with one)
+PS_MODES = ("parameter_server", "distributed_replicated")
+
+
+def _variable_update(stated: str, strategy: str, where: str) -> str:
+    """The row's `variable_update` column: the mode the source states (PS rows), `replicated` for all-reduce rows."""
+    if strategy != "ps":
+        return "replicated"
+    if stated not in PS_MODES:
+        raise SystemExit(f"{where}: PS row whose variable_update is not stated ({stated!r})")
+    return stated
 
 
 # tf_cnn_benchmarks runs one process per host; its GPUs are towers of that process's one graph
@@ -165,6 +184,7 @@ def _tf_bench(d: pd.DataFrame) -> list[dict]:
                  "precision not stated: fp32 presumed (sources.md)"]
         nic, transport, num_ps, basis = "", "", "", ""
         stack = "grpc"  # TensorFlow's runtime unless NCCL is stated
+        mode = strat_text.split(" ")[0].split(",")[0]  # the page's variable_update as stated
         if strat_text.startswith("parameter_server"):
             strategy = "ps"
             reduce_on = "cpu" if "local_parameter_device=cpu" in strat_text else "gpu"
@@ -204,6 +224,7 @@ def _tf_bench(d: pd.DataFrame) -> list[dict]:
             batch_per_gpu=int(r.batch_per_gpu), precision="fp32", strategy=strategy, nic_gbps=nic, transport=transport,
             num_ps=num_ps, reduce_on=reduce_on, single_gpu_samples_per_s=_num(single),
             measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, stack=stack, nic_basis=basis,
+            variable_update=_variable_update(mode, strategy, f"TF_BENCH_2017 line {idx + 2}"),
             system=system,
             data="synthetic",
             source_line=idx + 2, notes="; ".join(notes),
@@ -250,6 +271,7 @@ def _ebug(d: pd.DataFrame) -> list[dict]:
             nic_gbps=gbps if multi else "", transport="tcp" if multi else "", num_ps=num_ps, reduce_on="cpu",
             single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
             tensor_set=ts, stack="grpc", nic_basis=basis if multi else "", system=system, data="synthetic",
+            variable_update=_variable_update(kind, "ps", f"EBUG_DISTTF_2017 line {idx + 2}"),
             source_line=idx + 2,
             notes="; ".join(notes),
         ))
@@ -279,6 +301,7 @@ def _m40(d: pd.DataFrame) -> list[dict]:
             nic_gbps=10 if multi else "", transport="tcp" if multi else "", num_ps=int(r.nodes) if multi else "",
             reduce_on="gpu", single_gpu_samples_per_s=_num(single),
             measured_samples_per_s=_num(r.throughput_samples_per_s), tensor_set=ts, stack="grpc",
+            variable_update=_variable_update(str(r.strategy), "ps", f"TFB_ISSUE29_M40 line {idx + 2}"),
             nic_basis="measured" if multi else "", system="4 x Tesla M40 machines", data="not stated (tf_cnn_benchmarks default synthetic)",
             source_line=idx + 2, notes="; ".join(notes),
         ))

@@ -7,7 +7,8 @@ tools/fit_defaults.py): measured and predicted throughput, and the time beyond o
 
     exposed = N·b / throughput − t_1        (t_1 = b / the row's measured 1-GPU rate: its compute calibration)
 
-measured and predicted. Then what each term adds to the predicted iteration, by ablation: t_iter with the
+measured and predicted, with the row's TensorFlow variable_update mode (parameter_server: the pull runs before
+and during the forward; distributed_replicated: in the stream beside the push, costopt/timing.py). Then what each term adds to the predicted iteration, by ablation: t_iter with the
 defaults minus t_iter with that one term switched off, the others kept. Pipelined stages are a max, so a term
 hidden under another shows as 0, and the deltas need not add up to the exposed time:
 
@@ -82,14 +83,14 @@ def breakdown(rows: list[Row], system: SystemParams) -> list[dict]:
 
 def table(items: list[dict]) -> list[str]:
     terms = list(ablations(load_system(None)))
-    lines = ["| source | system | model | G x M | PS | vars on | Gb/s | measured | predicted | error % | "
+    lines = ["| source | system | model | G x M | PS | variable_update | vars on | Gb/s | measured | predicted | error % | "
              "exposed measured s | exposed predicted s | " + " | ".join(f"{t} s" for t in terms) + " |",
-             "|" + "---|" * 6 + "---:|" * (6 + len(terms))]
+             "|" + "---|" * 7 + "---:|" * (6 + len(terms))]
     for d in items:
         r = d["row"]
         err = (d["predicted"] - d["measured"]) / d["measured"] * 100.0
         lines.append(f"| {r.source} | {r.raw.get('system', '')} | {r.model} | {r.gpus_per_node} x {r.nodes} | "
-                     f"{r.num_ps or r.nodes} | {r.reduce_on} | {r.nic_gbps:g} | {d['measured']:g} | "
+                     f"{r.num_ps or r.nodes} | {r.variable_update} | {r.reduce_on} | {r.nic_gbps:g} | {d['measured']:g} | "
                      f"{d['predicted']:.1f} | {err:+.1f} | {d['exposed_measured_s']:.3f} | "
                      f"{d['exposed_predicted_s']:.3f} | " + " | ".join(f"{d[t]:.3f}" for t in terms) + " |")
     return lines

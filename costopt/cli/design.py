@@ -288,7 +288,16 @@ def predict(
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "
+            f"in the time beyond compute, weighed by this design's share of it ({_exposed_pct(d)} of the iteration), "
             f"with the out-of-sample compute errors of this evidence kind ({compute_kind(d['compute_source'])}).")
+
+
+def _exposed_pct(d: dict) -> str:
+    """(t_iter - t_compute) / t_iter as a percentage, the share of the iteration the communication error weighs on."""
+    t_iter, t_c = d.get("t_iter_s"), d.get("t_compute_s")
+    if not t_iter or t_c is None:
+        return "none"
+    return f"{max(0.0, 1.0 - t_c / t_iter):.0%}"
 
 
 @app.command()
