@@ -3,7 +3,7 @@
 The same bytes move at very different rates depending on the software that moves them, so each
 design carries a stack, and the stack carries its own parameters (`SystemParams` fields
 `<stack>_link_fraction`, `<stack>_sync_us`, `<stack>_compute_slowdown`, `<stack>_copy_ns_per_byte`,
-`<stack>_stream_ns_per_byte`, plus `nccl_socket_gb_per_s` and `mpi_host_gb_per_s`; values and sources in
+`<stack>_stream_ns_per_byte`, plus `nccl_socket_gb_per_s`, `mpi_host_gb_per_s` and `mpi_host_rdma_gb_per_s`; values and sources in
 `costopt/data/system_priors.toml`, fitted values in `system_defaults.toml`):
 
     nccl  NCCL rings/trees (PyTorch DDP, Horovod with NCCL, TF replicated with NCCL): reduction on the
@@ -29,10 +29,11 @@ What each stack's parameters do in the timing model (costopt/timing.py has the f
   chunk through the kernel's TCP stack, pipelined with the wire, so B_wire = min(line x eff(tcp) x f_nccl,
   `nccl_socket_gb_per_s`) per NIC, a host-CPU ceiling whatever the link (NVIDIA/nccl#209, #450: 2.4-5 GB/s);
   over RDMA NCCL uses GPUDirect and no ceiling applies;
-- MPI over transport tcp drives its host-memory ring with ONE thread per rank (wait for a block, reduce it, send it
-  on, through the kernel's sockets), so a rank's ring traffic is capped at `mpi_host_gb_per_s` whatever the link
-  (prior 1.07 GB/s: a one-thread host ring on 40 GbE, pytorch/gloo#248); per rank, not per NIC; over RDMA no
-  ceiling applies (no public measurement of a 2016-2019 host-memory MPI ring over RDMA was found);
+- MPI drives its host-memory ring with ONE thread per rank (wait for a block, reduce it, send it on), so a rank's
+  ring traffic is capped whatever the link, per rank, not per NIC: over transport tcp (through the kernel's sockets)
+  at `mpi_host_gb_per_s` (prior 1.07 GB/s: a one-thread host ring on 40 GbE, pytorch/gloo#248); over rdma (the
+  adapter moves the bytes) at `mpi_host_rdma_gb_per_s` (prior 2.7 GB/s: osu_allreduce on host buffers, one rank
+  per node, 4-8 nodes of LLNL Lassen, converged-computing/metrics-operator-experiments);
 - copy cost c_s (ns per byte): RPC stacks serialise and copy every tensor on host CPUs, independent of the
   link (gRPC: one TF RecvTensor stream at ~0.5 GB/s) and concurrently with the wire: per connection the
   slower of the two sets the rate (TF 1.x gRPC moved the same ~162 MB/s with and without a wire,

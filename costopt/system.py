@@ -71,6 +71,9 @@ class SystemParams:
     # (sends, receives through the kernel's sockets and reduces every byte in series), a host-CPU ceiling
     # independent of the link (GB/s per rank); inf: no ceiling
     mpi_host_gb_per_s: float = math.inf
+    # the same one-thread ceiling when the NIC's transport is rdma: the adapter moves the bytes, the thread still
+    # waits, reduces and posts every block in series (GB/s per rank); inf: no ceiling
+    mpi_host_rdma_gb_per_s: float = math.inf
     grpc_link_fraction: float = 1.0
     grpc_sync_us: float = 0.0
     grpc_compute_slowdown: float = 0.0
@@ -114,6 +117,7 @@ _KEYS = {
        for key in ("link_fraction", "sync_us", "compute_slowdown", "copy_ns_per_byte", "stream_ns_per_byte")},
     ("nccl", "socket_gb_per_s"): "nccl_socket_gb_per_s",
     ("mpi", "host_gb_per_s"): "mpi_host_gb_per_s",
+    ("mpi", "host_rdma_gb_per_s"): "mpi_host_rdma_gb_per_s",
     ("grpc", "stream_ns_per_byte_per_gb"): "grpc_stream_ns_per_byte_per_gb",
 }
 _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_efficiency",
@@ -122,7 +126,7 @@ _FRACTIONS = {"tcp_efficiency", "rdma_efficiency", "nvlink_efficiency", "pcie_ef
 _MAX_VALUE = 1e9  # no speed (GB/s), per-message cost (us) or size (MB, GB) of the model comes near this
 _UNIT_INTERVAL = {"ps_pull_overlap", "straggler_cv",  # in [0, 1], 0 allowed
                   "nccl_compute_slowdown", "mpi_compute_slowdown", "grpc_compute_slowdown", "gloo_compute_slowdown"}
-_POSITIVE = {"bucket_mb", "nccl_socket_gb_per_s", "mpi_host_gb_per_s"}  # a size or a speed: 0 is not a value
+_POSITIVE = {"bucket_mb", "nccl_socket_gb_per_s", "mpi_host_gb_per_s", "mpi_host_rdma_gb_per_s"}  # a size or a speed: 0 is not a value
 FIELD_TO_KEY = {v: k for k, v in _KEYS.items()}
 
 # The parameters `costopt calibrate` fits (calibrate.BOUNDS) and `solve` resamples (robustness.py):
@@ -150,6 +154,7 @@ FIT_BOUNDS: dict[str, tuple[float, float, str]] = {
     **{f"{st}_stream_ns_per_byte": (0.05, 50.0, "log") for st in ("nccl", "mpi", "grpc", "gloo")},
     "nccl_socket_gb_per_s": (0.2, 50.0, "log"),
     "mpi_host_gb_per_s": (0.1, 50.0, "log"),
+    "mpi_host_rdma_gb_per_s": (0.1, 50.0, "log"),
 }
 
 

@@ -17,7 +17,7 @@ Communication, per iteration:
         t = 2(G−1)/G·S / B_intra + 2(M−1)/M·S / B_nic                        + (2(G−1)α_intra + 2(M−1)α_nic) per bucket
     ring, reduce_on=cpu (MPI on host memory): copies through the host, a host-memory-speed reduction
         t = 2·S / B_pcie + V / min(B_nic·cpu_eff, B_hmem) + (N−1)/N·S / B_red
-        (stack mpi over tcp: min(B_nic·cpu_eff, B_hmem, B_host), the one-thread host ceiling below)
+        (stack mpi: min(B_nic·cpu_eff, B_hmem, B_host), the one-thread host ceiling below)
     parameter server, P shards (default P = M) colocated on the worker nodes (shard k on node k mod M),
     greedy whole-tensor placement:
         per phase NIC bytes  X = max_j max((M−1)·L_j, S − L_j), L_j = shard bytes on node j  (placement.py)
@@ -117,13 +117,20 @@ Communication stack s (costopt/stacks.py; one per design, default from strategy 
                hierarchical over several nodes reduces inside each node on the GPUs first (Goyal et al. 2017 §4),
                then only the node's buffer crosses the host (phases in series):
         t = 2(G−1)/G·S / B_intra + 2·S / B_pcie_one + 2(M−1)/M·S / min(B_nic·cpu_eff, B_hmem) + (M−1)/M·S / B_red
-    mpi over transport tcp: the host ring's network term runs at min(B_nic·cpu_eff, B_hmem, B_host) instead, in both
-               forms above (flat: V / min(...); hierarchical: 2(M−1)/M·S / min(...)), B_host = `mpi_host_gb_per_s`
-               per rank (not per NIC): MPI's ring is driven by ONE thread per rank that waits for a block, reduces it
-               and sends it on, in series (Open MPI coll/base `allreduce_intra_ring`), through the kernel's sockets,
-               so a rank's ring traffic is capped by that thread's rate whatever the link: a one-thread host ring
-               over 40 GbE moved 1.07 GB/s per rank, a fifth of line rate, and no more with larger buffers
-               (pytorch/gloo#248, 2020-02-29). Over RDMA no ceiling applies (no public measurement found).
+    mpi over a NIC: the host ring's network term runs at min(B_nic·cpu_eff, B_hmem, B_host) instead, in both forms
+               above (flat: V / min(...); hierarchical: 2(M−1)/M·S / min(...)), B_host per rank (not per NIC):
+               MPI's ring is driven by ONE thread per rank that waits for a block, reduces it and sends it on, in
+               series (Open MPI coll/base `allreduce_intra_ring`), so a rank's ring traffic is capped by that
+               thread's rate whatever the link.
+               transport tcp:  B_host = `mpi_host_gb_per_s`: the thread also copies every byte through the kernel's
+                               sockets; a one-thread host ring over 40 GbE moved 1.07 GB/s per rank, a fifth of
+                               line rate, and no more with larger buffers (pytorch/gloo#248, 2020-02-29).
+               transport rdma: B_host = `mpi_host_rdma_gb_per_s`: the adapter moves the bytes, the thread still
+                               waits, reduces and posts in series; osu_allreduce on host buffers, one rank per
+                               node, 4 and 8 nodes of LLNL Lassen (InfiniBand; osu_latency 1.13 µs, 13.6 GB/s
+                               at 4 MB): 1 MB in 573.6 / 686.6 µs, i.e. 2.74 / 2.67 GB/s of ring traffic per rank,
+                               2.7 GB/s, a fifth of the point-to-point rate (converged-computing/
+                               metrics-operator-experiments, OSU Micro-Benchmarks 5.8).
     t_sync_s  = c_s · g_s,  g_nccl = log2 N,  g_grpc = log2 G + (M − 1),  g_mpi = g_gloo = N − 1
                 (hierarchical over mpi/gloo with reduce_on=gpu, M > 1: g = M − 1, one leader per node is a rank)
                                                                       (c_s = `<s>_sync_us`, added to t_serial)
@@ -260,10 +267,11 @@ def _link_arrays(space: DesignSpace, params: SystemParams, stack: np.ndarray,
     # kernel's TCP stack while the previous chunk is on the wire, so the slower of the two sets the rate
     sock = np.where((stack == NCCL) & ~is_rdma & has_nic,
                     gb_per_s_to_bytes_per_s(_param(params, "nccl_socket_gb_per_s", n)), np.inf)
-    # MPI's host-memory ring over kernel TCP: one thread per rank waits, reduces and sends every block in series
-    # (Open MPI coll/base ring), so the ring traffic of a rank is capped by that thread's rate whatever the link
-    host_cap = np.where((stack == MPI) & ~is_rdma & has_nic,
-                        gb_per_s_to_bytes_per_s(_param(params, "mpi_host_gb_per_s", n)), np.inf)
+    # MPI's host-memory ring: one thread per rank waits, reduces and sends every block in series (Open MPI
+    # coll/base ring), so the ring traffic of a rank is capped by that thread's rate whatever the link; over kernel
+    # TCP it also copies every byte through the sockets, over RDMA the adapter moves the bytes (a higher ceiling)
+    host_gb = np.where(is_rdma, _param(params, "mpi_host_rdma_gb_per_s", n), _param(params, "mpi_host_gb_per_s", n))
+    host_cap = np.where((stack == MPI) & has_nic, gb_per_s_to_bytes_per_s(host_gb), np.inf)
     overhead_us = np.where(is_rdma, _param(params, "rdma_message_overhead_us", n),
                            _param(params, "tcp_message_overhead_us", n))
     return {

@@ -275,7 +275,8 @@ def test_nccl_socket_prior_is_the_geometric_mean_of_its_two_sources():
 def test_stack_mechanisms_tool_stays_under_the_hardware():
     """tools/stack_mechanisms.py (issue 10's out-of-sample behaviours, configurations only): the busiest NIC can
     never run above its line rate, and a host all-reduce of S bytes can never beat the wire: S / t_comm below
-    the line rate in bytes/s (25 Gb/s = 3.125 GB/s, 40 Gb/s = 5 GB/s). Rows of both tables are present."""
+    the line rate in bytes/s (25 Gb/s = 3.125 GB/s, 40 Gb/s = 5 GB/s, 100 Gb/s = 12.5 GB/s). Rows of both tables are
+    present."""
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     import stack_mechanisms
@@ -286,11 +287,17 @@ def test_stack_mechanisms_tool_stays_under_the_hardware():
         share = float(r.strip("|").split("|")[-1].strip().rstrip("%"))
         assert 0.0 < share <= 100.0
     mpi = [r for r in stack_mechanisms.mpi_host(default_system()) if r.startswith("| ") and "Gb/s" in r]
-    assert len(mpi) == 18
+    assert len(mpi) == 24
+    rate = {}
     for r in mpi:
         cells = [c.strip() for c in r.strip("|").split("|")]
         line_gb_per_s = float(cells[2].split()[0]) / 8.0
         assert 0.0 < float(cells[-1]) < line_gb_per_s
+        rate[(cells[0], cells[1], cells[2])] = float(cells[-1])
+    # a faster RDMA link never slows the host all-reduce (the per-rank ceiling caps it, it does not reverse it)
+    for (m, g, link), v in rate.items():
+        if link == "100 Gb/s rdma":
+            assert v >= rate[(m, g, "40 Gb/s rdma")]
 
 
 def test_grpc_largest_tensor_is_one_stream_by_hand():
@@ -388,7 +395,7 @@ def test_mpi_host_ring_ceiling_over_tcp_by_hand():
 
 
 @pytest.mark.parametrize("kw", [
-    dict(nic="ib100", stack="mpi", reduce_on="cpu"),     # RDMA: no public measurement, no ceiling
+    dict(nic="ib100", stack="mpi", reduce_on="cpu"),     # RDMA: its own ceiling, mpi_host_rdma_gb_per_s
     dict(stack="gloo", reduce_on="cpu"),                 # Gloo: not MPI's one-thread ring
     dict(stack="nccl", reduce_on="gpu"),                 # NCCL: its own socket ceiling, not this one
     dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu"),  # one node: shared memory, no sockets
@@ -397,6 +404,55 @@ def test_mpi_host_ceiling_only_for_mpi_over_tcp(kw):
     a = _pred(_p(mpi_host_gb_per_s=1e6), chassis="pcie4x4", **kw)
     b = _pred(_p(mpi_host_gb_per_s=0.01), chassis="pcie4x4", **kw)
     assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
+
+
+def test_mpi_host_ring_ceiling_over_rdma_by_hand():
+    """MPI over transport rdma: the adapter moves the bytes, one thread per rank still waits, reduces and posts in
+    series, so the ring's network term runs at min(B_nic x cpu_eff, host memory, B_host_rdma) per rank. 100 Gb/s at
+    rdma eff 0.8 and cpu_eff 0.5: 12.5e9 x 0.8 x 0.5 = 5e9 B/s; a 2 GB/s ceiling makes the flat ring's network time
+    V / 2e9 instead of V / 5e9, V = 2·7/8 · 108,645,056 bytes = 190,128,848 bytes: +0.057039 s. Hierarchical over mpi
+    (2 nodes): 2·1/2 · S bytes through the host: +0.032594 s. The TCP ceiling does not touch an RDMA design."""
+    S = 27_161_264 * 4
+    V = 2 * 7 / 8 * S
+    kw = dict(strategy="ring", reduce_on="cpu", chassis="pcie4x4", stack="mpi", nic="ib100")
+    p = dict(rdma_efficiency=0.8, cpu_network_efficiency=0.5, mpi_host_gb_per_s=0.01)
+    free = _pred(_p(**p, mpi_host_rdma_gb_per_s=1e6), **kw)
+    capped = _pred(_p(**p, mpi_host_rdma_gb_per_s=2.0), **kw)
+    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(V / 2e9 - V / 5e9, rel=1e-6)
+    assert V / 2e9 - V / 5e9 == pytest.approx(0.057039, rel=1e-4)
+    kw_h = dict(kw, strategy="hierarchical", reduce_on="gpu")
+    free_h = _pred(_p(**p, mpi_host_rdma_gb_per_s=1e6), **kw_h)
+    capped_h = _pred(_p(**p, mpi_host_rdma_gb_per_s=2.0), **kw_h)
+    assert capped_h["t_comm_s"] - free_h["t_comm_s"] == pytest.approx(S / 2e9 - S / 5e9, rel=1e-6)
+    assert S / 2e9 - S / 5e9 == pytest.approx(0.032594, rel=1e-4)
+    # a ceiling above the host path's rate (5 GB/s) changes nothing
+    above = _pred(_p(**p, mpi_host_rdma_gb_per_s=6.0), **kw)
+    assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(stack="mpi", reduce_on="cpu"),                  # TCP: the kernel-socket ceiling, mpi_host_gb_per_s
+    dict(nic="ib100", stack="gloo", reduce_on="cpu"),    # Gloo: not MPI's one-thread ring
+    dict(nic="ib100", stack="nccl", reduce_on="gpu"),    # NCCL over RDMA: GPUDirect, no host ring
+    dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu"),  # one node: shared memory, no adapter
+])
+def test_mpi_host_rdma_ceiling_only_for_mpi_over_rdma(kw):
+    a = _pred(_p(mpi_host_rdma_gb_per_s=1e6), chassis="pcie4x4", **kw)
+    b = _pred(_p(mpi_host_rdma_gb_per_s=0.01), chassis="pcie4x4", **kw)
+    assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
+
+
+def test_mpi_host_rdma_prior_is_the_lassen_osu_allreduce_measurement():
+    """system_priors.toml: osu_allreduce on LLNL Lassen, host buffers, one rank per node (converged-computing/
+    metrics-operator-experiments, osu_allreduce-groups-2-to-128.csv, mean of 20 runs): 1,048,576 B in 573.574 us on
+    4 nodes and 686.58 us on 8 nodes. Ring traffic per rank 2(N - 1)/N x 1,048,576 B: 1.5 x and 1.75 x, i.e.
+    2.742 and 2.673 GB/s, mean 2.707 GB/s."""
+    from costopt.system import prior_system
+    per_rank = [1.5 * 1_048_576 / 573.574e-6, 1.75 * 1_048_576 / 686.58e-6]
+    assert per_rank[0] / 1e9 == pytest.approx(2.742, abs=0.001) and per_rank[1] / 1e9 == pytest.approx(2.673, abs=0.001)
+    assert prior_system().mpi_host_rdma_gb_per_s == pytest.approx(sum(per_rank) / 2 / 1e9, abs=0.01)
+    # above the kernel-TCP one-thread figure (1.07 GB/s): RDMA's host ring is faster, not the same
+    assert prior_system().mpi_host_rdma_gb_per_s > 2 * prior_system().mpi_host_gb_per_s
 
 
 def test_mpi_host_prior_is_the_one_thread_host_ring_measurement():
@@ -428,7 +484,7 @@ def test_mpi_host_ceiling_makes_the_rate_independent_of_the_tcp_link():
     for gpus in (16, 64):
         on = _mpi_host_rates(pinned.with_updates(mpi_host_gb_per_s=1.07), gpus=gpus)
         off = _mpi_host_rates(pinned.with_updates(mpi_host_gb_per_s=1e6), gpus=gpus)
-        assert len(on) == 3 and len(off) == 3
+        assert len(on) == 4 and len(off) == 4
         assert abs(on["40 Gb/s tcp"] / on["25 Gb/s tcp"] - 1.0) < 0.05
         assert off["40 Gb/s tcp"] / off["25 Gb/s tcp"] > 1.3
 

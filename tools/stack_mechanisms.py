@@ -14,14 +14,17 @@ calibration), so the figures to read are the shares and rates, not the absolute 
    the share of line rate the busiest adapter runs at on costopt's own byte count. Issue 10 describes TF 1.x
    gRPC reaching about 6% here (36% at best for smaller tensors).
 2. MPI all-reduce on host memory (stack `mpi`, reduce_on=cpu, flat ring) for Inception-v3, ResNet-101 and
-   VGG16 on 4 P100 per node, 4 and 16 nodes, over 25 and 40 GbE TCP and 40 Gb/s RDMA:
+   VGG16 on 4 P100 per node, 4 and 16 nodes, over 25 and 40 GbE TCP and 40 and 100 Gb/s RDMA:
 
        host all-reduce rate = S / t_comm        (S gradient bytes per replica, t_comm the stack's time)
 
    Issue 10 describes 2017 MPI on host memory at a near-fixed 0.4-0.8 GB/s whatever the link (25 vs 40 GbE,
    TCP vs RDMA alike), losing rate from 16 to 64 GPUs.
-   Over TCP the one-thread ceiling of MPI's host ring (`[mpi] host_gb_per_s`, per rank) binds on 25 and 40 GbE
-   alike; over RDMA no ceiling is modelled (no public measurement found), so RDMA rows still follow the wire.
+   One thread per rank drives MPI's host ring, so a rank's ring traffic has a ceiling whatever the link:
+   over TCP `[mpi] host_gb_per_s` (1.07 GB/s, a one-thread host ring on 40 GbE, pytorch/gloo#248) binds on 25 and
+   40 GbE alike; over RDMA `[mpi] host_rdma_gb_per_s` (2.7 GB/s, osu_allreduce on host buffers, one rank per node,
+   LLNL Lassen) is above the 40 Gb/s host path (5 GB/s x 0.85 x cpu_eff 0.5 = 2.1 GB/s), so 40 Gb/s RDMA rows
+   follow the wire and stay faster than TCP; it binds on the 100 Gb/s RDMA rows.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def grpc_vgg16(system) -> list[str]:
 
 
 def mpi_host(system) -> list[str]:
-    links = ((25.0, "tcp"), (40.0, "tcp"), (40.0, "rdma"))
+    links = ((25.0, "tcp"), (40.0, "tcp"), (40.0, "rdma"), (100.0, "rdma"))
     models = (("inception_v3", "tensorflow", 64), ("resnet101", "pytorch", 64), ("vgg16", "tensorflow", 32))
     rows = [_row(k, m, ts, b, n, "ring", "cpu", g, tr, "mpi")
             for k, (m, ts, b, n, g, tr) in enumerate(
