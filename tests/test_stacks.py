@@ -394,15 +394,21 @@ def test_mpi_host_ring_ceiling_over_tcp_by_hand():
     assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(nic="ib100", stack="mpi", reduce_on="cpu"),     # RDMA: its own ceiling, mpi_host_rdma_gb_per_s
-    dict(stack="gloo", reduce_on="cpu"),                 # Gloo: not MPI's one-thread ring
-    dict(stack="nccl", reduce_on="gpu"),                 # NCCL: its own socket ceiling, not this one
-    dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu"),  # one node: shared memory, no sockets
+@pytest.mark.parametrize("ceiling,kw", [
+    # the TCP ceiling (mpi_host_gb_per_s) touches only MPI over kernel TCP
+    ("mpi_host_gb_per_s", dict(nic="ib100", stack="mpi", reduce_on="cpu")),   # RDMA: its own ceiling
+    ("mpi_host_gb_per_s", dict(stack="gloo", reduce_on="cpu")),               # Gloo: not MPI's one-thread ring
+    ("mpi_host_gb_per_s", dict(stack="nccl", reduce_on="gpu")),               # NCCL: its own socket ceiling
+    ("mpi_host_gb_per_s", dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu")),  # one node: no sockets
+    # the RDMA ceiling (mpi_host_rdma_gb_per_s) touches only MPI over RDMA
+    ("mpi_host_rdma_gb_per_s", dict(stack="mpi", reduce_on="cpu")),                # TCP: the kernel-socket ceiling
+    ("mpi_host_rdma_gb_per_s", dict(nic="ib100", stack="gloo", reduce_on="cpu")),  # Gloo: not MPI's ring
+    ("mpi_host_rdma_gb_per_s", dict(nic="ib100", stack="nccl", reduce_on="gpu")),  # NCCL: GPUDirect, no host ring
+    ("mpi_host_rdma_gb_per_s", dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu")),  # one node: no adapter
 ])
-def test_mpi_host_ceiling_only_for_mpi_over_tcp(kw):
-    a = _pred(_p(mpi_host_gb_per_s=1e6), chassis="pcie4x4", **kw)
-    b = _pred(_p(mpi_host_gb_per_s=0.01), chassis="pcie4x4", **kw)
+def test_mpi_host_ceilings_touch_only_their_own_transport(ceiling, kw):
+    a = _pred(_p(**{ceiling: 1e6}), chassis="pcie4x4", **kw)
+    b = _pred(_p(**{ceiling: 0.01}), chassis="pcie4x4", **kw)
     assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
 
 
@@ -428,18 +434,6 @@ def test_mpi_host_ring_ceiling_over_rdma_by_hand():
     # a ceiling above the host path's rate (5 GB/s) changes nothing
     above = _pred(_p(**p, mpi_host_rdma_gb_per_s=6.0), **kw)
     assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
-
-
-@pytest.mark.parametrize("kw", [
-    dict(stack="mpi", reduce_on="cpu"),                  # TCP: the kernel-socket ceiling, mpi_host_gb_per_s
-    dict(nic="ib100", stack="gloo", reduce_on="cpu"),    # Gloo: not MPI's one-thread ring
-    dict(nic="ib100", stack="nccl", reduce_on="gpu"),    # NCCL over RDMA: GPUDirect, no host ring
-    dict(nodes=1, nic=None, stack="mpi", reduce_on="cpu"),  # one node: shared memory, no adapter
-])
-def test_mpi_host_rdma_ceiling_only_for_mpi_over_rdma(kw):
-    a = _pred(_p(mpi_host_rdma_gb_per_s=1e6), chassis="pcie4x4", **kw)
-    b = _pred(_p(mpi_host_rdma_gb_per_s=0.01), chassis="pcie4x4", **kw)
-    assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
 
 
 def test_mpi_host_rdma_prior_is_the_lassen_osu_allreduce_measurement():
