@@ -97,3 +97,21 @@ def test_readme_is_the_front_door():
     assert len(text.splitlines()) < 200
     for doc in sorted((ROOT / "docs").glob("*.md")):
         assert f"docs/{doc.name}" in text, f"README does not link docs/{doc.name}"
+
+
+def test_measuring_doc_lists_every_column_the_measurement_reader_parses():
+    """docs/measuring.md's table of the measurement CSV names each column `validate` and `calibrate` read
+    (costopt/validate.py PARSED_COLUMNS) and no other, and marks the fourteen header-required ones."""
+    from costopt.validate import COLUMNS, PARSED_COLUMNS
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "measuring.md").read_text()
+    start = doc.index("| column | value | meaning |")
+    table = doc[start:doc.index("\n\n", start)].splitlines()[2:]
+    named, optional = [], []
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        names = re.findall(r"`([a-z_0-9]+)`", cells[0])
+        named += names
+        if cells[1].startswith("optional"):
+            optional += names
+    assert sorted(named) == sorted(PARSED_COLUMNS)
+    assert len(COLUMNS) == 14 and sorted(set(named) - set(optional)) == sorted(COLUMNS)
