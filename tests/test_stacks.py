@@ -371,26 +371,39 @@ def test_dlperf_bert_rows_over_nccl_sockets_say_why_and_keep_their_figures():
     assert b32 == {("2", True): 1116.02, ("4", True): 2073.6, ("2", False): 1136.44, ("4", False): 1895.5}
 
 
-def test_mpi_host_ring_ceiling_over_tcp_by_hand():
-    """MPI over transport tcp: one thread per rank drives the host-memory ring, so the ring's network term runs at
-    min(B_nic x cpu_eff, host memory, B_host) per rank. 10 GbE at eff 0.7 and cpu_eff 0.5: 0.4375e9 B/s; a 0.2 GB/s
-    thread ceiling makes the flat ring's network time V / 0.2e9 instead of V / 0.4375e9, V = 2·7/8 · 108,645,056
-    bytes (inception_v3's 27,161,264 fp32 gradients, 8 ranks) = 190,128,848 bytes: +0.5161 s. Hierarchical over mpi
-    (2 nodes): only the nodes' ring goes through the host, 2·1/2 · S bytes: +0.2949 s."""
+@pytest.mark.parametrize("transport,link,params,ceiling,cap_gb,host_path_gb,ring_s,hier_s,above_gb", [
+    # tcp: 10 GbE at eff 0.7 and cpu_eff 0.5: 1.25e9 x 0.7 x 0.5 = 0.4375e9 B/s; a 0.2 GB/s thread ceiling
+    ("tcp", {}, dict(tcp_efficiency=0.7, cpu_network_efficiency=0.5),
+     "mpi_host_gb_per_s", 0.2, 0.4375, 0.51606, 0.29489, 0.5),
+    # rdma: 100 Gb/s at eff 0.8 and cpu_eff 0.5: 12.5e9 x 0.8 x 0.5 = 5e9 B/s; a 2 GB/s ceiling (the TCP one set
+    # absurdly low, 0.01, to show it does not touch an RDMA design)
+    ("rdma", dict(nic="ib100"), dict(rdma_efficiency=0.8, cpu_network_efficiency=0.5, mpi_host_gb_per_s=0.01),
+     "mpi_host_rdma_gb_per_s", 2.0, 5.0, 0.057039, 0.032594, 6.0),
+])
+def test_mpi_host_ring_ceiling_by_hand(transport, link, params, ceiling, cap_gb, host_path_gb, ring_s, hier_s,
+                                       above_gb):
+    """MPI over a NIC: one thread per rank drives the host-memory ring (over tcp it also copies every byte through
+    the sockets; over rdma the adapter moves the bytes but the thread still waits, reduces and posts in series), so
+    the ring's network term runs at min(B_nic x cpu_eff, host memory, B_host) per rank, B_host the transport's
+    ceiling. A ceiling below the host path's rate makes the flat ring's network time V / B_host instead of
+    V / B_path, V = 2·7/8 · 108,645,056 bytes (inception_v3's 27,161,264 fp32 gradients, 8 ranks) = 190,128,848
+    bytes: tcp +0.51606 s, rdma +0.057039 s. Hierarchical over mpi (2 nodes): only the nodes' ring goes through the
+    host, 2·1/2 · S bytes: tcp +0.29489 s, rdma +0.032594 s. A ceiling above the host path's rate changes nothing."""
     S = 27_161_264 * 4
     V = 2 * 7 / 8 * S
-    kw = dict(strategy="ring", reduce_on="cpu", chassis="pcie4x4", stack="mpi")
-    p = dict(tcp_efficiency=0.7, cpu_network_efficiency=0.5)
-    free = _pred(_p(**p, mpi_host_gb_per_s=1e6), **kw)
-    capped = _pred(_p(**p, mpi_host_gb_per_s=0.2), **kw)
-    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(V / 0.2e9 - V / 0.4375e9, rel=1e-6)
-    assert V / 0.2e9 - V / 0.4375e9 == pytest.approx(0.51606, rel=1e-4)
+    kw = dict(strategy="ring", reduce_on="cpu", chassis="pcie4x4", stack="mpi", **link)
+    free = _pred(_p(**params, **{ceiling: 1e6}), **kw)
+    capped = _pred(_p(**params, **{ceiling: cap_gb}), **kw)
+    ring_delta = V / (cap_gb * 1e9) - V / (host_path_gb * 1e9)
+    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(ring_delta, rel=1e-6)
+    assert ring_delta == pytest.approx(ring_s, rel=1e-4)
     kw_h = dict(kw, strategy="hierarchical", reduce_on="gpu")
-    free_h = _pred(_p(**p, mpi_host_gb_per_s=1e6), **kw_h)
-    capped_h = _pred(_p(**p, mpi_host_gb_per_s=0.2), **kw_h)
-    assert capped_h["t_comm_s"] - free_h["t_comm_s"] == pytest.approx(S / 0.2e9 - S / 0.4375e9, rel=1e-6)
-    # a ceiling above the host path's rate changes nothing
-    above = _pred(_p(**p, mpi_host_gb_per_s=0.5), **kw)
+    free_h = _pred(_p(**params, **{ceiling: 1e6}), **kw_h)
+    capped_h = _pred(_p(**params, **{ceiling: cap_gb}), **kw_h)
+    hier_delta = S / (cap_gb * 1e9) - S / (host_path_gb * 1e9)
+    assert capped_h["t_comm_s"] - free_h["t_comm_s"] == pytest.approx(hier_delta, rel=1e-6)
+    assert hier_delta == pytest.approx(hier_s, rel=1e-4)
+    above = _pred(_p(**params, **{ceiling: above_gb}), **kw)
     assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
 
 
@@ -410,30 +423,6 @@ def test_mpi_host_ceilings_touch_only_their_own_transport(ceiling, kw):
     a = _pred(_p(**{ceiling: 1e6}), chassis="pcie4x4", **kw)
     b = _pred(_p(**{ceiling: 0.01}), chassis="pcie4x4", **kw)
     assert a["t_iter_s"] == pytest.approx(b["t_iter_s"], rel=1e-12)
-
-
-def test_mpi_host_ring_ceiling_over_rdma_by_hand():
-    """MPI over transport rdma: the adapter moves the bytes, one thread per rank still waits, reduces and posts in
-    series, so the ring's network term runs at min(B_nic x cpu_eff, host memory, B_host_rdma) per rank. 100 Gb/s at
-    rdma eff 0.8 and cpu_eff 0.5: 12.5e9 x 0.8 x 0.5 = 5e9 B/s; a 2 GB/s ceiling makes the flat ring's network time
-    V / 2e9 instead of V / 5e9, V = 2·7/8 · 108,645,056 bytes = 190,128,848 bytes: +0.057039 s. Hierarchical over mpi
-    (2 nodes): 2·1/2 · S bytes through the host: +0.032594 s. The TCP ceiling does not touch an RDMA design."""
-    S = 27_161_264 * 4
-    V = 2 * 7 / 8 * S
-    kw = dict(strategy="ring", reduce_on="cpu", chassis="pcie4x4", stack="mpi", nic="ib100")
-    p = dict(rdma_efficiency=0.8, cpu_network_efficiency=0.5, mpi_host_gb_per_s=0.01)
-    free = _pred(_p(**p, mpi_host_rdma_gb_per_s=1e6), **kw)
-    capped = _pred(_p(**p, mpi_host_rdma_gb_per_s=2.0), **kw)
-    assert capped["t_comm_s"] - free["t_comm_s"] == pytest.approx(V / 2e9 - V / 5e9, rel=1e-6)
-    assert V / 2e9 - V / 5e9 == pytest.approx(0.057039, rel=1e-4)
-    kw_h = dict(kw, strategy="hierarchical", reduce_on="gpu")
-    free_h = _pred(_p(**p, mpi_host_rdma_gb_per_s=1e6), **kw_h)
-    capped_h = _pred(_p(**p, mpi_host_rdma_gb_per_s=2.0), **kw_h)
-    assert capped_h["t_comm_s"] - free_h["t_comm_s"] == pytest.approx(S / 2e9 - S / 5e9, rel=1e-6)
-    assert S / 2e9 - S / 5e9 == pytest.approx(0.032594, rel=1e-4)
-    # a ceiling above the host path's rate (5 GB/s) changes nothing
-    above = _pred(_p(**p, mpi_host_rdma_gb_per_s=6.0), **kw)
-    assert above["t_comm_s"] == pytest.approx(free["t_comm_s"], rel=1e-12)
 
 
 def test_mpi_host_rdma_prior_is_the_lassen_osu_allreduce_measurement():
