@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,16 @@ def exposed_share(predicted: Any, perfect: Any) -> np.ndarray:
     return np.where(ok, np.clip(1.0 - X / np.where(ok, P, 1.0), 0.0, 1.0), 0.0)
 
 
+def _own_rows(usable: np.ndarray, stack: np.ndarray, source: np.ndarray, name: str,
+              min_rows: int, min_sources: int) -> np.ndarray | None:
+    """Mask of stack `name`'s usable rows when there are at least min_rows of them from at least min_sources
+    sources (the stack's own sample), else None (the range comes from all rows)."""
+    mine = usable & (stack == name)
+    if int(mine.sum()) >= min_rows and len(set(source[mine].tolist())) >= min_sources:
+        return mine
+    return None
+
+
 @dataclass(frozen=True)
 class Residuals:
     comm: np.ndarray  # log residuals of the shipped rows (leave-one-source-out)
@@ -183,15 +193,12 @@ class Residuals:
     compute: dict  # kind -> log residuals (kind 'calibrated': [0.0])
     date: str
 
-    @property
+    @cached_property
     def comm_rho(self) -> np.ndarray:
         return exposed_ratio(self.comm, self.comm_share)
 
     def _own(self, stack: str, min_rows: int, min_sources: int) -> np.ndarray | None:
-        ok = np.isfinite(self.comm_rho) & (self.comm_stack == stack)
-        if int(ok.sum()) >= min_rows and len(set(self.comm_source[ok].tolist())) >= min_sources:
-            return ok
-        return None
+        return _own_rows(np.isfinite(self.comm_rho), self.comm_stack, self.comm_source, stack, min_rows, min_sources)
 
     def stack_sample(self, stack: str, min_rows: int = MIN_ROWS, min_sources: int = MIN_SOURCES) -> np.ndarray:
         """ρ of the stack's rows (all rows' when the stack has fewer than min_rows usable ones or they come
@@ -294,7 +301,7 @@ def quantile_table(log_ratio: np.ndarray, share: np.ndarray, stack: np.ndarray, 
     for name in STACKS:
         mine = ok & (st == name)
         n, n_src = int(mine.sum()), len(set(src[mine].tolist()))
-        if n >= min_rows and n_src >= min_sources:
+        if _own_rows(ok, st, src, name, min_rows, min_sources) is not None:
             lo, hi = (float(v) for v in _q(rho[mine]))
             basis = "stack"
         else:

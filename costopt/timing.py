@@ -162,7 +162,7 @@ from .workload import TensorSet
 OVERLAP_MODES = ("wfbp", "none", "full")
 # TensorFlow 1.x tf_cnn_benchmarks `--variable_update` modes of a PS design (when its pull runs; module docstring)
 VARIABLE_UPDATES = ("parameter_server", "distributed_replicated")
-PS_FETCH, PS_REPLICATED = range(len(VARIABLE_UPDATES))
+PS_REPLICATED = VARIABLE_UPDATES.index("distributed_replicated")
 RING, HIER, PS = (STRATEGIES.index(s) for s in ("ring", "hierarchical", "ps"))
 BOTTLENECKS = ("compute", "network", "pcie", "intra-node", "host-cpu", "ps-shard", "memory", "precision")
 _COMPUTE_BOUND_FRACTION = 0.05  # exposed communication under 5% of the iteration counts as compute-bound
@@ -430,12 +430,8 @@ def evaluate(
     is_hier = (strat == HIER) & (~on_host | host_hier) & ~one
     is_cpu_ar = (strat != PS) & on_host & ~one & ~host_hier  # all-reduce on host CPUs (MPI without GPU awareness), flat over N
     p = (strat == PS) & ~one
-    # PS designs run as distributed_replicated (None: none does; every PS design is parameter_server)
-    replicated = None
-    if variable_update is not None:
-        replicated = p & (np.asarray(variable_update) == PS_REPLICATED)
-        if not replicated.any():
-            replicated = None
+    # PS designs that run as distributed_replicated (variable_update None: every PS design is parameter_server)
+    replicated = p & (False if variable_update is None else np.asarray(variable_update) == PS_REPLICATED)
     with np.errstate(divide="ignore", invalid="ignore"):
         V = np.where(N > 1, 2.0 * (N - 1) / N * S, 0.0)
         V_inter = np.where(multi, 2.0 * (M - 1) / M * S, 0.0)
@@ -485,8 +481,12 @@ def evaluate(
             Gp = G[p]
             host_copy = np.where(cp, S / B_pcie[p], np.where(Mi > 1, S / L["B_pcie_one"][p], 0.0))
             local = np.where(cp, 0.0, (Gp - 1) / Gp * S / B_intra[p])
-            t_nic[p] = nic_phase
-            t_host[p] = host_copy
+            # distributed_replicated (module docstring): the pull rides in the backward-overlapped stream, so
+            # per stage push + pull (the wire: both directions of both phases; the host: the updated value read
+            # on the worker CPU and written into all G local copies)
+            dr = replicated[p]
+            t_nic[p] = np.where(dr, 2.0 * nic_phase, nic_phase)
+            t_host[p] = np.where(dr, host_copy + S / B_pcie[p], host_copy)
             t_local[p] = local
             t_red[p] = np.where(cp, (Gp - 1) * S / B_red[p], 0.0)
             # variables on the host apply at host-memory speed, on a GPU at that GPU's memory bandwidth
@@ -503,15 +503,10 @@ def evaluate(
             # pulls run while the forward computes and only what the forward cannot hide is exposed:
             #   exposed pull = max(pull - w·T_f, 0), w = pull_overlap
             # distributed_replicated: after its apply (and a barrier), each variable is copied back into the
-            # worker's GPU-local copies, one variable after another as their gradients arrive, so the pull is
-            # part of the backward-overlapped stream: per stage push + pull (the wire: both directions of both
-            # phases; the host: the updated value read on the worker CPU and written into all G local copies)
+            # worker's GPU-local copies, one variable after another as their gradients arrive: nothing before
+            # the forward (its pull is in the stream above)
             exposed_pull = np.maximum(pull - _param(params, "ps_pull_overlap", n)[p] * T_f[p], 0.0)
-            if replicated is not None:
-                dr = replicated[p]
-                t_nic[p] = np.where(dr, 2.0 * nic_phase, nic_phase)
-                t_host[p] = np.where(dr, host_copy + S / B_pcie[p], host_copy)
-                exposed_pull = np.where(dr, 0.0, exposed_pull)
+            exposed_pull = np.where(dr, 0.0, exposed_pull)
             t_serial[p] = exposed_pull + t_apply
             busiest[p] = 2.0 * X
 
@@ -526,8 +521,8 @@ def evaluate(
     # PS pays the per-tensor request cost on the remote share of its tensors
     per_tensor = np.where(p, (a_nic + us_to_s(_param(params, "ps_tensor_overhead_us", n)))
                           * np.where(multi, (M - 1) / M, 0.0), 0.0)
-    if replicated is not None:  # distributed_replicated: each variable's pull request rides in the stream too
-        per_tensor = np.where(replicated, 2.0 * per_tensor, per_tensor)
+    # distributed_replicated: each variable's pull request rides in the stream too
+    per_tensor = np.where(replicated, 2.0 * per_tensor, per_tensor)
     t_stream = stream_bw + lam * n_buckets + per_tensor * tensors.n_trainable
 
     # backward compute that runs while the stack communicates is stretched (communication kernels take
