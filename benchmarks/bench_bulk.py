@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_memory import big_catalog, run_cli, show  # noqa: E402  (the 20x catalog and the runner, one definition)
 
-from costopt.validate import VALIDATION_DIR  # noqa: E402
+from costopt.measure.validate import VALIDATION_DIR  # noqa: E402
 
 def make_rows(n: int, out: Path, seed: int = 13) -> None:
     with (VALIDATION_DIR / "published.csv").open(encoding="utf-8") as fh:
@@ -70,8 +70,8 @@ def rows_part(n: int, tmp: Path, calibrate: bool = True) -> None:
 def memory_part(copies: int, budget: float, tmp: Path) -> None:
     cat = tmp / "big.toml"
     cat.write_text(big_catalog(copies))
-    from costopt.catalog import REFERENCE_CATALOG, load_catalog
-    from costopt.design_space import count_designs
+    from costopt.hardware.catalog import REFERENCE_CATALOG, load_catalog
+    from costopt.search.design_space import count_designs
 
     n = count_designs(load_catalog(cat), max_nodes=1024, reduce_on=("gpu", "cpu"))
     print(f"\n## Peak memory on the x{copies} catalog ({n:,} designs with no budget, GPU and CPU reduction; "

@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 
-from costopt.catalog import load_catalog
-from costopt.design_space import enumerate_designs
-from costopt.files import json_safe
-from costopt.llm.api import DEFAULT_MAX_NODES, solve_llm
-from costopt.llm.arch import load_llm_model
-from costopt.llm.evaluate import (NODE_GRID, Layout, all_layouts, best_layout_per_design, default_global_batch,
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.core.files import json_safe
+from costopt.search.llm_search import DEFAULT_MAX_NODES, solve_llm
+from costopt.perf.llm.arch import load_llm_model
+from costopt.perf.llm.evaluate import (NODE_GRID, Layout, all_layouts, best_layout_per_design, default_global_batch,
                                   evaluate_layouts)
 
 FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
@@ -86,7 +86,7 @@ def main() -> None:
     print("solve JSON byte-identical run to run:",
           json.dumps(json_safe(res), sort_keys=True) == json.dumps(json_safe(again), sort_keys=True))
     if args.report:
-        from costopt.llm.report import build_llm_report
+        from costopt.purchase.llm_report import build_llm_report
 
         wall, cpu, _ = timed(lambda: build_llm_report("llama3_70b", 5e6, cat, tokens=1e11, progress=False), 1)
         print(f"report (search, memory grid, plots):     wall {wall:6.2f} s, CPU {cpu:6.2f} s")

@@ -26,10 +26,10 @@ import time
 import tomllib
 from pathlib import Path
 
-from costopt.catalog import REFERENCE_CATALOG, load_catalog
+from costopt.hardware.catalog import REFERENCE_CATALOG, load_catalog
 
 CLOUD_CATALOG = Path(__file__).resolve().parents[1] / "catalogs" / "aws-on-demand-2025.toml"
-from costopt.design_space import count_designs
+from costopt.search.design_space import count_designs
 
 BYTES_PER_DESIGN = 470  # measured: 1.76 M designs evaluated at once peak at about 0.83 GB
 
@@ -85,7 +85,7 @@ def big_cloud_catalog(copies: int) -> str:
     """The shipped AWS cloud catalog with every instance type cloned `copies` times (ids `<id>-c01` ...,
     each clone 0.5% dearer than the one before), each clone stating the network its original loads from
     the provider's facts table (which knows only the original ids)."""
-    from costopt.catalog import load_catalog as load
+    from costopt.hardware.catalog import load_catalog as load
 
     path = CLOUD_CATALOG
     data = tomllib.loads(path.read_text())
@@ -142,8 +142,8 @@ def export_and_rent_vs_buy(copies: int, budgets: list[float], tmp: Path, big: Pa
     of a type), each in its own process."""
     cloud = tmp / "big-cloud.toml"
     cloud.write_text(big_cloud_catalog(copies))
-    from costopt import api
-    from costopt.cost import CostBasis
+    from costopt.search import api
+    from costopt.hardware.cost import CostBasis
 
     ccat = load_catalog(cloud).with_max_instances(1024)
     n_cloud = count_designs(ccat, **api._space_kwargs(ccat, None, CostBasis(), max_nodes=1024))

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from costopt.catalog import load_catalog
-from costopt.mix import parse_mix
-from costopt.multijob import MixLimits, brute_force, build_jobs, market_from, reduce_jobs, solve_program
+from costopt.hardware.catalog import load_catalog
+from costopt.search.mix import parse_mix
+from costopt.search.multijob import MixLimits, brute_force, build_jobs, market_from, reduce_jobs, solve_program
 
 MODELS = ["resnet50", "bert_base", "gpt2", "vgg16", "inception_v3", "densenet121", "resnet101", "googlenet",
           "alexnet", "resnet152"]
@@ -102,7 +102,7 @@ def run(n_jobs: int, full: bool, objectives: list[str], cat) -> None:
 
 def bounded_child(n_jobs: int, time_limit: float) -> None:
     """In a child process: one solve_mix of an n-job mix; prints one JSON line of figures."""
-    from costopt.multijob import solve_mix
+    from costopt.search.multijob import solve_mix
 
     mix = parse_mix(mix_dict(n_jobs, True), f"bench-{n_jobs}-full")
     t0 = time.perf_counter()

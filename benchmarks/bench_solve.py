@@ -14,11 +14,11 @@ import time
 import numpy as np
 
 import costopt
-from costopt.api import evaluate_space
-from costopt.catalog import load_catalog
-from costopt.design_space import enumerate_designs
-from costopt.system import default_system
-from costopt.workload import load_workload
+from costopt.search.api import evaluate_space
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.perf.system import default_system
+from costopt.perf.workload import load_workload
 
 
 def best_of(fn, repeats):

@@ -9,7 +9,7 @@ beside it because CPU time on a shared machine moves with its load: the ratio tr
 seconds. Printed:
 
 - the first run on a machine (an empty validated-catalog cache: the catalog is validated, which imports
-  pydantic) and the normal repeated run (the catalog comes from the cache, costopt/validated_cache.py),
+  pydantic) and the normal repeated run (the catalog comes from the cache, costopt/hardware/validated_cache.py),
   each interleaved with the numpy import;
 - the numpy import also with one BLAS thread, as the command line runs it (costopt/cli/main.py);
 - `costopt --version` and `costopt solve --help`;
@@ -125,10 +125,10 @@ def main() -> None:
 
     # fast paths on the largest reference space, against the sorts they replace
     import costopt
-    from costopt import api
-    from costopt.catalog import load_catalog
-    from costopt.design_space import enumerate_designs
-    from costopt.solver import pareto_front
+    from costopt.search import api
+    from costopt.hardware.catalog import load_catalog
+    from costopt.search.design_space import enumerate_designs
+    from costopt.search.solver import pareto_front
 
     cat = load_catalog()
     space = enumerate_designs(cat, max_nodes=1024)

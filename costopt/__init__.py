@@ -4,7 +4,7 @@
     result = costopt.solve(200_000, "inception_v3")      # SolveResult: .best, .alternatives, .table
     design = costopt.predict("resnet50", "h100-sxm", 8, 4, "ib-ndr", "ring")   # DESIGN dict
 
-The names below are imported on first use (PEP 562), so `import costopt.errors` or the command line
+The names below are imported on first use (PEP 562), so `import costopt.core.errors` or the command line
 loads only the modules a command needs.
 """
 
@@ -13,16 +13,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from costopt.core.version import __version__
 
 # public name -> module that defines it
 _LAZY = {
-    "DESIGN_FIELDS": "api", "Evaluation": "api", "SolveResult": "api", "choose": "api", "evaluate_space": "api",
-    "predict": "api", "solve": "api",
-    "Catalog": "catalog", "load_catalog": "catalog",
-    "CostoptError": "errors", "InfeasibleError": "errors", "InputError": "errors",
-    "SystemParams": "system", "default_system": "system", "load_system": "system",
-    "Workload": "workload", "list_models": "workload", "load_profile": "workload", "load_workload": "workload",
+    "DESIGN_FIELDS": "search.api", "Evaluation": "search.api", "SolveResult": "search.api", "choose": "search.api", "evaluate_space": "search.api",
+    "predict": "search.api", "solve": "search.api",
+    "Catalog": "hardware.catalog", "load_catalog": "hardware.catalog",
+    "CostoptError": "core.errors", "InfeasibleError": "core.errors", "InputError": "core.errors",
+    "SystemParams": "perf.system", "default_system": "perf.system", "load_system": "perf.system",
+    "Workload": "perf.workload", "list_models": "perf.workload", "load_profile": "perf.workload", "load_workload": "perf.workload",
 }
 
 __all__ = sorted(_LAZY)
@@ -42,8 +42,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from .api import DESIGN_FIELDS, Evaluation, SolveResult, choose, evaluate_space, predict, solve  # noqa: F401
-    from .catalog import Catalog, load_catalog  # noqa: F401
-    from .errors import CostoptError, InfeasibleError, InputError  # noqa: F401
-    from .system import SystemParams, default_system, load_system  # noqa: F401
-    from .workload import Workload, list_models, load_profile, load_workload  # noqa: F401
+    from costopt.search.api import DESIGN_FIELDS, Evaluation, SolveResult, choose, evaluate_space, predict, solve  # noqa: F401
+    from costopt.hardware.catalog import Catalog, load_catalog  # noqa: F401
+    from costopt.core.errors import CostoptError, InfeasibleError, InputError  # noqa: F401
+    from costopt.perf.system import SystemParams, default_system, load_system  # noqa: F401
+    from costopt.perf.workload import Workload, list_models, load_profile, load_workload  # noqa: F401

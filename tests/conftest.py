@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-# The validated-catalog cache (costopt/validated_cache.py) of a test run lives in a folder of its own,
+# The validated-catalog cache (costopt/hardware/validated_cache.py) of a test run lives in a folder of its own,
 # never in the user's cache; subprocesses the tests start inherit it.
 if "COSTOPT_CACHE_DIR" not in os.environ:
     os.environ["COSTOPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="costopt-test-cache-")

@@ -1,5 +1,5 @@
 """`--as-of DATE`: the price-age warning counts to a stated day, printed in the output, so the same
-inputs give the same bytes on any day the command is run (costopt/api.py `choose`, `predict`)."""
+inputs give the same bytes on any day the command is run (costopt/search/api.py `choose`, `predict`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import costopt.api as api_mod
-from costopt.errors import InputError
+import costopt.search.api as api_mod
+from costopt.core.errors import InputError
 from costopt.cli.main import app
 
 # a small space: one GPU type, 8 per node (the A100 80 GB board; its oldest part price is from 2024-2026)
@@ -81,8 +81,8 @@ def test_as_of_bad_date_is_exit_2(bad):
 
 def test_as_of_reaches_the_report_pipeline(monkeypatch):
     # report, compare and rent-vs-buy solve through purchasing.Options: the stated day, not the clock's
-    from costopt import purchasing as P
-    from costopt.report import _recommended
+    from costopt.purchase import purchasing as P
+    from costopt.purchase.report import _recommended
 
     _Clock.day = dt.date(2040, 1, 1)
     monkeypatch.setattr(api_mod, "date", _Clock)

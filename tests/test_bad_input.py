@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from costopt.catalog import load_catalog
-from costopt.errors import InputError
+from costopt.hardware.catalog import load_catalog
+from costopt.core.errors import InputError
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -226,7 +226,7 @@ def test_unreadable_input_files_exit_2(tmp_path, kind, option, what):
 
 
 def test_bad_profile_values(tmp_path):
-    from costopt.workload import load_profile, load_workload
+    from costopt.perf.workload import load_profile, load_workload
 
     data = json.loads((Path(__file__).parents[1] / "costopt" / "data" / "zoo" / "resnet50.json").read_text())
     data["profiles"][0]["forward_ms"] = float("nan")

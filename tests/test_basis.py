@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 import costopt
-from costopt import purchasing as P
-from costopt.catalog import load_catalog
-from costopt.cost import CostBasis
-from costopt.errors import InputError
+from costopt.purchase import purchasing as P
+from costopt.hardware.catalog import load_catalog
+from costopt.hardware.cost import CostBasis
+from costopt.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR_A = ROOT / "catalogs" / "vendor-a-datacenter-2026.toml"
@@ -112,7 +112,7 @@ def test_amortised_cost_hand_computed():
     """A worked number: $240,000 over 2 years at 25% use, 5,000 USD of electricity a year, a 3 h job.
     Busy hours = 2 x 8766 x 0.25 = 4383; per hour 240000/4383 + 5000/8766 = 54.7570 + 0.5704;
     a 3 h job = 165.98 USD."""
-    from costopt.cost import Costs, price_on_basis
+    from costopt.hardware.cost import Costs, price_on_basis
 
     one = lambda v: np.array([float(v)])  # noqa: E731
     costs = Costs(one(240_000), one(5000), one(240_000), one(10), one(4), one(0), np.array([True]), one(0),

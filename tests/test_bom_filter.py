@@ -1,5 +1,5 @@
-"""Bill of materials (costopt/bom.py), rack / cable / support costs (cost.py) and the part filter
-(costopt/part_filter.py): hand-computed figures on the mini fixture, properties on the reference catalog."""
+"""Bill of materials (costopt/hardware/bom.py), rack / cable / support costs (cost.py) and the part filter
+(costopt/hardware/part_filter.py): hand-computed figures on the mini fixture, properties on the reference catalog."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import costopt
-from costopt.bom import oldest_price, parse_price_date
-from costopt.catalog import load_catalog
-from costopt.errors import InputError
+from costopt.hardware.bom import oldest_price, parse_price_date
+from costopt.hardware.catalog import load_catalog
+from costopt.core.errors import InputError
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 TODAY = date(2026, 12, 1)
@@ -164,7 +164,7 @@ def test_export_compare_and_report_take_the_part_filter_of_solve(tmp_path):
     import csv
     import io
     import tomllib
-    from costopt import purchasing as P
+    from costopt.purchase import purchasing as P
     ref = Path(costopt.__file__).parent / "catalogs" / "reference-2026.toml"
     cls = {g["id"]: (g["segment"], g["lifecycle"]) for g in tomllib.loads(ref.read_text())["gpu"]}
     assert cls["rtx-4090"][0] == "consumer" and cls["h100-sxm"][1] == "legacy"

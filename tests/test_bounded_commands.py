@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from costopt import api
-from costopt import purchasing as P
-from costopt import report as R
-from costopt.catalog import load_catalog
-from costopt.cost import CostBasis
-from costopt.design_space import count_designs
+from costopt.search import api
+from costopt.purchase import purchasing as P
+from costopt.purchase import report as R
+from costopt.hardware.catalog import load_catalog
+from costopt.hardware.cost import CostBasis
+from costopt.search.design_space import count_designs
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 PIECE = 37  # designs per piece: the mini catalog's spaces (about 200-1,500 designs) in many pieces

@@ -21,14 +21,14 @@ from rich.table import Table
 
 from costopt.cli.accuracy import _validate_cells
 from costopt.cli.common import plain_table_text
-from costopt.design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
-from costopt.errors import InputError
-from costopt.files import json_with_columns
-from costopt.stacks import STACKS
-from costopt.system import load_system
-from costopt.timing import VARIABLE_UPDATES, GpuCompute, evaluate
-from costopt.validate import COLUMNS, VALIDATION_DIR, prepare, read_measurements, validate, validation_catalog
-from costopt.workload import load_workload
+from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
+from costopt.core.errors import InputError
+from costopt.core.files import json_with_columns
+from costopt.perf.stacks import STACKS
+from costopt.perf.system import load_system
+from costopt.perf.timing import VARIABLE_UPDATES, GpuCompute, evaluate
+from costopt.measure.validate import COLUMNS, VALIDATION_DIR, prepare, read_measurements, validate, validation_catalog
+from costopt.perf.workload import load_workload
 
 SHIPPED = VALIDATION_DIR / "published.csv"
 
@@ -193,7 +193,7 @@ def test_plain_table_leaves_to_rich_what_rich_would_change(cell, width):
 
 
 def test_select_is_np_select_value_for_value():
-    from costopt.arrays import select
+    from costopt.core.arrays import select
 
     rng = np.random.default_rng(7)
     for _ in range(100):
@@ -209,7 +209,7 @@ def test_select_is_np_select_value_for_value():
 
 def test_calibrate_reports_progress_once_per_fit(tmp_path):
     """One step per fit: the fit on all rows, then one per left-out source; done counts rise to the total."""
-    from costopt.calibrate import calibrate
+    from costopt.measure.calibrate import calibrate
 
     head = ",".join(COLUMNS)
     rows = ["A,resnet50,k80,8,1,64,fp32,ring,,,,gpu,51.5,384", "A,resnet50,k80,4,1,64,fp32,ring,,,,gpu,51.5,196",
@@ -225,9 +225,9 @@ def test_calibrate_reports_progress_once_per_fit(tmp_path):
 def test_fit_on_grouped_designs_equals_fit_on_row_by_row_predictions(tmp_path, monkeypatch):
     """calibrate's fit reads per-design predictions; with a row-by-row predictor in their place (written
     here) it fits the same numbers, bit for bit."""
-    from costopt.calibrate import fit
-    from costopt.system import prior_system
-    from costopt.validate import Prepared
+    from costopt.measure.calibrate import fit
+    from costopt.perf.system import prior_system
+    from costopt.measure.validate import Prepared
 
     lines = SHIPPED.read_text(encoding="utf-8").splitlines()
     p = tmp_path / "few.csv"

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from costopt.calibrate import fit
+from costopt.measure.calibrate import fit
 from costopt.cli import app
-from costopt.system import default_system, load_system
-from costopt.validate import COLUMNS, prepare, read_measurements, validate
+from costopt.perf.system import default_system, load_system
+from costopt.measure.validate import COLUMNS, prepare, read_measurements, validate
 
 runner = CliRunner()
 
@@ -81,7 +81,7 @@ def test_cli_calibrate_writes_a_system_file_validate_honours(tmp_path):
 
 
 def test_loso_never_uses_own_source(tmp_path):
-    from costopt.calibrate import calibrate
+    from costopt.measure.calibrate import calibrate
     truth = default_system().with_updates(tcp_efficiency=0.5)
     path = _synthetic(tmp_path, truth)
     res = calibrate(path, names=("tcp_efficiency",), max_iter=10, row_sigma=None)

@@ -1,4 +1,4 @@
-"""The catalog records and their schema, and the validated-catalog cache (costopt/validated_cache.py).
+"""The catalog records and their schema, and the validated-catalog cache (costopt/hardware/validated_cache.py).
 
 The cache may change how fast a catalog loads, never what it holds: a load from the cache equals a
 validated load field for field, a changed file or base file is validated again, a bad file is never
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from costopt import catalog as C
-from costopt import catalog_schema as S
-from costopt import validated_cache
-from costopt.catalog import REFERENCE_CATALOG, load_catalog
-from costopt.errors import InputError
+from costopt.hardware import catalog as C
+from costopt.hardware import catalog_schema as S
+from costopt.hardware import validated_cache
+from costopt.hardware.catalog import REFERENCE_CATALOG, load_catalog
+from costopt.core.errors import InputError
 
 PAIRS = [(C.LifeCycled, S.LifeCycled), (C.Sourced, S.Sourced), (C.ReferenceThroughput, S.ReferenceThroughput),
          (C.Gpu, S.Gpu), (C.Chassis, S.Chassis), (C.Nic, S.Nic), (C.Site, S.Site), (C.Facility, S.Facility),
@@ -64,7 +64,7 @@ def test_cached_load_equals_validated_load(monkeypatch, tmp_path):
 
 def test_second_process_loads_without_pydantic(tmp_path):
     env = {**os.environ, "COSTOPT_CACHE_DIR": str(tmp_path)}
-    code = ("import sys, json; from costopt.catalog import load_catalog; c = load_catalog(); "
+    code = ("import sys, json; from costopt.hardware.catalog import load_catalog; c = load_catalog(); "
             "print(json.dumps({'pydantic': 'pydantic' in sys.modules, 'cat': c.model_dump()}))")
     runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                                       check=True).stdout) for _ in range(2)]

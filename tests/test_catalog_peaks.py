@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from costopt.catalog import load_catalog, parse_catalog
-from costopt.errors import InputError
-from costopt.files import read_toml
+from costopt.hardware.catalog import load_catalog, parse_catalog
+from costopt.core.errors import InputError
+from costopt.core.files import read_toml
 
 CATALOGS = sorted((Path(__file__).resolve().parents[1] / "catalogs").glob("*.toml"))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from costopt.catalog import REFERENCE_CATALOG, load_catalog, parse_catalog
-from costopt.errors import InputError
-from costopt.units import gbps_to_bytes_per_s, pcie_x16_gbps
+from costopt.hardware.catalog import REFERENCE_CATALOG, load_catalog, parse_catalog
+from costopt.core.errors import InputError
+from costopt.core.units import gbps_to_bytes_per_s, pcie_x16_gbps
 
 REQUIRED_GPUS = {
     "k80", "p100-pcie", "p100-sxm2", "v100-pcie-16gb", "v100-sxm2-16gb", "v100-sxm2-32gb", "t4",

@@ -1,4 +1,4 @@
-"""Cloud catalogs: one source for instance network speed and capacity caps (costopt/cloud_facts.py,
+"""Cloud catalogs: one source for instance network speed and capacity caps (costopt/hardware/cloud_facts.py,
 costopt/data/cloud_instances.toml), shared by the shipped AWS catalog and `catalog import`; the cap
 bounds rented designs and the output says when it bound; `catalog show` lists instances with $/h."""
 
@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import costopt
-from costopt.catalog import load_catalog
+from costopt.hardware.catalog import load_catalog
 from costopt.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,7 +142,7 @@ def test_catalog_show_cloud_lists_instances_with_hourly_price():
 
 def test_rent_vs_buy_says_when_the_rented_side_sits_on_its_cap():
     # 2 instances at most: no rented design matches the owned cluster, so the fastest one (2 x p5e) is used
-    from costopt import purchasing as P
+    from costopt.purchase import purchasing as P
 
     r = P.rent_vs_buy("inception_v3", 1_000_000, AWS, opts=P.Options(max_instances=2))
     assert r.rent["nodes"] <= 2 and r.capacity["bound"] is True and r.capacity["label"] == "your limit"
@@ -154,7 +154,7 @@ def test_rent_vs_buy_says_when_the_rented_side_sits_on_its_cap():
 def test_compare_owned_vs_cloud_per_job_rent_by_hand():
     # per job: rented cost = instances x USD/h (the catalog file's price) x the design's own time to train,
     # time to train = epochs x dataset / throughput; the rented side stays within its capacity cap
-    from costopt import purchasing as P
+    from costopt.purchase import purchasing as P
 
     samples = 1 * 1_281_167
     cmp = P.compare([ROOT / "catalogs" / "vendor-a-datacenter-2026.toml", AWS], "resnet50", 100_000,
@@ -168,7 +168,7 @@ def test_compare_owned_vs_cloud_per_job_rent_by_hand():
 
 
 def test_large_model_solve_on_cloud_respects_and_names_the_cap():
-    from costopt.llm.api import solve_llm
+    from costopt.search.llm_search import solve_llm
 
     res = solve_llm(100_000, "llama3_8b", tokens=1e11, catalog=AWS, gpus=["h200-sxm"], top=1)
     assert res["best"]["nodes"] == 64 and res["capacity"]["bound"] is True  # before the cap: 256 x p5e

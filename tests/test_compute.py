@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 import costopt
-from costopt.catalog import load_catalog
+from costopt.hardware.catalog import load_catalog
 from costopt.cli import app
-from costopt.compute import PRECISIONS
-from costopt.workload import list_models, load_workload
+from costopt.perf.compute import PRECISIONS
+from costopt.perf.workload import list_models, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
@@ -106,8 +106,8 @@ def test_floor_is_applied_and_labelled():
     # ratio (2x) would imply 50x the card's peak, so the estimate is raised to the peak and labelled.
     import copy
 
-    from costopt.catalog import parse_catalog
-    from costopt.files import read_toml
+    from costopt.hardware.catalog import parse_catalog
+    from costopt.core.files import read_toml
 
     data = read_toml(MINI, "catalog")
     d = copy.deepcopy(data)
@@ -171,7 +171,7 @@ def test_geforce_roofline_peak_runs_at_the_sustained_clock():
     g = cat.gpus["rtx-4090"]
     assert g.sustained_flops("amp_bf16") == pytest.approx(185.52e12, rel=1e-4)
     assert g.peak_flops("amp_bf16") == pytest.approx(165.2e12)
-    from costopt.compute import sample_cost
+    from costopt.perf.compute import sample_cost
     cost = sample_cost(_flops("resnet50"))
     f, b = cost.matmul_flops, cost.bytes_for("amp_bf16")
     assert cost.roofline_s(g, "amp_bf16") == pytest.approx(f / 185.52e12 + b / 1008e9, rel=1e-4)
@@ -188,9 +188,9 @@ def test_geforce_roofline_peak_runs_at_the_sustained_clock():
 def test_clock_fields_go_together():
     import copy
 
-    from costopt.catalog import parse_catalog
-    from costopt.errors import InputError
-    from costopt.files import read_toml
+    from costopt.hardware.catalog import parse_catalog
+    from costopt.core.errors import InputError
+    from costopt.core.files import read_toml
 
     data = read_toml(ROOT / "costopt" / "catalogs" / "reference-2026.toml", "catalog")
     d = copy.deepcopy(data)
@@ -206,8 +206,8 @@ def test_roofline_scales_only_the_time_the_roofline_explains():
     # Inception-v3 has no published same-class figure -> roofline. The H200's time beyond its roofline
     # (launches, host) is the same on any GPU: t_half = (t_H200 - o) x 2 + o = t_H200 + b r_H200,
     # not 2 t_H200 (which a plain ratio gave).
-    from costopt.catalog import load_catalog as load
-    from costopt.compute import fit_fractions, sample_cost
+    from costopt.hardware.catalog import load_catalog as load
+    from costopt.perf.compute import fit_fractions, sample_cost
 
     cat = load(str(MINI))
     w = load_workload("inception_v3")
@@ -238,7 +238,7 @@ def test_tf2017_single_gpu_figures_as_shipped():
 
 
 def test_kepler_and_pascal_have_their_own_fractions_and_do_not_lend_them():
-    from costopt.compute import fit_fractions
+    from costopt.perf.compute import fit_fractions
 
     cat = load_catalog()
     fr = fit_fractions(None)
@@ -311,7 +311,7 @@ def test_grad_accum_hides_communication_behind_more_compute():
     eight = costopt.predict("vgg16", "halfcard", 1, 4, "eth10", "ring", grad_accum=8, **kw)
     # same gradient bytes, so the time above compute differs only by the straggler wait, which scales
     # with compute: cv x (t_compute(8) - t_compute(1)) x E[max of 4 standard normals] (1.0293754)
-    cv = costopt.system.default_system().straggler_cv
+    cv = costopt.perf.system.default_system().straggler_cv
     extra = cv * (eight["t_compute_s"] - one["t_compute_s"]) * 1.0293754
     assert eight["t_comm_s"] - one["t_comm_s"] == pytest.approx(extra, rel=1e-4)
     assert eight["scaling_efficiency"] > one["scaling_efficiency"]
@@ -340,7 +340,7 @@ def test_catalog_show_json_has_every_field():
     res = CliRunner().invoke(app, ["catalog", "show", "--format", "json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    from costopt.catalog import Chassis, Gpu, Nic
+    from costopt.hardware.catalog import Chassis, Gpu, Nic
     assert set(d["gpus"][0]) == set(Gpu.model_fields)
     assert set(d["chassis"][0]) == set(Chassis.model_fields)
     assert set(d["nics"][0]) == set(Nic.model_fields)
@@ -377,7 +377,7 @@ def test_leave_one_gpu_out_p90_error():
 def test_validate_reads_grad_accum(tmp_path):
     # one H200, resnet50 fp32 batch 64, K = 3 (zoo phases, 6 digits): predicted 3 x 64 samples per
     # (3 forwards + 3 backwards + 1 step)
-    from costopt.validate import COLUMNS, validate
+    from costopt.measure.validate import COLUMNS, validate
 
     p = tmp_path / "m.csv"
     p.write_text(",".join(COLUMNS) + ",grad_accum\n" + "T,resnet50,h200-sxm,1,1,64,fp32,single,,,,gpu,,1000,3\n")
@@ -399,7 +399,7 @@ def test_solve_explains_how_sure_the_winners_compute_is():
 def test_large_model_why_says_an_amd_winner_has_no_amd_evidence():
     # no published AMD training figure in shared/research: an AMD pick's compute borrows NVIDIA-fitted
     # efficiencies, and the sentence a buyer reads says so
-    from costopt.llm.api import _why
+    from costopt.search.llm_search import _why
 
     best = {"total_gpus": 128, "gpu": "mi355x", "strategy": "zero2", "tp": 2, "pp": 1, "micro_batch": 1,
             "activation_checkpointing": True, "tokens_per_s": 1e6, "mfu": 0.4, "cost_usd": 4.9e6,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import costopt
-from costopt.catalog import parse_catalog
+from costopt.hardware.catalog import parse_catalog
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -71,9 +71,9 @@ def test_rented_nodes_cost_price_per_hour_times_hours():
     # Two rented nodes: $14.40 per hour; for a 10-hour job $144; nothing bought: capex 0, rack units 0.
     import numpy as np
 
-    from costopt.catalog import load_catalog
-    from costopt.cost import CostBasis, evaluate_costs, price_on_basis
-    from costopt.design_space import single_design
+    from costopt.hardware.catalog import load_catalog
+    from costopt.hardware.cost import CostBasis, evaluate_costs, price_on_basis
+    from costopt.search.design_space import single_design
 
     cat = load_catalog(Path(__file__).parents[1] / "catalogs" / "aws-on-demand-2025.toml")
     node = cat.chassis_by_id["p2.8xlarge"]

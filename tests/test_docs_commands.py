@@ -101,8 +101,8 @@ def test_readme_is_the_front_door():
 
 def test_measuring_doc_lists_every_column_the_measurement_reader_parses():
     """docs/measuring.md's table of the measurement CSV names each column `validate` and `calibrate` read
-    (costopt/validate.py PARSED_COLUMNS) and no other, and marks the fourteen header-required ones."""
-    from costopt.validate import COLUMNS, PARSED_COLUMNS
+    (costopt/measure/validate.py PARSED_COLUMNS) and no other, and marks the fourteen header-required ones."""
+    from costopt.measure.validate import COLUMNS, PARSED_COLUMNS
     doc = (Path(__file__).resolve().parents[1] / "docs" / "measuring.md").read_text()
     start = doc.index("| column | value | meaning |")
     table = doc[start:doc.index("\n\n", start)].splitlines()[2:]

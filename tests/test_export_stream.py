@@ -1,5 +1,5 @@
 """`export` and `rent-vs-buy` in bounded memory (issue 13): the table is written a block of rows at a time
-from a design space evaluated in pieces (costopt/export_stream.py, costopt/sorted_runs.py), atomically,
+from a design space evaluated in pieces (costopt/purchase/export_stream.py, costopt/core/sorted_runs.py), atomically,
 never over an input; the cloud space of rent-vs-buy is evaluated in pieces too. With a piece far smaller
 than the space, every byte is the same as with the whole space at once.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt import export_stream as X
-from costopt import purchasing as P
-from costopt.errors import InfeasibleError, InputError
-from costopt.sorted_runs import SortedRuns
+from costopt.purchase import export_stream as X
+from costopt.purchase import purchasing as P
+from costopt.core.errors import InfeasibleError, InputError
+from costopt.core.sorted_runs import SortedRuns
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 AWS = Path(__file__).resolve().parents[1] / "catalogs" / "aws-on-demand-2025.toml"

@@ -102,6 +102,6 @@ def test_csv_numbers_never_scientific():
 @pytest.mark.parametrize("v,text", [(1265920.4, "1265920"), (6.5e-05, "0.000065"), (187418000.0, "187418000"),
                                     (12295.3, "12295.3"), (0.0, "0")])
 def test_plain_number(v, text):
-    from costopt.units import plain_number
+    from costopt.core.units import plain_number
 
     assert plain_number(v) == text

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 import costopt
-from costopt.api import _family
-from costopt.catalog import parse_catalog
-from costopt.design_space import DesignSpace
+from costopt.search.api import _family
+from costopt.hardware.catalog import parse_catalog
+from costopt.search.design_space import DesignSpace
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 

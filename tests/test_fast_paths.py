@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt.api import best_per_group
-from costopt.catalog import load_catalog
-from costopt.design_space import enumerate_designs
-from costopt.solver import pareto_front
+from costopt.search.api import best_per_group
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.search.solver import pareto_front
 
 
 def reference_front(cost, thr, rank):
@@ -67,7 +67,7 @@ def test_solution_does_not_depend_on_catalog_order(tmp_path):
     """Ids, not positions, break ties: the reference catalog with its entries reversed gives the same answer."""
     import tomllib
 
-    from costopt.catalog import parse_catalog, REFERENCE_CATALOG
+    from costopt.hardware.catalog import parse_catalog, REFERENCE_CATALOG
 
     data = tomllib.loads(REFERENCE_CATALOG.read_text())
     rev = {**data, "gpu": data["gpu"][::-1], "chassis": data["chassis"][::-1], "nic": data["nic"][::-1]}
@@ -91,8 +91,8 @@ def test_space_evaluated_in_pieces_gives_the_same_answer(monkeypatch, kw):
     `choose` can pick or name; the answer (best, alternatives, counts, why, table) is the same."""
     import json
 
-    from costopt import api
-    from costopt.errors import InfeasibleError
+    from costopt.search import api
+    from costopt.core.errors import InfeasibleError
 
     def run():
         args = dict(kw)

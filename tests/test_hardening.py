@@ -22,7 +22,7 @@ import pytest
 
 import costopt
 from costopt.cli.main import main
-from costopt.errors import InputError
+from costopt.core.errors import InputError
 
 ROOT = Path(__file__).parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini.toml"
@@ -158,7 +158,7 @@ def test_predict_of_infeasible_design_exits_1_with_reason(args, reason):
     assert data["reason"] == reason
     assert "throughput_samples_per_s" not in data["nearest"] and data["nearest"]["feasible"] is False
     # the Python API still returns the design, marked infeasible, with the same reason
-    from costopt.api import infeasible_reason
+    from costopt.search.api import infeasible_reason
     assert infeasible_reason({**data["nearest"], "feasible": False})[0] == reason
 
 
@@ -238,7 +238,7 @@ def test_bad_mix_system_and_csv_numbers_refused(tmp_path):
 
 
 def _evaluate_none():
-    from costopt.api import evaluate_space
+    from costopt.search.api import evaluate_space
     evaluate_space(None, catalog=None, workload=None, tensors=None, params=None, precision="fp32", batch_per_gpu=1)
 
 
@@ -283,7 +283,7 @@ def test_api_raises_input_error_with_field(name, call, field):
 
 
 def test_purchasing_api_checks_types():
-    from costopt import purchasing as P
+    from costopt.purchase import purchasing as P
     with pytest.raises(InputError, match="list of catalogs"):
         P.compare("reference-2026", "resnet50", 1e5)
     with pytest.raises(InputError, match="purchasing.Options"):
@@ -337,7 +337,7 @@ def test_report_refuses_a_figure_folder_it_did_not_make(tmp_path):
 
 
 def test_report_writes_into_its_own_marked_folder_again(tmp_path):
-    from costopt.report import FIGURE_DIR_MARK, Figure, Report, Section, write_report
+    from costopt.purchase.report import FIGURE_DIR_MARK, Figure, Report, Section, write_report
     rep = Report("t", "s", {"best": {}}, [Section("a", "A", "intro", figures=[Figure("fig", "F", b"\x89PNG one")])])
     files = write_report(rep, tmp_path / "r.md")
     d = tmp_path / "r_files"
@@ -348,7 +348,7 @@ def test_report_writes_into_its_own_marked_folder_again(tmp_path):
 
 
 def test_writes_are_atomic(tmp_path, monkeypatch):
-    from costopt import checks
+    from costopt.core import checks
     target = tmp_path / "out.json"
     target.write_text("old contents")
 

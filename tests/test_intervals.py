@@ -1,4 +1,4 @@
-"""80% ranges: communication and compute residuals combined (costopt/intervals.py), checked by hand on a
+"""80% ranges: communication and compute residuals combined (costopt/perf/intervals.py), checked by hand on a
 small residual file, and the out-of-sample coverage of the committed residuals
 (costopt/data/residuals.json, built by tools/build_residuals.py from the shipped rows of
 costopt/data/validation/published.csv, the H200 records and the Lambda single-GPU tables) recomputed
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt.intervals import COMPUTE_KINDS, RESIDUALS_PATH, bounds, compute_kind, compute_label, range_phrase
-from costopt.stacks import STACKS
+from costopt.perf.intervals import COMPUTE_KINDS, RESIDUALS_PATH, bounds, compute_kind, compute_label, range_phrase
+from costopt.perf.stacks import STACKS
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -79,7 +79,7 @@ def test_communication_error_follows_the_exposed_share_by_hand(tmp_path):
 def test_a_stack_range_of_its_own_needs_three_sources(tmp_path):
     # 24 nccl rows from 2 sources and 1 grpc row: nccl has rows enough (>= 20) but too few sources, so its
     # sample is all 25 rows; with a third source among the nccl rows it is its own 24
-    from costopt.intervals import load_residuals
+    from costopt.perf.intervals import load_residuals
 
     def write(sources):
         data = {"date": "2026-12-01",
@@ -317,7 +317,7 @@ def test_validate_rows_take_their_own_exposed_share(residuals):
     # 1-GPU figure s (kind `calibrated`), so its range is predicted / (1 - x + x max(rho90, 1)) to
     # predicted / (1 - x + x min(rho10, 1)) (capped at perfect scaling N s), rho10 / rho90 its stack's
     # percentiles of rho from the committed residuals, x = 1 - predicted / (N s) the row's predicted exposed share
-    from costopt.validate import validate
+    from costopt.measure.validate import validate
 
     f = validate("published").frame
     comm = residuals["communication"]
@@ -340,11 +340,11 @@ def test_every_design_of_a_space_holds_its_point_and_the_same_bytes_twice():
     # the ranges of a whole design space (every GPU of the reference catalog, up to 8 nodes, ring /
     # hierarchical / PS over its NICs, each strategy's default stack), VGG16: 0 < low <= point <= high for
     # every design that runs, and the same bytes on a second evaluation
-    from costopt.api import evaluate_space, throughput_range
-    from costopt.catalog import load_catalog
-    from costopt.design_space import enumerate_designs
-    from costopt.system import default_system
-    from costopt.workload import load_workload
+    from costopt.search.api import evaluate_space, throughput_range
+    from costopt.hardware.catalog import load_catalog
+    from costopt.search.design_space import enumerate_designs
+    from costopt.perf.system import default_system
+    from costopt.perf.workload import load_workload
 
     cat = load_catalog()
     w = load_workload("vgg16")
@@ -433,7 +433,7 @@ def test_percentiles_equal_numpys_on_random_arrays():
     """intervals.percentiles (written out so that start-up does not load numpy.ma) gives exactly
     np.percentile's values, the reference here: Weibull and linear positions, 1-D and 2-D along either
     axis, sizes 1..2000, ties, infinities and NaNs, the 10th/90th and random percentiles."""
-    from costopt.intervals import percentiles
+    from costopt.perf.intervals import percentiles
 
     rng = np.random.default_rng(7)
     checked = 0
@@ -465,7 +465,7 @@ def test_percentiles_by_hand():
     """Weibull positions by hand: 9 values 1..9, the 10th percentile at (9 + 1)·0.1 = 1st smallest, the
     90th at the 9th; with 4 values 10, 20, 30, 40 the 10th sits at 0.5 (below the first: 10) and the
     90th at 4.5 (past the last: 40); the 25th at 1.25: 10 + 0.25·10 = 12.5."""
-    from costopt.intervals import percentiles
+    from costopt.perf.intervals import percentiles
 
     assert percentiles(np.arange(1.0, 10.0)).tolist() == [1.0, 9.0]
     assert percentiles(np.array([40.0, 10.0, 30.0, 20.0]), (10.0, 25.0, 90.0)).tolist() == [10.0, 12.5, 40.0]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from costopt.validate import read_measurements, validate
+from costopt.measure.validate import read_measurements, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "research" / "lambda"

@@ -1,4 +1,4 @@
-"""Large-model path (costopt/llm/): architecture counts, memory, step time, search, validation.
+"""Large-model path (costopt/perf/llm/): architecture counts, memory, step time, search, validation.
 
 References are published figures or numbers worked out by hand in this file."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt.llm.arch import ArchArrays, TransformerConfig, config_from_dict, load_llm_model
-from costopt.llm.memory import activation_bytes, model_state_bytes
+from costopt.perf.llm.arch import ArchArrays, TransformerConfig, config_from_dict, load_llm_model
+from costopt.perf.llm.memory import activation_bytes, model_state_bytes
 
 CLI = [sys.executable, "-m", "costopt"]
 
@@ -127,10 +127,10 @@ def test_pipeline_bubble_and_p2p_by_hand():
 def test_never_faster_than_the_peak():
     # every zoo transformer on every catalog GPU with a bf16 peak, 1 node, fsdp, no recompute:
     # tokens/s per GPU × hardware FLOPs per token must stay below the GPU's dense bf16 peak
-    from costopt.catalog import load_catalog
-    from costopt.design_space import enumerate_designs
-    from costopt.llm.arch import list_llm_models
-    from costopt.llm.evaluate import Layout, evaluate_layouts
+    from costopt.hardware.catalog import load_catalog
+    from costopt.search.design_space import enumerate_designs
+    from costopt.perf.llm.arch import list_llm_models
+    from costopt.perf.llm.evaluate import Layout, evaluate_layouts
 
     cat = load_catalog(None)
     space = enumerate_designs(cat, max_nodes=1, strategies=("ring",))
@@ -172,7 +172,7 @@ def test_predict_replica_that_does_not_fit_says_why():
 
 
 def test_solve_large_model_restricted():
-    from costopt.llm.api import solve_llm
+    from costopt.search.llm_search import solve_llm
 
     res = solve_llm(5_000_000, "llama3_70b", tokens=1e11, gpus=["h100-sxm", "h200-sxm"], max_nodes=32)
     b = res["best"]
@@ -185,8 +185,8 @@ def test_solve_large_model_restricted():
 
 
 def test_large_model_solve_applies_the_part_filter():
-    from costopt.catalog import load_catalog
-    from costopt.llm.api import solve_llm
+    from costopt.hardware.catalog import load_catalog
+    from costopt.search.llm_search import solve_llm
 
     cat = load_catalog(None)
     res = solve_llm(400_000, "llama_1b", max_nodes=2)
@@ -212,8 +212,8 @@ def test_validate_llm_rows_and_skips():
 def test_llm_leave_one_source_out_median():
     # issue 14: leave-one-source-out on the shipped rows (llm-foundry benchmark README tables, Megatron-LM
     # README 2020, Korthikanti et al. 2022), median |error| of tokens/s per GPU at most 10%
-    from costopt.llm.fit import leave_one_source_out
-    from costopt.llm.validate import LLM_DATASET, read_llm_csv
+    from costopt.measure.llm_fit import leave_one_source_out
+    from costopt.measure.llm_validate import LLM_DATASET, read_llm_csv
 
     recs = leave_one_source_out(read_llm_csv(LLM_DATASET))
     e = np.array([r["error_pct"] for r in recs if r.get("error_pct") is not None])
@@ -229,8 +229,8 @@ CSV_ROW = {"source": "S", "model": "m", "params_b": "1.3", "layers": "24", "hidd
 
 def test_llm_csv_attention_column(tmp_path):
     # the optional `attention` column: absent -> flash, listed as assumed; a wrong value is one clear error
-    from costopt.errors import InputError
-    from costopt.llm.validate import COLUMNS, read_llm_csv
+    from costopt.core.errors import InputError
+    from costopt.measure.llm_validate import COLUMNS, read_llm_csv
 
     row = dict(CSV_ROW)
 
@@ -250,7 +250,7 @@ def test_llm_csv_attention_column(tmp_path):
 def test_shipped_attention_column_by_source():
     # llm_training_sources.md: llm-foundry ran FlashAttention (--attn_impl flash); Megatron-LM 2020-2022 and
     # DeepSpeed 2022 ran before FlashAttention reached them
-    from costopt.llm.validate import LLM_DATASET, read_llm_csv
+    from costopt.measure.llm_validate import LLM_DATASET, read_llm_csv
 
     want = {"LLMF_BENCH": True, "MCORE_README_2024": True, "MLM_README_2020": False, "MLM_SC21_T1": False,
             "MLM_SC21_T2": False, "MLM_README_2022_SP": False, "DS_AZURE_2022": False}
@@ -263,7 +263,7 @@ def test_large_model_why_says_which_prices_are_estimates():
     """The reference catalog lists `price_usd` under `estimates` for the MI355X (no public list price) and
     not for the H200 SXM; the Why sentence a buyer reads names the estimated prices of the pick's parts."""
     import tomllib
-    from costopt.llm.api import solve_llm
+    from costopt.search.llm_search import solve_llm
     cat = tomllib.loads((Path(__file__).parents[1] / "costopt" / "catalogs" / "reference-2026.toml").read_text())
     est = {e["id"] for kind in ("gpu", "chassis", "nic") for e in cat[kind] if "price_usd" in e.get("estimates", [])}
     assert "mi355x" in est and "h200-sxm" not in est

@@ -1,5 +1,5 @@
 """Tokens/s per GPU derived from a source's printed TFLOP/s (tools/derive_llm_tokens.py) and the
-`measured_tokens_basis` column of the large-model CSV (costopt/llm/validate.py)."""
+`measured_tokens_basis` column of the large-model CSV (costopt/measure/llm_validate.py)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def test_shipped_file_is_the_tools_output():
 
 
 def test_basis_column_validated(tmp_path):
-    from costopt.errors import InputError
-    from costopt.llm.validate import COLUMNS, read_llm_csv
+    from costopt.core.errors import InputError
+    from costopt.measure.llm_validate import COLUMNS, read_llm_csv
 
     from test_llm import CSV_ROW  # one valid row, shared with the attention-column check
 

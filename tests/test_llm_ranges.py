@@ -1,4 +1,4 @@
-"""80% ranges on large-model predictions (costopt/llm/ranges.py), from the out-of-sample residuals of the
+"""80% ranges on large-model predictions (costopt/perf/llm/ranges.py), from the out-of-sample residuals of the
 shipped LLM rows (costopt/data/llm_residuals.json, written by tools/llm_fit.py from
 costopt/data/validation/llm_training.csv). Hand cases on a small residual file written here; the
 committed file against a re-run of the tool and a recount of its coverage."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt.llm.ranges import LLM_RESIDUALS_PATH, bounds
+from costopt.perf.llm.ranges import LLM_RESIDUALS_PATH, bounds
 from test_intervals import _pct  # Weibull percentiles by hand: one reference for both range tests
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +124,7 @@ def solved():
 def test_solve_same_inputs_same_bytes(solved):
     # the same request in this process gives the CLI's bytes (another process, another run)
     from costopt.cli.common import _json_dump
-    from costopt.llm.api import solve_llm
+    from costopt.search.llm_search import solve_llm
 
     res = solve_llm(1000000, "llama3_8b", tokens=1e10, objective="cost-per-throughput")
     assert _json_dump(res) + "\n" == solved["_stdout"]
@@ -209,8 +209,8 @@ def test_committed_residuals_match_a_rerun_of_the_tool(residuals):
     """The tool's steps re-run on the shipped rows, within the suite's time: every recorded fold's parameters
     predict its held-out rows to the recorded residuals, and the quickest fold (llm-foundry held out: 34 rows)
     is refitted to its recorded values. `python tools/llm_fit.py --check` rebuilds the whole file (about 7 s)."""
-    from costopt.llm.fit import fit, fold_params
-    from costopt.llm.validate import LLM_DATASET, predict_rows, read_llm_csv
+    from costopt.measure.llm_fit import fit, fold_params
+    from costopt.measure.llm_validate import LLM_DATASET, predict_rows, read_llm_csv
 
     rows = read_llm_csv(LLM_DATASET)
     for sample, key in (("by_source", "source"), ("by_gpu", "gpu")):

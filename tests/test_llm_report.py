@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from test_report import _Collect, _chromium, assert_renders_in_chromium  # one parser, one Chromium check
 
-from costopt.cost import within_budget
-from costopt.llm.feasibility import memory_grid
-from costopt.llm.api import _add_costs, search_llm
-from costopt.llm.report import LLM_SECTIONS, build_llm_report
-from costopt.report import write_report
+from costopt.hardware.cost import within_budget
+from costopt.perf.llm.feasibility import memory_grid
+from costopt.search.llm_search import _add_costs, search_llm
+from costopt.purchase.llm_report import LLM_SECTIONS, build_llm_report
+from costopt.purchase.report import write_report
 
 CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
 LLAMA3_8B_PARAMS = 8_030_261_248  # Meta's config: 32 layers, hidden 4096, 8 KV heads, FFN 14336, vocab 128256, untied

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from costopt.catalog import load_catalog
-from costopt.design_space import enumerate_designs
-from costopt.llm.arch import load_llm_model
-from costopt.llm.evaluate import Layout, all_layouts, best_layout_per_design, evaluate_layouts
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.perf.llm.arch import load_llm_model
+from costopt.perf.llm.evaluate import Layout, all_layouts, best_layout_per_design, evaluate_layouts
 
 FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 

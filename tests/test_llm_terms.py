@@ -1,4 +1,4 @@
-"""Large-model step-time terms added for accuracy (costopt/llm/step.py, evaluate.py): unfused attention,
+"""Large-model step-time terms added for accuracy (costopt/perf/llm/step.py, evaluate.py): unfused attention,
 optimizer update, collective memory traffic, GEMM shape slowdown, MAMF-based matmul fraction.
 
 Each is checked against a number worked out by hand in this file (tools/mutants.toml plants mutants in
@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from costopt.llm.arch import ArchArrays, TransformerConfig
-from costopt.llm.evaluate import default_llm_params
-from costopt.llm.step import step_time
+from costopt.perf.llm.arch import ArchArrays, TransformerConfig
+from costopt.perf.llm.evaluate import default_llm_params
+from costopt.perf.llm.step import step_time
 
 TINY = TransformerConfig("tiny", layers=2, hidden=1024, heads=8, kv_heads=8, ffn_hidden=4096, vocab=1000,
                          seq_len=1000, params_override=100_000_000)
@@ -90,7 +90,7 @@ def test_collective_memory_traffic_by_hand():
 def test_gemm_shape_slowdown_by_hand():
     # c = 42.5, h = 768, t = 1: QKV 1 + 42.5·(1/768 + 1/2304) = 1.0737847, output 1 + 42.5·2/768 = 1.1106771,
     # FFN up and down 1 + 42.5·(1/768 + 1/3072) = 1.0691732; FLOP weights 3 : 1 : 4 : 4 (of 12 h²)
-    from costopt.llm.step import gemm_shape_slowdown
+    from costopt.perf.llm.step import gemm_shape_slowdown
 
     want = (3 * 1.0737847 + 1.1106771 + 8 * 1.0691732) / 12
     assert float(gemm_shape_slowdown(768, 1, 42.5)) == pytest.approx(want, rel=1e-6)
@@ -121,8 +121,8 @@ def test_matmul_fraction_from_mamf_table():
     # e_mm = share x MAMF: the H100 SXM row of the ML-ENG MAMF table is 794.5 of 989 TFLOP/s = 0.803, and
     # its note says the H200 is the same; a GPU with no row takes its generation's mean (h100-pcie: Hopper
     # rows h100-sxm and h200-sxm, both 0.803); a generation with no row takes the mean of all rows
-    from costopt.catalog import load_catalog
-    from costopt.llm.evaluate import mamf_fraction, matmul_fraction
+    from costopt.hardware.catalog import load_catalog
+    from costopt.perf.llm.evaluate import mamf_fraction, matmul_fraction
 
     cat = load_catalog(None)
     p = replace(default_llm_params(), matmul_share_of_mamf=0.5,

@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from costopt.cli import app
-from costopt.errors import InfeasibleError, InputError
-from costopt.mix import load_mix
-from costopt.multijob import JobCandidates, Market, MixLimits, brute_force, reduce_jobs, solve_mix, solve_program
-from costopt.multijob.fair import _FairLevels
+from costopt.core.errors import InfeasibleError, InputError
+from costopt.search.mix import load_mix
+from costopt.search.multijob import JobCandidates, Market, MixLimits, brute_force, reduce_jobs, solve_mix, solve_program
+from costopt.search.multijob.fair import _FairLevels
 
 HERE = Path(__file__).parent
 MINI = HERE / "fixtures" / "mini.toml"
@@ -337,7 +337,7 @@ def test_max_gpu_types_hand_derived(objective):
 def test_binding_limits_and_unused_owned_parts_hand_derived():
     # the throughput tie-break instance: the answer (a0, b1) costs $350 of $400. Changing A to a1 gives
     # 30 + 2 x 15 = 60 (+50% on 40) for $550, $150 over the budget: the budget binds. Power is not limited.
-    from costopt.multijob.explain import explain
+    from costopt.search.multijob.explain import explain
 
     jobs = [hand_job("a", [100, 300], [10, 30]), hand_job("b", [100, 250], [5, 15], weight=2.0)]
     rows, unused = explain(jobs, Market({}), MixLimits(budget_usd=400.0), "throughput", np.array([0, 1]), 40.0)

@@ -1,5 +1,5 @@
-"""`solve --workload` applies the part filter of single solves (costopt/part_filter.py) to every job and
-reports what it left out (costopt/multijob/pipeline.py `excluded_report`)."""
+"""`solve --workload` applies the part filter of single solves (costopt/hardware/part_filter.py) to every job and
+reports what it left out (costopt/search/multijob/pipeline.py `excluded_report`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import costopt
 from costopt.cli.main import app
-from costopt.errors import InputError
-from costopt.multijob import solve_mix
+from costopt.core.errors import InputError
+from costopt.search.multijob import solve_mix
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 

@@ -1,9 +1,9 @@
-"""PS shard placement (costopt/placement.py) on small cases worked out by hand."""
+"""PS shard placement (costopt/perf/placement.py) on small cases worked out by hand."""
 
 import numpy as np
 import pytest
 
-from costopt.placement import greedy_shard_loads, ps_node_traffic
+from costopt.perf.placement import greedy_shard_loads, ps_node_traffic
 
 
 def test_greedy_placement_counts_load_only_variables():

@@ -15,21 +15,21 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from costopt import api
+from costopt.search import api
 from costopt.cli import app
-from costopt.workload import load_profile, load_workload
+from costopt.perf.workload import load_profile, load_workload
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (pip install 'costopt[profile]')")
 
-from costopt import profile as prof  # noqa: E402
-from costopt import torch_models  # noqa: E402
+from costopt.measure import profile as prof  # noqa: E402
+from costopt.measure import torch_models  # noqa: E402
 
 ZOO_KEYS = {"model", "description", "sample_unit", "optimizer", "default_batch", "tensor_sets", "profiles"}
 PROFILE_KEYS = {"gpu", "precision", "batch", "forward_ms", "backward_ms", "step_ms", "peak_mem_bytes", "source", "date"}
 
 
 def test_cli_import_does_not_import_torch():
-    code = "import sys, costopt, costopt.cli, costopt.api; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, costopt, costopt.cli, costopt.search.api; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

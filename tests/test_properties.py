@@ -19,11 +19,11 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from costopt.api import evaluate_space  # noqa: E402
-from costopt.catalog import load_catalog, parse_catalog  # noqa: E402
-from costopt.design_space import enumerate_designs  # noqa: E402
-from costopt.system import default_system  # noqa: E402
-from costopt.workload import list_models, load_workload  # noqa: E402
+from costopt.search.api import evaluate_space  # noqa: E402
+from costopt.hardware.catalog import load_catalog, parse_catalog  # noqa: E402
+from costopt.search.design_space import enumerate_designs  # noqa: E402
+from costopt.perf.system import default_system  # noqa: E402
+from costopt.perf.workload import list_models, load_workload  # noqa: E402
 
 from test_hardening import MINI, PUBLISHED, ZOO, cli  # noqa: E402
 
@@ -132,7 +132,7 @@ def test_dearer_part_never_lowers_any_cost(kind, which, factor):
     i = which % len(entries)
     entries[i] = {**entries[i], "price_usd": entries[i]["price_usd"] * factor}
     dear = parse_catalog(data, "dearer")
-    from costopt.cost import evaluate_costs
+    from costopt.hardware.cost import evaluate_costs
 
     space = enumerate_designs(CATALOG, max_nodes=12)
     dear_space = enumerate_designs(dear, max_nodes=12)

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 import costopt
-from costopt import purchasing as P
-from costopt.catalog import REFERENCE_CATALOG, load_catalog
-from costopt.errors import InputError
-from costopt.units import HOURS_PER_YEAR
+from costopt.purchase import purchasing as P
+from costopt.hardware.catalog import REFERENCE_CATALOG, load_catalog
+from costopt.core.errors import InputError
+from costopt.core.units import HOURS_PER_YEAR
 
 # `python -m costopt.cli` would not load the sub-command modules (they import costopt.cli, a second copy)
 CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt import report as R
-from costopt.purchasing import Options
+from costopt.purchase import report as R
+from costopt.purchase.purchasing import Options
 
 # `python -m costopt.cli` would not load the sub-command modules (they import costopt.cli, a second copy)
 CLI = [sys.executable, "-c", "from costopt.cli import main; main()"]
@@ -115,7 +115,7 @@ def test_breakdown_sums_to_iteration(built, solved):
 
 def test_bandwidth_requirement_is_where_efficiency_crosses_90():
     res = costopt.solve(BUDGET, MODEL)
-    from costopt.purchasing import evaluate_catalog
+    from costopt.purchase.purchasing import evaluate_catalog
 
     ev = evaluate_catalog(None, MODEL, BUDGET, Options())
     multi = [d for d in [res.best] + res.alternatives if d["nodes"] > 1][:2]
@@ -207,8 +207,8 @@ def test_dollar_axis_labels():
 
 
 def test_scaling_curves_use_the_designs_adapters():
-    from costopt.catalog import load_catalog
-    from costopt.purchasing import evaluate_catalog
+    from costopt.hardware.catalog import load_catalog
+    from costopt.purchase.purchasing import evaluate_catalog
 
     best = costopt.solve(2_000_000, MODEL, gpus=["h100-sxm"]).best
     assert best["nics_per_node"] == 8  # an HGX node with one adapter per GPU

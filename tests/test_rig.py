@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt.placement import greedy_shard_loads, ps_busiest_bytes_table
-from costopt.workload import load_workload
+from costopt.perf.placement import greedy_shard_loads, ps_busiest_bytes_table
+from costopt.perf.workload import load_workload
 
 RIG = Path(__file__).resolve().parents[1] / "benchmarks" / "rig" / "rig.py"
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt.intervals import coverage, quantile_table
-from costopt.robustness import near_ties, resample_params
-from costopt.system import default_system
+from costopt.perf.intervals import coverage, quantile_table
+from costopt.search.robustness import near_ties, resample_params
+from costopt.perf.system import default_system
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -92,7 +92,7 @@ def test_quantiles_and_out_of_sample_coverage_by_hand():
 
 
 def test_validate_rows_carry_ordered_ranges():
-    from costopt.validate import validate
+    from costopt.measure.validate import validate
     res = validate("published")
     f = res.frame
     assert (f.predicted_low_samples_per_s <= f.predicted_samples_per_s).all()

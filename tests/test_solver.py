@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt.api import evaluate_space
-from costopt.catalog import parse_catalog
-from costopt.design_space import enumerate_designs
-from costopt.solver import OBJECTIVES, best_on_front, pareto_front
-from costopt.system import default_system
-from costopt.workload import load_workload
+from costopt.search.api import evaluate_space
+from costopt.hardware.catalog import parse_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.search.solver import OBJECTIVES, best_on_front, pareto_front
+from costopt.perf.system import default_system
+from costopt.perf.workload import load_workload
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 import costopt
 from costopt.cli import app
-from costopt.stacks import infer_stack, sync_growth
-from costopt.system import default_system
-from costopt.validate import COLUMNS, read_measurements, validate
+from costopt.perf.stacks import infer_stack, sync_growth
+from costopt.perf.system import default_system
+from costopt.measure.validate import COLUMNS, read_measurements, validate
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 runner = CliRunner()
@@ -100,8 +100,8 @@ def test_compute_slowdown_by_hand_overlap_full():
     slow = _pred(_p(nccl_compute_slowdown=0.2), **kw)
     t_stream = base["t_comm_s"]
     t_b = base["t_iter_s"] - base["t_compute_s"]  # unknown split: recover T_b from the zoo instead
-    from costopt.catalog import load_catalog
-    from costopt.workload import load_workload
+    from costopt.hardware.catalog import load_catalog
+    from costopt.perf.workload import load_workload
     cat = load_catalog(MINI)
     est = load_workload("inception_v3").compute(cat.gpus["halfcard"], "fp32", 64, cat)
     t_b = est.backward_s
@@ -268,7 +268,7 @@ def test_nccl_socket_ceiling_only_for_nccl_over_tcp(kw):
 
 def test_nccl_socket_prior_is_the_geometric_mean_of_its_two_sources():
     """system_priors.toml: 2.4 GB/s (NVIDIA/nccl#209, 60% of 32 Gb/s) and 5 GB/s (#450, 100 Gb/s TCP)."""
-    from costopt.system import prior_system
+    from costopt.perf.system import prior_system
     assert prior_system().nccl_socket_gb_per_s == pytest.approx(math.sqrt(0.6 * 32 / 8 * 5.0), abs=0.005)
 
 
@@ -430,7 +430,7 @@ def test_mpi_host_rdma_prior_is_the_lassen_osu_allreduce_measurement():
     metrics-operator-experiments, osu_allreduce-groups-2-to-128.csv, mean of 20 runs): 1,048,576 B in 573.574 us on
     4 nodes and 686.58 us on 8 nodes. Ring traffic per rank 2(N - 1)/N x 1,048,576 B: 1.5 x and 1.75 x, i.e.
     2.742 and 2.673 GB/s, mean 2.707 GB/s."""
-    from costopt.system import prior_system
+    from costopt.perf.system import prior_system
     per_rank = [1.5 * 1_048_576 / 573.574e-6, 1.75 * 1_048_576 / 686.58e-6]
     assert per_rank[0] / 1e9 == pytest.approx(2.742, abs=0.001) and per_rank[1] / 1e9 == pytest.approx(2.673, abs=0.001)
     assert prior_system().mpi_host_rdma_gb_per_s == pytest.approx(sum(per_rank) / 2 / 1e9, abs=0.01)
@@ -441,7 +441,7 @@ def test_mpi_host_rdma_prior_is_the_lassen_osu_allreduce_measurement():
 def test_mpi_host_prior_is_the_one_thread_host_ring_measurement():
     """system_priors.toml: pytorch/gloo#248, 2 ranks, 20 MB float32 at 1.073 GB/s; each rank's ring traffic per
     all-reduce is 2(N - 1)/N x 20 MB = 20 MB, so 1.073 GB/s of ring traffic per rank."""
-    from costopt.system import prior_system
+    from costopt.perf.system import prior_system
     assert prior_system().mpi_host_gb_per_s == pytest.approx(2 * (2 - 1) / 2 * 20e6 / (20e6 / 1.073e9) / 1e9, abs=0.005)
 
 

@@ -46,9 +46,9 @@ def headline_modules(tmp_path_factory):
 
 def test_headline_leaves_out_what_it_does_not_use(headline_modules):
     first, table, as_json = headline_modules
-    assert "costopt.catalog_schema" in first  # the first run validates
+    assert "costopt.hardware.catalog_schema" in first  # the first run validates
     for mods in (table, as_json):
-        for name in ("pandas", "costopt.calibrate", "costopt.validate", "costopt.llm.arch", "costopt.catalog_schema",
+        for name in ("pandas", "costopt.measure.calibrate", "costopt.measure.validate", "costopt.perf.llm.arch", "costopt.hardware.catalog_schema",
                      "matplotlib", "pulp", "numpy.ma"):
             assert name not in mods, name
         if not _typer_needs_pydantic():  # pydantic itself imports importlib.resources (its plugin loader)
@@ -61,7 +61,7 @@ def test_version_mounts_no_command():
     p = subprocess.run([sys.executable, "-c", PROBE, "--version"], capture_output=True, text=True, check=True)
     assert p.stdout.strip().startswith("costopt ")
     mods = set(json.loads(p.stderr.rsplit("MODULES ", 1)[1]))
-    assert "numpy" not in mods and "costopt.api" not in mods
+    assert "numpy" not in mods and "costopt.search.api" not in mods
 
 
 # One BLAS thread for the command line (costopt/cli/main.py: OpenBLAS's idle threads cost the headline
@@ -98,5 +98,5 @@ def test_console_entry_sets_one_blas_thread_and_the_library_does_not():
     assert _blas_env_after(["-c", ENV_PROBE, "--version"]) == "1"
     assert _blas_env_after(["-c", ENV_PROBE, "--version"], OPENBLAS_NUM_THREADS="3") == "3"
     assert _blas_env_after(["-c", ENV_PROBE, "--version"], OMP_NUM_THREADS="2") == "None"
-    library = "import os, costopt, costopt.api\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    library = "import os, costopt, costopt.search.api\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     assert _blas_env_after(["-c", library]) == "None"

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import costopt
-from costopt.api import evaluate_space
-from costopt.catalog import load_catalog
-from costopt.design_space import enumerate_designs
-from costopt.system import default_system
-from costopt.workload import load_workload
+from costopt.search.api import evaluate_space
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import enumerate_designs
+from costopt.perf.system import default_system
+from costopt.perf.workload import load_workload
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -48,7 +48,7 @@ def test_flat_ring_hand_computed_over_tcp():
     # per sample is 2 r_H200; the H200's time beyond its roofline (launches, host) is kept, not scaled
     # (compute.py (c)): forward + backward = (INC_F + INC_B) + 64 r_H200; the step is memory-bound: x2.
     # r_H200 = F / (P u_mm) + B / (W u_bw) with the zoo's Inception-v3 counts and the fitted Hopper fp32 u
-    from costopt.compute import fit_fractions
+    from costopt.perf.compute import fit_fractions
 
     flops = load_workload("inception_v3").flops
     u_mm, u_bw, _ = fit_fractions(None).for_gpu(load_catalog().gpus["h200-sxm"], "fp32")
@@ -199,7 +199,7 @@ def test_memory_infeasible_is_flagged():
 
 def _mini_with_halfcard_memory(memory_gb):
     import tomllib
-    from costopt.catalog import parse_catalog
+    from costopt.hardware.catalog import parse_catalog
     data = tomllib.loads(MINI.read_text())
     for g in data["gpu"]:
         if g["id"] == "halfcard":

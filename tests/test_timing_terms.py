@@ -4,7 +4,7 @@ The model has four trainable tensors (backward order: 1, 2, 3, 4 million fp32 pa
 12, 16 MB of gradient, ready at 25/50/75/100% of the backward pass) and fixed compute times
 (forward 0.1 s, backward 0.2 s, optimizer step 0.01 s), so nothing here depends on the zoo or on
 compute scaling. System parameters are set explicitly (communication stacks at full link rate, with
-no per-step cost or compute slowdown), so only the formulas of costopt/timing.py's docstring are under test. Links (tests/fixtures/mini.toml):
+no per-step cost or compute slowdown), so only the formulas of costopt/perf/timing.py's docstring are under test. Links (tests/fixtures/mini.toml):
   eth10: 10 Gb/s x 0.5 (TCP efficiency set here) = 0.625e9 B/s; α_nic = 10 µs adapter + 30 µs stack = 40 µs
   halfcard in a 1-slot PCIe Gen4 box: 31 GB/s x PCIe efficiency (set per test); GPU memory 2400 GB/s
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt.catalog import load_catalog
-from costopt.design_space import single_design
-from costopt.system import default_system
-from costopt.timing import VARIABLE_UPDATES, GpuCompute, evaluate
-from costopt.workload import TensorSet
+from costopt.hardware.catalog import load_catalog
+from costopt.search.design_space import single_design
+from costopt.perf.system import default_system
+from costopt.perf.timing import VARIABLE_UPDATES, GpuCompute, evaluate
+from costopt.perf.workload import TensorSet
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 T_F, T_B, T_STEP = 0.1, 0.2, 0.01

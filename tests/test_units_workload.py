@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from costopt import units
-from costopt.catalog import load_catalog
-from costopt.workload import load_workload, memory_fits
+from costopt.core import units
+from costopt.hardware.catalog import load_catalog
+from costopt.perf.workload import load_workload, memory_fits
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -91,7 +91,7 @@ def test_roofline_for_a_model_without_a_published_figure():
     # generation (same achieved fractions): r_half / r_h200 = 2 for any FLOP/byte mix. The H200's time
     # beyond its roofline (launches, host) is kept, not scaled (compute.py (c)): forward + backward =
     # t_h200 + 64 r_h200, between 1x and 2x the H200's; the memory-bound optimizer step is 2x.
-    from costopt.compute import fit_fractions
+    from costopt.perf.compute import fit_fractions
 
     cat = load_catalog(MINI)
     w = load_workload("vgg16")

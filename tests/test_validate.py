@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from costopt.cli import app
-from costopt.catalog import load_catalog
-from costopt.errors import InputError
-from costopt.validate import COLUMNS, read_measurements, validate
+from costopt.hardware.catalog import load_catalog
+from costopt.core.errors import InputError
+from costopt.measure.validate import COLUMNS, read_measurements, validate
 
 runner = CliRunner()
 HEADER = ",".join(COLUMNS)
@@ -59,8 +59,8 @@ def test_cli_format_error_exits_2_without_traceback(tmp_path):
 
 def test_row_reproduced_by_hand(tmp_path):
     """2 nodes x 1 P100 (PCIe Gen3), flat ring over 10 Gb/s TCP, compute calibrated to 200 img/s."""
-    from costopt.system import default_system
-    from costopt.workload import load_workload
+    from costopt.perf.system import default_system
+    from costopt.perf.workload import load_workload
     p = _csv(tmp_path, "T,inception_v3,p100-pcie,1,2,64,fp32,ring,10,tcp,,gpu,200,300")
     sysf = tmp_path / "s.toml"
     sysf.write_text("[overlap]\nbucket_mb = 1e9\n")  # one bucket: one latency term
@@ -78,7 +78,7 @@ def test_row_reproduced_by_hand(tmp_path):
     est = load_workload("inception_v3").compute(load_catalog().gpus["p100-pcie"], "fp32", 64, load_catalog())
     t_b = est.backward_s * t_compute / est.iteration_s  # zoo phases scaled to the calibrated 1-GPU time
     # nccl stack (the default for a GPU all-reduce): backward stretched by k x the overlapped stream,
-    # and a per-step sync cost c x log2(N), N = 2 (costopt/stacks.py)
+    # and a per-step sync cost c x log2(N), N = 2 (costopt/perf/stacks.py)
     t_b2 = t_b + d.nccl_compute_slowdown * min(t_b, t_bw + lat)
     # and the wait for the slower of 2 GPUs: cv x t_compute x E[max of 2 standard normals] = 1/sqrt(pi)
     t_iter = (t_compute - t_b + max(t_b2, r * t_b2 + t_bw + lat) + d.nccl_sync_us * 1e-6 * 1.0
@@ -108,7 +108,7 @@ def test_uncalibrated_accuracy_target_on_the_shipped_multi_node_rows():
     """Issue target, uncalibrated defaults: median |error| <= 10% on the shipped multi-node rows
     (costopt/data/validation/published.csv: TF_BENCH_2017 AWS distributed K80 table, EBUG_DISTTF_2017
     Piz Daint / p2.xlarge / p2.8xlarge tables, TFB_ISSUE29_M40). README Accuracy reports 5.0%."""
-    from costopt.validate import error_stats
+    from costopt.measure.validate import error_stats
     f = validate("published").frame
     # the PS sources named above (the multi-node all-reduce rows added later are scored per regime against the
     # one-number baseline in tools/accuracy_table.py and tests/test_validation_regimes.py)
@@ -173,8 +173,8 @@ def test_overlap_column_selects_the_timing_models_mode(tmp_path):
 
 
 def test_straggler_term_matches_its_formula(tmp_path):
-    from costopt.system import default_system, prior_system
-    from costopt.timing import expected_max_normal
+    from costopt.perf.system import default_system, prior_system
+    from costopt.perf.timing import expected_max_normal
     # prior: the H200 step-to-step spread, median of 61 records (system_priors.toml); the default is fitted
     assert prior_system().straggler_cv == 0.0365
     assert 0.0 < default_system().straggler_cv < 0.1
@@ -189,7 +189,7 @@ def test_straggler_term_matches_its_formula(tmp_path):
 
 
 def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
-    from costopt.system import default_system
+    from costopt.perf.system import default_system
     assert default_system().sync_us_per_gpu == 0.0
     p = _csv(tmp_path, "T,inception_v3,p100-pcie,1,4,64,fp32,ring,10,tcp,,gpu,200,300",
              "T,inception_v3,p100-pcie,2,1,64,fp32,ring,,,,gpu,200,300")
@@ -201,7 +201,7 @@ def test_sync_term_is_zero_by_default_and_adds_n_minus_1_alpha(tmp_path):
 
 
 def test_gpus_per_process_column_charges_one_process_per_step(tmp_path):
-    from costopt.system import default_system
+    from costopt.perf.system import default_system
     header = HEADER + ",gpus_per_process"
     row = "T,inception_v3,p100-pcie,4,1,64,fp32,ring,,,,gpu,200,300"
     p = _csv(tmp_path, row + ",4", row + ",1", row + ",", header=header)
@@ -265,7 +265,7 @@ def test_a_link_no_chassis_can_take_is_blamed_on_nic_gbps(tmp_path):
 def test_ps_sync_counts_gpus_of_a_node_and_workers(tmp_path):
     """PS: one worker process per node (GPUs are its towers): t_sync = (G-1)·α_gpu + (M-1)·α_worker.
     An all-reduce on the same GPUs pays (N-1)·α_gpu and no worker term."""
-    from costopt.system import default_system
+    from costopt.perf.system import default_system
     assert default_system().sync_us_per_worker == 0.0
     p = _csv(tmp_path, "T,inception_v3,k80,4,3,64,fp32,ps,10,tcp,3,cpu,30,300",
              "T,inception_v3,k80,4,3,64,fp32,ring,10,tcp,,gpu,30,300")
@@ -281,8 +281,8 @@ def test_ps_sync_counts_gpus_of_a_node_and_workers(tmp_path):
 def test_ps_applies_pipeline_with_the_push_and_one_apply_follows_it(tmp_path):
     """Each of the W workers' applies runs when its gradient arrives: when the push (network) is the
     slower stage, only the last apply of the largest shard is exposed, S_max·3/B_mem."""
-    from costopt.system import default_system
-    from costopt.workload import load_workload
+    from costopt.perf.system import default_system
+    from costopt.perf.workload import load_workload
     # 4 nodes x 1 K80, one PS (the whole model on node 0: S_max = S), variables on the host CPU
     p = _csv(tmp_path, "T,inception_v3,k80,1,4,64,fp32,ps,10,tcp,1,cpu,30,100")
     fast = validate(p, system=default_system().with_updates(host_memory_gb_per_s=40.0)).frame

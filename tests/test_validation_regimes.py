@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from costopt.api import predict
-from costopt.baseline import baseline_predictions, fit_eta, regime_of
-from costopt.calibrate import calibrate
-from costopt.system import default_system
-from costopt.validate import resolve_dataset
+from costopt.search.api import predict
+from costopt.perf.baseline import baseline_predictions, fit_eta, regime_of
+from costopt.measure.calibrate import calibrate
+from costopt.perf.system import default_system
+from costopt.measure.validate import resolve_dataset
 
 # Sources the project must never use (HELPERS.md / DEVELOPERS.md held-out list), as they would appear in a
 # source id or a note of the shipped dataset.
@@ -119,7 +119,7 @@ def test_nics_per_node_multiplies_the_node_link(tmp_path):
     """Two 10 Gb/s TCP adapters per node are one 20 Gb/s adapter to the model (B_nic = rate x adapters), and more
     than one: 2 MN-1-shaped nodes (8 P100 PCIe, chassis val-mn1-p100-8 takes 2 adapters), ring, VGG16 (large
     gradients, so the NIC term shows)."""
-    from costopt.validate import validate
+    from costopt.measure.validate import validate
 
     def pred(gbps, k):
         row = (f"T,vgg16,p100-pcie,8,2,64,fp32,ring,{gbps},tcp,,gpu,150,1000,val-mn1-p100-8,{k}")
@@ -134,8 +134,8 @@ def test_nics_per_node_multiplies_the_node_link(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "two", "1.5"])
 def test_bad_nics_per_node_names_the_column(tmp_path, value):
-    from costopt.errors import InputError
-    from costopt.validate import read_measurements
+    from costopt.core.errors import InputError
+    from costopt.measure.validate import read_measurements
     p = _write(tmp_path, [f"T,inception_v3,p100-pcie,1,2,64,fp32,ring,10,tcp,,gpu,200,300,{value}"], ",nics_per_node")
     with pytest.raises(InputError, match="nics_per_node"):
         read_measurements(p)

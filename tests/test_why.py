@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import costopt
-from costopt import purchasing as P
+from costopt.purchase import purchasing as P
 
 AWS = Path(__file__).resolve().parents[1] / "catalogs" / "aws-on-demand-2025.toml"
 JOB = dict(epochs=2, dataset_size=1_281_167)
@@ -122,7 +122,7 @@ def test_cli_prints_why_and_strategy_lines():
 def test_global_batch_warning_against_published_limits():
     """ResNet-50 with momentum SGD: 8,192 (Goyal et al. 2017, arXiv:1706.02677); LARS: 65,536
     (Kumar et al. 2019, arXiv:1909.09756). The data file cites both; the warning names them."""
-    from costopt.batch_limits import batch_warning
+    from costopt.perf.batch_limits import batch_warning
 
     assert batch_warning("resnet50", "sgd", 128, 64) is None  # 8,192: at the limit, not above it
     w = batch_warning("resnet50", "sgd", 128, 65)  # 8,320

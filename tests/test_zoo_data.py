@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from costopt.placement import greedy_shard_loads
+from costopt.perf.placement import greedy_shard_loads
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = REPO / "costopt" / "data" / "zoo"

@@ -4,7 +4,7 @@ Per source and per strategy: median / p90 / max absolute error of the uncalibrat
 leave-one-source-out calibration (each source predicted by parameters fitted on the other sources),
 over all rows and over the multi-node rows of the shipped `published` dataset.
 
-First, per regime (costopt.baseline), the timing model beside the one-number baseline
+First, per regime (costopt.perf.baseline), the timing model beside the one-number baseline
 throughput = eta x N x one GPU's, eta fitted per regime in-sample and leave-one-source-out. The cross-GPU
 regime predicts every multi-GPU row without its 1-GPU figure (the zoo's compute for that GPU, as `solve`
 does) with the same parameters: defaults, the all-rows fit, and each source's LOSO fit.
@@ -17,11 +17,11 @@ import sys
 
 import numpy as np
 
-from costopt.baseline import REGIMES, baseline_predictions, error_pct, fit_rows, regime_of
-from costopt.calibrate import calibrate
-from costopt.system import load_system
-from costopt.validate import error_stats, prepare, read_measurements, validation_catalog
-from costopt.workload import load_workload
+from costopt.perf.baseline import REGIMES, baseline_predictions, error_pct, fit_rows, regime_of
+from costopt.measure.calibrate import calibrate
+from costopt.perf.system import load_system
+from costopt.measure.validate import error_stats, prepare, read_measurements, validation_catalog
+from costopt.perf.workload import load_workload
 
 
 def _cell(s: dict) -> str:  # noqa: D103
@@ -65,7 +65,7 @@ def baseline_section(dataset: str, res) -> list[str]:
     x1z, zoo = _cross_gpu(dataset, res)
     z_in, z_lo = baseline_predictions(df, x1z, fit_mask=fit_mask)
     out = ["Model vs the one-number baseline (throughput = eta x N x one GPU's, eta fitted per regime; "
-           "`costopt.baseline`). In-sample: eta, and the model's parameters, fitted on all rows that calibrate fits on; the "
+           "`costopt.perf.baseline`). In-sample: eta, and the model's parameters, fitted on all rows that calibrate fits on; the "
            "shipped defaults are such a fit (tools/fit_defaults.py), so they are in-sample too "
            "(not rows with an assumed network speed or a stated-efficiency figure; those are only predicted); LOSO: each "
            "source predicted from the other sources only (\u2013: no other source measures that regime). Cells: "

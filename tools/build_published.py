@@ -154,7 +154,7 @@ def build(folder: Path) -> dict:
     return {
         "description": "Single-GPU training throughput per GPU and model from Lambda's PyTorch benchmark "
                        "(units per model as Lambda reports them: images/s for resnet50, sequences/s for "
-                       "bert); only ratios between GPUs of one table are used (costopt/compute.py). "
+                       "bert); only ratios between GPUs of one table are used (costopt/perf/compute.py). "
                        "'amp' is automatic mixed precision (fp16); 'fp32' runs TF32 on Ampere and later.",
         "built_by": "tools/build_published.py from shared/research/lambda/ (head commit aa5addb, 2025-12-17)",
         "tables": {k: {"source": v["source"], "date": v["date"]} for k, v in TABLES.items()},
@@ -202,7 +202,7 @@ def build_tf2017(csv_path: Path) -> dict:
     return {
         "description": "Single-GPU training throughput (images/s, fp32, synthetic data) of K80 (one GK210 die) "
                        "and P100 SXM2 from TensorFlow's 2017 benchmark page; used as absolute times per "
-                       "sample to fit Kepler's and Pascal's achieved fractions (costopt/compute.py).",
+                       "sample to fit Kepler's and Pascal's achieved fractions (costopt/perf/compute.py).",
         "built_by": "tools/build_published.py from shared/research/published_throughput.csv (source_id TF_BENCH_2017)",
         "source": "tensorflow/tensorflow docs_src/performance/benchmarks.md, commit 6535ed7 ('Test Date: May 2017', "
                   "TF b1e174e, tf_cnn_benchmarks 9165a70, CUDA 8.0 / cuDNN 5.1, K80 GPU Boost on)",

@@ -11,8 +11,8 @@ communication   every shipped measurement row (costopt/data/validation, measurem
                 sources' rows). The rows are calibrated to their own 1-GPU figure, so r is the error of
                 the communication model (and of everything beyond one GPU's compute). Each row carries
                 `exposed_share`, x = (t_iter - t_compute) / t_iter of that prediction: the ranges scale
-                r / x by a design's own x (costopt/intervals.py).
-compute         per evidence kind of costopt/compute.py:
+                r / x by a design's own x (costopt/perf/intervals.py).
+compute         per evidence kind of costopt/perf/compute.py:
   measured      every H200 record of shared/data/h200/train_step.jsonl: the iteration costopt builds from
                 the measured phases (forward + backward + step, what a measured zoo profile gives)
                 against the iteration timed whole in the same run: r = ln(phase sum / iteration).
@@ -26,7 +26,7 @@ compute         per evidence kind of costopt/compute.py:
                 the TensorFlow 2017 single-GPU figures of K80 and P100 predicted with their GPU left out
                 (`absolute_checks`: another harness and era, the only Kepler/Pascal evidence).
 
-It also records the coverage of the 80% ranges those residuals give (costopt/intervals.py), each
+It also records the coverage of the 80% ranges those residuals give (costopt/perf/intervals.py), each
 figure out of sample: communication per left-out source (overall and per stack), compute per left-out
 GPU (published, roofline) or model (measured).
 
@@ -52,15 +52,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from costopt import __version__  # noqa: E402
-from costopt.catalog import load_catalog  # noqa: E402
-from costopt.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
-from costopt.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
+from costopt.hardware.catalog import load_catalog  # noqa: E402
+from costopt.perf.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
+from costopt.perf.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
 from shipped_file import check_or_write  # noqa: E402
 
 DEFAULT_SHARED = ROOT.parent / "shared"
 TRAIN_STEP = Path("data") / "h200" / "train_step.jsonl"
 TRAIN_STEP_DATE = "2026-11-30"
-# Lambda models of one class (a published ratio of one stands for the other's: costopt/compute.py (b))
+# Lambda models of one class (a published ratio of one stands for the other's: costopt/perf/compute.py (b))
 SAME_CLASS = (("bert_base_squad", "bert_large_squad"),)
 
 
@@ -203,7 +203,7 @@ def build(date: str, shared: Path) -> tuple[str, dict]:
         "date": date,
         "description": ("ln(observed / predicted) of out-of-sample predictions: communication rows predicted by the "
                         "leave-one-source-out fit of tools/fit_defaults.py; compute residuals per evidence kind "
-                        "(measured, published, roofline; see the tool's docstring). costopt/intervals.py combines "
+                        "(measured, published, roofline; see the tool's docstring). costopt/perf/intervals.py combines "
                         "them into each prediction's 80% range."),
         "communication": comm,
         "compute": comp,

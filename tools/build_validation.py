@@ -4,7 +4,7 @@
 
 Reads the published measurements collected in `shared/research/published_throughput.csv` (setups in
 `published_throughput_sources.md`) and writes one row per multi-GPU or multi-node measurement that
-states enough to predict it, in costopt's measurement format (see costopt/validate.py). `--check`
+states enough to predict it, in costopt's measurement format (see costopt/measure/validate.py). `--check`
 compares with the shipped file instead of writing it (exit 1 when they differ).
 
 What goes in, and the assumptions written into each row's `notes`:
@@ -56,7 +56,7 @@ gradients, besides its own worker's traffic (95.4 - 8.2 MB each way): per step a
 the throughput levels off as that node's link reaches 94-95% of 1.25 Gb/s (the measurement never needs
 more than the stated figure).
 
-`stack` names the communication stack each source ran (costopt/stacks.py): TensorFlow parameter
+`stack` names the communication stack each source ran (costopt/perf/stacks.py): TensorFlow parameter
 servers and distributed_replicated over gRPC -> grpc; tf_cnn_benchmarks `replicated (with NCCL)`,
 Horovod with NCCL and PyTorch/MXNet NCCL all-reduce -> nccl; tf_cnn_benchmarks `replicated without
 NCCL` (TensorFlow's own in-process copies and reductions, no NCCL) -> grpc (TensorFlow's runtime).
@@ -91,7 +91,7 @@ Left empty (not checked here): EBUG_DISTTF_2017, TFB_ISSUE29_M40, NV_DLE_*, GOYA
 `variable_update` is the tf_cnn_benchmarks mode each TensorFlow row ran, as its source states it (the strategy cell
 of published_throughput.csv: TF_BENCH_2017's tables, EBUG_DISTTF_2017's per-row mode and TFB_ISSUE29_M40's issue
 text): `parameter_server` or `distributed_replicated` for a ps row, `replicated` for TF_BENCH_2017's all-reduce
-rows; a ps row whose mode is not stated stops the build. It sets when the PS pull runs (costopt/timing.py).
+rows; a ps row whose mode is not stated stops the build. It sets when the PS pull runs (costopt/perf/timing.py).
 Left empty (inferred) for the other sources' all-reduce rows.
 
 `overlap` (the timing model's overlap mode) is left empty (wfbp) for every row: no source states a

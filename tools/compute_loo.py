@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Leave-one-GPU-out check of the compute roofline (evidence (c) of costopt/compute.py).
+"""Leave-one-GPU-out check of the compute roofline (evidence (c) of costopt/perf/compute.py).
 
 For every GPU k with published single-GPU cells (data/published/lambda_single_gpu.json) other than
 the measured reference, the achieved fractions are refitted WITHOUT any of k's figures (k's own
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from costopt.catalog import load_catalog
-from costopt.compute import (_FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_absolute,
+from costopt.hardware.catalog import load_catalog
+from costopt.perf.compute import (_FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_absolute,
                              load_published)
-from costopt.workload import load_workload
+from costopt.perf.workload import load_workload
 
 REFERENCE = "h200-sxm"
 

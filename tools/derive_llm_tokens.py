@@ -13,7 +13,7 @@ fresh build differs; tools/shipped_file.py). Same file in, same bytes out; runni
                           time, global batch and sequence length (the row's notes give the arithmetic)
   derived_flops_formula   from the printed achieved TFLOP/s per GPU and the FLOPs-per-iteration formula the
                           source states it used (below; the row's notes give the arithmetic)
-  (empty)                 no tokens/s per GPU (the row is skipped by costopt/llm/validate.py)
+  (empty)                 no tokens/s per GPU (the row is skipped by costopt/measure/llm_validate.py)
 
 The formula (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
 Megatron-LM", SC21, Eq. 3): one iteration of a GPT model with l layers, hidden size h, sequence length s,

@@ -3,12 +3,12 @@
     python tools/fit_defaults.py [--date YYYY-MM-DD] [--check]
 
 1. Read every shipped measurement dataset (costopt/data/validation/*.csv in the measurement format).
-2. Fit `costopt.calibrate.DEFAULT_FIT` on all of them (MAP on log error, Huber loss, prior centred on
-   costopt/data/system_priors.toml with the widths of `costopt.calibrate.PRIOR`; rows whose network
+2. Fit `costopt.measure.calibrate.DEFAULT_FIT` on all of them (MAP on log error, Huber loss, prior centred on
+   costopt/data/system_priors.toml with the widths of `costopt.measure.calibrate.PRIOR`; rows whose network
    speed is assumed are predicted, not fitted). Parameters not fitted keep their prior.
 3. Leave-one-source-out: for every source, the same fit on the other sources' rows predicts that
    source. Its residuals, each read as the error of the time beyond compute with the exposed share of its
-   prediction, give the 80% ranges per stack (costopt/intervals.py) and the out-of-sample errors recorded
+   prediction, give the 80% ranges per stack (costopt/perf/intervals.py) and the out-of-sample errors recorded
    in [fit].
 4. Write the defaults: every value with its prior and the prior's source beside it, [fit] (rows,
    sources, date, tool version, errors), [uncertainty] (one standard deviation per fitted parameter:
@@ -32,14 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from costopt import __version__  # noqa: E402
-from costopt.calibrate import DEFAULT_FIT, PRIOR, calibrate_rows  # noqa: E402
-from costopt.intervals import MIN_ROWS, MIN_SOURCES, RHO_FLOOR, SHARE_MIN, coverage, exposed_share, quantile_table  # noqa: E402
-from costopt.system import DEFAULTS_PATH, FIELD_TO_KEY, PRIORS_PATH, SystemParams, prior_system  # noqa: E402
-from costopt.validate import COLUMNS, VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
+from costopt.measure.calibrate import DEFAULT_FIT, PRIOR, calibrate_rows  # noqa: E402
+from costopt.perf.intervals import MIN_ROWS, MIN_SOURCES, RHO_FLOOR, SHARE_MIN, coverage, exposed_share, quantile_table  # noqa: E402
+from costopt.perf.system import DEFAULTS_PATH, FIELD_TO_KEY, PRIORS_PATH, SystemParams, prior_system  # noqa: E402
+from costopt.measure.validate import COLUMNS, VALIDATION_DIR, error_stats, list_datasets, read_measurements  # noqa: E402
 
 
 def measurement_datasets() -> list[str]:
-    """Shipped datasets in the data-parallel measurement format (costopt/validate.py columns); other files
+    """Shipped datasets in the data-parallel measurement format (costopt/measure/validate.py columns); other files
     in the folder (e.g. llm_training.csv, large-model runs scored by costopt/llm) are not part of this fit."""
     out = []
     for name in list_datasets():
@@ -95,7 +95,7 @@ def build(date: str) -> tuple[str, dict]:
     r = np.log(measured / loso_pred)
     stack = df["stack"].to_numpy()
     # exposed share x = 1 - X / X_perfect of each row's leave-one-source-out prediction: every row's compute is
-    # calibrated to its own 1-GPU figure s (costopt.validate.prepare), so X_perfect = N s exactly
+    # calibrated to its own 1-GPU figure s (costopt.measure.validate.prepare), so X_perfect = N s exactly
     single = df["single_gpu_samples_per_s"].astype(float).to_numpy()
     if not np.isfinite(single).all():
         sys.exit("error: every shipped measurement row needs single_gpu_samples_per_s (the exposed share of its prediction)")
@@ -108,7 +108,7 @@ def build(date: str) -> tuple[str, dict]:
     text = ["# SHIPPED DEFAULTS of the timing model's system parameters, FITTED on every shipped measurement row.",
             "# Written by tools/fit_defaults.py; do not edit by hand (edit the priors, system_priors.toml, and re-run).",
             "# Each value: the fit (or the prior where the rows do not inform it), then the prior and its source.",
-            "# Units are in the key names; prior widths in costopt/calibrate.py PRIOR.", ""]
+            "# Units are in the key names; prior widths in costopt/measure/calibrate.py PRIOR.", ""]
     by_section: dict[str, list[str]] = {}
     for f in fields(SystemParams):
         section, key = FIELD_TO_KEY[f.name]
@@ -150,7 +150,7 @@ def build(date: str) -> tuple[str, dict]:
             text.append(f"{n} = {_fmt(res.fit.sigma[n])}")
     text.append("")
     text += ["[interval]",
-             "# the communication part of every 80% range (costopt/intervals.py): rho = measured / predicted time beyond",
+             "# the communication part of every 80% range (costopt/perf/intervals.py): rho = measured / predicted time beyond",
              "# compute per row, (exp(-r) - (1 - x)) / x for r = ln(measured / predicted) and x = (t_iter - t_compute) / t_iter",
              "# the exposed share of that row's leave-one-source-out prediction; <stack>_p10/p90_exposed_ratio: the 10th /",
              f"# 90th percentile of rho (Weibull positions) over the stack's rows (basis \"all rows\" where a stack has fewer",

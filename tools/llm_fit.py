@@ -8,11 +8,11 @@ The residuals are written to costopt/data/llm_residuals.json (`--check` compares
 instead, exit 1 when they differ: tools/shipped_file.py). Each residual is r = ln(measured / predicted)
 tokens/s per GPU of a shipped row (costopt/data/validation/llm_training.csv) predicted WITHOUT its own:
 
-by_source   source: the fit of costopt/llm/fit.py on the other sources' rows (leave-one-source-out)
+by_source   source: the fit of costopt/measure/llm_fit.py on the other sources' rows (leave-one-source-out)
 by_gpu      GPU: the fit on the other GPUs' rows (leave-one-GPU-out; what a GPU with no published run meets)
 
 with the row it comes from (line, source, publication date of the source, model, GPU, layout), each
-fold's fitted values, and the out-of-sample coverage of the 80% ranges they give (costopt/llm/ranges.py):
+fold's fitted values, and the out-of-sample coverage of the 80% ranges they give (costopt/perf/llm/ranges.py):
 a row counts as inside when its residual lies in the range built from the OTHER groups' residuals only.
 The output depends only on the shipped rows, the defaults and `--date` (default: the shipped file's), and
 is written with sorted keys and 6 significant digits (same inputs, same bytes). About 15 s.
@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from costopt import __version__  # noqa: E402
-from costopt.llm.evaluate import default_llm_params  # noqa: E402
-from costopt.llm.fit import fit, leave_one_group_out  # noqa: E402
-from costopt.llm.ranges import LLM_RESIDUALS_PATH, SAMPLES, group_coverage  # noqa: E402
-from costopt.llm.validate import LLM_DATASET, predict_rows, read_llm_csv  # noqa: E402
+from costopt.perf.llm.evaluate import default_llm_params  # noqa: E402
+from costopt.measure.llm_fit import fit, leave_one_group_out  # noqa: E402
+from costopt.perf.llm.ranges import LLM_RESIDUALS_PATH, SAMPLES, group_coverage  # noqa: E402
+from costopt.measure.llm_validate import LLM_DATASET, predict_rows, read_llm_csv  # noqa: E402
 from shipped_file import check_or_write  # noqa: E402
 
 # Publication date of each source's numbers (costopt/data/validation/llm_training_sources.md and
@@ -90,8 +90,8 @@ def build(date: str, rows=None) -> tuple[str, dict, dict]:
         "date": date,
         "dataset": f"costopt/data/validation/{LLM_DATASET.name}",
         "description": ("ln(measured / predicted) tokens/s per GPU of the shipped large-model rows, each predicted "
-                        "by the fit of costopt/llm/fit.py without its own source (by_source) or its own GPU "
-                        "(by_gpu); costopt/llm/ranges.py turns them into each large-model prediction's 80% range."),
+                        "by the fit of costopt/measure/llm_fit.py without its own source (by_source) or its own GPU "
+                        "(by_gpu); costopt/perf/llm/ranges.py turns them into each large-model prediction's 80% range."),
         "coverage": {}, "folds": {},
     }
     held: dict[str, list[dict]] = {}

@@ -8,7 +8,7 @@ tools/fit_defaults.py): measured and predicted throughput, and the time beyond o
     exposed = N·b / throughput − t_1        (t_1 = b / the row's measured 1-GPU rate: its compute calibration)
 
 measured and predicted, with the row's TensorFlow variable_update mode (parameter_server: the pull runs before
-and during the forward; distributed_replicated: in the stream beside the push, costopt/timing.py). Then what each term adds to the predicted iteration, by ablation: t_iter with the
+and during the forward; distributed_replicated: in the stream beside the push, costopt/perf/timing.py). Then what each term adds to the predicted iteration, by ablation: t_iter with the
 defaults minus t_iter with that one term switched off, the others kept. Pipelined stages are a max, so a term
 hidden under another shows as 0, and the deltas need not add up to the exposed time:
 
@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from costopt.system import SystemParams, load_system  # noqa: E402
-from costopt.validate import Row, prepare, read_measurements  # noqa: E402
+from costopt.perf.system import SystemParams, load_system  # noqa: E402
+from costopt.measure.validate import Row, prepare, read_measurements  # noqa: E402
 
 FREE = 1e6  # efficiency multiplier that makes a link's time negligible
 

@@ -4,7 +4,7 @@ In TensorFlow 1.x's parameter_server mode (tf_cnn_benchmarks `--variable_update=
 VariableMgrDistributedFetchFromPS in scripts/tf_cnn_benchmarks/variable_mgr.py) the towers read every variable
 from its PS shard through a caching device; the read has no input but the variable, so all pulls are issued
 when the step starts and the forward of layer k waits only for its own variables. The timing model charges
-the pull's exposed part as max(pull − w·T_f, 0) (costopt/timing.py); this tool derives w from that dataflow.
+the pull's exposed part as max(pull − w·T_f, 0) (costopt/perf/timing.py); this tool derives w from that dataflow.
 
 Per tensor k (bytes s_k, S = Σ s_k) of a model's `tensorflow` tensor set:
 - the forward reaches the layer of tensor k at a_k·T_f, a_k = 1 − r_k, where r_k is the tensor's gradient-ready
@@ -17,7 +17,7 @@ T_f·g(ρ), g(ρ) = max(0, max_k(ρ·F_k − a_k)), and the w that gives the sam
 (for ρ > 1, where the pull cannot hide whole). Printed for ρ = 1.5, 2 and 4; the prior is the median over
 the models at ρ = 2. Two bounds beside it: the pulls in forward order (TicTac's target, Hashemi et al., MLSys
 2019) give w near 1; one pull at a time in a random order (TicTac: TF fixes no order) gives w near 0, hence
-the prior's width (costopt/calibrate.py PRIOR).
+the prior's width (costopt/measure/calibrate.py PRIOR).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from costopt.workload import load_workload  # noqa: E402
+from costopt.perf.workload import load_workload  # noqa: E402
 
 MODELS = ("alexnet", "inception_v3", "resnet50", "vgg16")  # the zoo models with a `tensorflow` tensor set
 RHOS = (1.5, 2.0, 4.0)

@@ -38,8 +38,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from costopt.system import load_system  # noqa: E402
-from costopt.validate import Row, prepare  # noqa: E402
+from costopt.perf.system import load_system  # noqa: E402
+from costopt.measure.validate import Row, prepare  # noqa: E402
 
 GPU = "p100-pcie"
 GPUS_PER_NODE = 4

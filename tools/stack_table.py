@@ -1,6 +1,6 @@
 """Print the per-stack accuracy table (markdown): `python tools/stack_table.py` (about 3 minutes).
 
-For every communication stack (costopt/stacks.py) on the shipped measurement rows: median / p90 / max
+For every communication stack (costopt/perf/stacks.py) on the shipped measurement rows: median / p90 / max
 absolute error of
 - priors: the public-measurement values of system_priors.toml, nothing fitted;
 - defaults (in-sample): the shipped defaults, fitted on all rows (tools/fit_defaults.py);
@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from fit_defaults import build, _shipped_date  # noqa: E402
 
-from costopt.system import prior_system  # noqa: E402
-from costopt.validate import error_stats, prepare  # noqa: E402
+from costopt.perf.system import prior_system  # noqa: E402
+from costopt.measure.validate import error_stats, prepare  # noqa: E402
 
 
 def _cell(s: dict) -> str:
@@ -41,7 +41,7 @@ def main() -> None:
         "defaults": df["error_fitted_pct"].to_numpy(),
         "loso": df["error_loso_pct"].to_numpy(),
     }
-    from costopt.validate import read_measurements
+    from costopt.measure.validate import read_measurements
     from fit_defaults import measurement_datasets
     rows = []
     for name in measurement_datasets():
@@ -69,7 +69,7 @@ def main() -> None:
         out.append(f"| {src} | {st} | {int(m.sum())} | {_cell(error_stats(err['priors'][m]))} | "
                    f"{_cell(error_stats(err['defaults'][m]))} | {_cell(error_stats(err['loso'][m]))} | "
                    f"{inside[m].mean():.0%} |")
-    out += ["", "80% range of the communication error (costopt/intervals.py): p10 and p90 of rho = measured / predicted "
+    out += ["", "80% range of the communication error (costopt/perf/intervals.py): p10 and p90 of rho = measured / predicted "
             "time beyond compute over the LOSO residuals (x = (t_iter - t_compute) / t_iter the exposed share of each "
             "row's prediction); the factors measured / predicted throughput they give at x = 0.05, 0.2 and 0.5:", "",
             "| stack | p10 of rho | p90 of rho | x = 0.05 | x = 0.2 | x = 0.5 | residuals | basis |",

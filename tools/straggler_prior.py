@@ -1,6 +1,6 @@
 """Print the prior of `[sync] straggler_cv` from the measured H200 step times: `python tools/straggler_prior.py`.
 
-The straggler term (costopt/timing.py) models one GPU's iteration time as t·(1 + cv·z), z ~ N(0, 1),
+The straggler term (costopt/perf/timing.py) models one GPU's iteration time as t·(1 + cv·z), z ~ N(0, 1),
 independent per GPU, and charges the synchronous wait cv·t·E[max of N standard normals]. Its prior is
 the step-to-step spread of one GPU measured on the same machine: ../shared/data/h200/train_step.jsonl
 records, per (model, precision, batch), the median, min and max of `iters` timed iterations. For n

@@ -4,7 +4,7 @@ Prints, for every solve, the chosen GPU with its segment and lifecycle, and fail
 default solve picks a consumer or end-of-life part (issue 12's acceptance check). Also prints the
 best left-out design's GPU, so a reader sees what the part filter kept out, and checks every Why line
 against the numbers of the designs it names (`why_claims_hold`, written here from the rules in
-costopt/why.py's docstring, not by calling it): a Why line that says something false fails the sweep.
+costopt/purchase/why.py's docstring, not by calling it): a Why line that says something false fails the sweep.
 
     python tools/sweep_part_classes.py            # the 48 solves
 """
@@ -15,8 +15,8 @@ import sys
 import time
 
 import costopt
-from costopt.catalog import load_catalog
-from costopt.errors import InfeasibleError
+from costopt.hardware.catalog import load_catalog
+from costopt.core.errors import InfeasibleError
 
 MODELS = ("resnet50", "inception_v3", "vgg16", "alexnet", "bert_base", "gpt2")
 BUDGETS = (50_000, 200_000, 1_000_000, 5_000_000)

@@ -8,14 +8,14 @@ kernel has it). The workers synchronise a model's gradients over torch.distribut
 
   ring  gloo all-reduce of each DDP-sized gradient bucket in turn;
   ps    parameter server: one shard per host, whole tensors placed greedily by size in creation
-        order (as costopt.placement), push the gradients to their owners, then pull the updates.
+        order (as costopt.perf.placement), push the gradients to their owners, then pull the updates.
 
 It prints the measured communication time per iteration beside costopt's prediction for the same
-bytes, bandwidth and latency, and the error. Predictions use costopt's formulas (costopt/timing.py):
+bytes, bandwidth and latency, and the error. Predictions use costopt's formulas (costopt/perf/timing.py):
 
   ring  t = Σ_buckets 2(W-1)/W · s_k / B  +  n_buckets · t_small
   ps    t = 2 · X(W) / B  +  α_msg · (R(W) + n·(W-1)/W)  +  W · S_max · 3 / B_hmem
-        X(W), R(W), S_max from costopt.placement.ps_busiest_bytes_table (busiest NIC bytes per phase,
+        X(W), R(W), S_max from costopt.perf.placement.ps_busiest_bytes_table (busiest NIC bytes per phase,
         remote tensors per worker, largest shard); push and pull are one phase each. The rig's PS
         runs its phases one after another (all pushes, then the W applies, then the pulls), so the
         apply term is the serial W·S_max·3/B_hmem; costopt's timing model pipelines those W applies
@@ -64,9 +64,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # run from a checkout without installing
 
-from costopt.placement import ps_busiest_bytes_table  # noqa: E402
-from costopt.system import load_system  # noqa: E402
-from costopt.workload import GRADIENT_BYTES_PER_PARAM, TensorSet, load_workload  # noqa: E402
+from costopt.perf.placement import ps_busiest_bytes_table  # noqa: E402
+from costopt.perf.system import load_system  # noqa: E402
+from costopt.perf.workload import GRADIENT_BYTES_PER_PARAM, TensorSet, load_workload  # noqa: E402
 
 NS_PREFIX = "costopt-rig-"
 MTU = 1500

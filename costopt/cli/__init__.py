@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .main import main
+from costopt.cli.main import main
 
 __all__ = ["app", "main"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from .main import build_app
+        from costopt.cli.main import build_app
 
         return build_app()
     raise AttributeError(f"module 'costopt.cli' has no attribute {name!r}")

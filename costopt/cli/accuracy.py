@@ -11,12 +11,12 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
-from ..checks import non_negative, output_path, write_text
-from .common import _console, _fail, _json_dump, out_option, plain_table_text
+from costopt.measure.calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
+from costopt.core.checks import non_negative, output_path, write_text
+from costopt.cli.common import _console, _fail, _json_dump, out_option, plain_table_text
 
-from ..errors import CostoptError, InputError
-from ..validate import validate as run_validate
+from costopt.core.errors import CostoptError, InputError
+from costopt.measure.validate import validate as run_validate
 
 app = typer.Typer()
 
@@ -69,10 +69,10 @@ def validate(
 ) -> None:
     """Predicted vs measured throughput per row, with error summaries per source, strategy and stack. A file in the
     large-model format (`llm_training`, the shipped one) is predicted by the large-model path."""
-    from ..llm.validate import LLM_DATASET, is_llm_csv
+    from costopt.measure.llm_validate import LLM_DATASET, is_llm_csv
 
     if file == LLM_DATASET.stem or is_llm_csv(file):
-        from .llm import run_validate as run_llm_validate
+        from costopt.cli.llm import run_validate as run_llm_validate
 
         run_llm_validate(file, fmt.value, max_median_error)
         return

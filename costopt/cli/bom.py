@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from .. import api
-from ..errors import CostoptError
-from .common import PredictFmt, _bom_table, _console, _fail, _fmt_money, _json_dump
+from costopt.search import api
+from costopt.core.errors import CostoptError
+from costopt.cli.common import PredictFmt, _bom_table, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer()
 

@@ -10,11 +10,11 @@ import typer
 from rich import box
 from rich.table import Table
 
-from .. import purchasing as P
-from ..catalog import load_catalog
-from ..checks import output_path, write_text
-from ..errors import CostoptError, InputError
-from .common import PredictFmt, _console, _fail, _fmt_money, _json_dump
+from costopt.purchase import purchasing as P
+from costopt.hardware.catalog import load_catalog
+from costopt.core.checks import output_path, write_text
+from costopt.core.errors import CostoptError, InputError
+from costopt.cli.common import PredictFmt, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
 

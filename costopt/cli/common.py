@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import CostoptError, InfeasibleError
-from ..files import json_safe
-from ..units import format_usd
+from costopt.core.errors import CostoptError, InfeasibleError
+from costopt.core.files import json_safe
+from costopt.core.units import format_usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -207,7 +207,7 @@ def _design_table(rows: list[dict], title: str, wide: bool = False, legend: bool
 def out_option(out, alias):
     """`--out` (every command's name for the file it writes), or the old spelling `--output` that some
     commands used (still accepted, hidden from the help); both at once is an error."""
-    from ..errors import InputError
+    from costopt.core.errors import InputError
 
     if out is not None and alias is not None and out != alias:
         raise InputError("give --out once (--output is its old spelling)", field="--out")
@@ -232,8 +232,6 @@ def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -
             if exc.nearest and show_nearest:
                 c = _console()
                 if "tokens_per_s" in exc.nearest:  # a large-model design
-                    from .llm import designs_table
-
                     c.print(designs_table([exc.nearest], "Nearest feasible design",
                                           exc.nearest.get("hours_to_train") is not None))
                 else:
@@ -259,4 +257,44 @@ def _bom_table(lines: list[dict], title: str) -> "Table":
                   ln.get("price_date", ""), ln["source"])
     total = round(sum(ln["subtotal_usd"] for ln in lines), 2)
     t.add_row("total", "", "", "", f"${total:,.2f}", "", "")
+    return t
+
+
+_TOKEN_RANGE_KEYS = ("tokens_per_s_low", "tokens_per_s_high", "tokens_per_s")
+def _cell(v, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if fmt == "cents":
+        return f"${v:,.2f}"
+    return _fmt_money(v) if fmt == "money" else fmt.format(v)
+
+
+def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table:
+    """Large-model designs as a table (solve, and the nearest feasible design of an infeasible request);
+    `range`: the 80% range of tokens/s against the prediction, ≈ a near tie with the best."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+              collapse_padding=True)
+    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "range", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
+    if hours:
+        cols += ("hours",)
+    rows = []
+    for d in designs:
+        nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
+        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
+               f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
+               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
+               _cell(d.get("usd_per_1e9_tokens"), "cents")]
+        if hours:
+            row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
+        rows.append(row)
+    for j, col in enumerate(cols):
+        text = col in ("NIC", "layout")  # these wrap; every other cell is kept whole
+        t.add_column(col, justify="left" if text or col == "gpu" else "right",
+                     min_width=None if text else max(len(r[j]) for r in rows))
+    for row in rows:
+        t.add_row(*row)
     return t

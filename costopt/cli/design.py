@@ -8,12 +8,12 @@ from typing import Optional
 
 import typer
 
-from .. import api
-from ..units import plain_number
-from ..errors import CostoptError, InfeasibleError, InputError
-from ..intervals import compute_kind, compute_label, range_phrase
-from ..workload import list_models, load_workload
-from .common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.search import api
+from costopt.core.units import plain_number
+from costopt.core.errors import CostoptError, InfeasibleError, InputError
+from costopt.perf.intervals import compute_kind, compute_label, range_phrase
+from costopt.perf.workload import list_models, load_workload
+from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
 
 app = typer.Typer()
 
@@ -85,11 +85,11 @@ def solve(
                                                 "e.g. AWS's 64-instance Capacity Block)."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
-    from ..llm import is_llm_request
+    from costopt.perf.llm import is_llm_request
 
     if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from ..llm.api import solve_llm
-        from .llm import print_solve
+        from costopt.search.llm_search import solve_llm
+        from costopt.cli.llm import print_solve
 
         try:
             if fmt is Fmt.csv:
@@ -105,7 +105,7 @@ def solve(
         print_solve(res, fmt.value)
         return
     if workload is not None:
-        from .. import multijob
+        from costopt.search import multijob
 
         try:
             per_job = {"--hours": hours, "--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
@@ -240,11 +240,11 @@ def predict(
     as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
-    from ..llm import is_llm_request
+    from costopt.perf.llm import is_llm_request
 
     if is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from ..llm.api import predict_llm
-        from .llm import print_predict
+        from costopt.search.llm_search import predict_llm
+        from costopt.cli.llm import print_predict
 
         try:
             d = predict_llm(model, gpu, gpus_per_node, nodes, nic, strategy, tp=tp, pp=pp, micro_batch=micro_batch,
@@ -344,7 +344,7 @@ def _print_transformers(c) -> None:
     """The transformers described by their architecture (large-model path: fsdp, tp, pp, ...)."""
     from rich.table import Table
 
-    from ..llm.arch import list_llm_models, load_llm_model
+    from costopt.perf.llm.arch import list_llm_models, load_llm_model
 
     t = Table(title="Transformers by architecture (large-model path: predict/solve --strategy fsdp|hsdp|zero1|zero2|ddp)",
               title_justify="left")

@@ -4,15 +4,13 @@ accuracy.py and hand over here when the request is a large-model one."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import typer
-from rich import box
 from rich.table import Table
 
-from ..errors import CostoptError
-from .common import _console, _fail, _fmt_money, _json_dump, _range_cell
+from costopt.core.errors import CostoptError
+from costopt.cli.common import _cell, _console, _fail, _fmt_money, _json_dump, designs_table
 
 _PREDICT_FIELDS = (
     ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
@@ -38,15 +36,7 @@ _PREDICT_FIELDS = (
 _RANGED = {"tokens_per_s": "{:,.0f}", "tokens_per_s_per_gpu": "{:,.0f}", "mfu": "{:.1%}",
            "hours_per_1e9_tokens": "{:,.2f}", "usd_per_1e9_tokens": "cents", "hours_to_train": "{:,.1f}",
            "cost_to_train_usd": "money"}
-_TOKEN_RANGE_KEYS = ("tokens_per_s_low", "tokens_per_s_high", "tokens_per_s")
 
-
-def _cell(v, fmt: str) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    if fmt == "cents":
-        return f"${v:,.2f}"
-    return _fmt_money(v) if fmt == "money" else fmt.format(v)
 
 
 def print_predict(d: dict, fmt: str) -> None:
@@ -72,7 +62,7 @@ def print_predict(d: dict, fmt: str) -> None:
 def range_sentence(d: dict) -> str:
     """'59,969 tokens/s (80% range 50,619-67,251; from the leave-one-source-out errors of ...), 4.6-5.5 hours
     per 1e9 tokens': what a buyer reads about how sure a large-model prediction is."""
-    from ..intervals import range_phrase
+    from costopt.perf.intervals import range_phrase
 
     text = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                         f"from the {d.get('range_basis')}", unit="tokens/s")
@@ -105,36 +95,9 @@ def print_solve(res: dict, fmt: str) -> None:
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
 
 
-def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table:
-    """Large-model designs as a table (solve, and the nearest feasible design of an infeasible request);
-    `range`: the 80% range of tokens/s against the prediction, ≈ a near tie with the best."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-              collapse_padding=True)
-    cols = ("gpu", "GPUs", "NIC", "layout", "tokens/s", "range", "tok/s/GPU", "MFU", "mem GB", "cost", "$/1e9 tok")
-    if hours:
-        cols += ("hours",)
-    rows = []
-    for d in designs:
-        nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
-        row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
-               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
-               f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
-               f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
-               _cell(d.get("usd_per_1e9_tokens"), "cents")]
-        if hours:
-            row.append(_cell(d.get("hours_to_train"), "{:,.0f}"))
-        rows.append(row)
-    for j, col in enumerate(cols):
-        text = col in ("NIC", "layout")  # these wrap; every other cell is kept whole
-        t.add_column(col, justify="left" if text or col == "gpu" else "right",
-                     min_width=None if text else max(len(r[j]) for r in rows))
-    for row in rows:
-        t.add_row(*row)
-    return t
-
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
-    from ..llm.validate import LLM_DATASET, add_ranges, predict_rows, read_llm_csv
+    from costopt.measure.llm_validate import LLM_DATASET, add_ranges, predict_rows, read_llm_csv
 
     try:
         rows = read_llm_csv(LLM_DATASET if file == LLM_DATASET.stem else file)

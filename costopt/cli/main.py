@@ -25,8 +25,8 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 import importlib
 
-from .. import __version__
-from .common import one_line
+from costopt.core.version import __version__
+from costopt.cli.common import one_line
 
 # Command modules in help order, and the commands each one defines: a run imports only the module of
 # its command (the help and unknown commands mount them all).

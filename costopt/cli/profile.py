@@ -11,10 +11,10 @@ from typing import Optional
 
 import typer
 
-from ..checks import output_path
-from .common import _fail, out_option
+from costopt.core.checks import output_path
+from costopt.cli.common import _fail, out_option
 
-from ..errors import CostoptError, InputError
+from costopt.core.errors import CostoptError, InputError
 
 app = typer.Typer()
 
@@ -39,7 +39,7 @@ def profile(
     output_alias: Optional[Path] = typer.Option(None, "--output", hidden=True, help="Old spelling of --out."),
 ) -> None:
     """Measure one device's training step and write a zoo-format profile for --profile."""
-    from .. import profile as prof  # imports torch lazily inside its functions
+    from costopt.measure import profile as prof  # imports torch lazily inside its functions
 
     try:
         if (model is None) == (model_module is None):
@@ -67,7 +67,7 @@ def profile(
     typer.echo(f"wrote {path}: {data['model']}, {len(data['tensor_sets']['pytorch']['tensors'])} parameter tensors, "
                f"batches {', '.join(str(p['batch']) for p in data['profiles'])}, gpu id '{gpu}'")
     try:
-        from ..catalog import load_catalog
+        from costopt.hardware.catalog import load_catalog
 
         ids = sorted(g.id for g in load_catalog(None).gpu)
         if gpu not in ids:

@@ -14,11 +14,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .. import purchasing as P
-from ..checks import output_path
-from .common import _console, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.purchase import purchasing as P
+from costopt.core.checks import output_path
+from costopt.cli.common import _console, _fail, _fmt_money, _fmt_number, _json_dump
 
-from ..errors import CostoptError, InputError
+from costopt.core.errors import CostoptError, InputError
 
 app = typer.Typer()
 
@@ -217,9 +217,9 @@ def report(
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
     strategies fit at which GPU memory size."""
-    from .. import report as R
-    from ..llm import is_llm_request
-    from ..workload import list_models
+    from costopt.purchase import report as R
+    from costopt.perf.llm import is_llm_request
+    from costopt.perf.workload import list_models
 
     if is_llm_request(model, model_config, strategy, tokens, list_models()):
         _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
@@ -248,7 +248,7 @@ def report(
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
-            from ..export_stream import export_ranked  # the table in bounded memory, as `export` writes it
+            from costopt.purchase.export_stream import export_ranked  # the table in bounded memory, as `export` writes it
 
             export_ranked(catalog, model, budget, opts, fmt, all_designs, inputs + [out])
             files.append(all_designs)
@@ -260,8 +260,8 @@ def report(
 
 def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                 max_nodes, top, years, progress, include, exclude_gpu, data_parallel_only: dict) -> None:
-    from .. import report as R
-    from ..llm.report import build_llm_report
+    from costopt.purchase import report as R
+    from costopt.purchase.llm_report import build_llm_report
 
     try:
         given = [k for k, v in data_parallel_only.items() if v is not None]
@@ -326,7 +326,7 @@ def export(
         cat = P._as_catalog(catalog)
         opts.check_exclusions([cat])
         # in bounded memory: the space in pieces, the table's rows written a block at a time (export_stream.py)
-        from ..export_stream import export_ranked
+        from costopt.purchase.export_stream import export_ranked
 
         export_ranked(cat, model, budget, opts, fmt.value, out, inputs, stdout=_StdoutBytes())
     except CostoptError as exc:

@@ -1,0 +1,135 @@
+"""Bill of materials: the line items of one design's capex, each with unit price, quantity and source.
+
+The quantities are the ones cost.py priced (same arrays, same formulas), so for an owned design
+
+    Σ subtotal_usd = capex_usd                      (to the cent; tests check it)
+
+    GPUs             M·G  × GPU price
+    chassis          M    × chassis price (the node without GPUs and NICs)
+    NIC adapters     M·k  × adapter price            (none for one node)
+    switch ports     ports × price per port           (cost.py: M·k one tier, 3·M·k two tiers)
+    cables / optics  links × price per link           (M·k one tier, 2·M·k two tiers)
+    racks            R    × rack price
+    PDUs             R·p  × PDU price                  (p PDUs per rack)
+    support          years × (hardware × % per year)  (only with --support-years)
+
+A rented design (cloud catalog) has no capex: its bill lists the instances at their hourly price,
+summing to the cluster's USD per hour.
+
+Computed only for the designs a command shows (a handful), never for the whole design space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from costopt.hardware.cost import Costs
+from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.hardware.catalog import Catalog
+
+BOM_FIELDS = ("item", "part_id", "unit_price_usd", "quantity", "subtotal_usd", "source", "price_date")
+PRICE_AGE_WARN_DAYS = 365
+
+
+@dataclass(frozen=True)
+class BomLine:
+    item: str
+    part_id: str
+    unit_price_usd: float
+    quantity: float
+    subtotal_usd: float
+    source: str
+    price_date: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {name: getattr(self, name) for name in BOM_FIELDS}  # flat: asdict's deep copy is not needed
+        q = d["quantity"]
+        d["quantity"] = int(q) if float(q).is_integer() else q
+        return d
+
+
+def _line(item: str, part_id: str, unit: float, qty: float, source: str, price_date: str) -> BomLine:
+    return BomLine(item, part_id, float(unit), float(qty), round(float(unit) * float(qty), 2), source, price_date)
+
+
+def bill_of_materials(catalog: Catalog, space: DesignSpace, costs: Costs, i: int) -> list[BomLine]:
+    """Line items of design `i` (an index into `space` / `costs`)."""
+    g = space.gpus[int(space.gpu_idx[i])]
+    ch = space.chassis[int(space.chassis_idx[i])]
+    M = int(space.nodes[i])
+    G = int(ch.gpu_slots)
+    ni = int(space.nic_idx[i])
+    nic = space.nics[ni] if ni != NO_NIC else None
+    k = int(space.nics_per_node[i]) if nic is not None else 0
+    if costs.rented is not None and bool(costs.rented[i]):
+        return [_line(f"rented instance ({G} x {g.id}), per hour", ch.id, float(ch.usd_per_hour or 0.0), M,
+                      ch.price_source, ch.price_date)]
+    src = lambda e: f"{e.price_source}" + (" (estimate)" if "price_usd" in e.estimates else "")  # noqa: E731
+    lines = [
+        _line(f"GPU: {g.name}", g.id, g.price_usd, M * G, src(g), g.price_date),
+        _line(f"chassis: {ch.name} (without GPUs and NICs)", ch.id, ch.price_usd, M, src(ch), ch.price_date),
+    ]
+    if nic is not None and k > 0:
+        lines.append(_line(f"NIC adapter: {nic.name}", nic.id, nic.price_usd, M * k, src(nic), nic.price_date))
+        ports = float(costs.switch_ports[i])
+        if ports > 0:
+            est = " (estimate)" if "switch_port_price_usd" in nic.estimates else ""
+            lines.append(_line(f"switch port for {nic.id}", nic.id, nic.switch_port_price_usd, ports,
+                               nic.price_source + est, nic.price_date))
+        links = float(costs.links[i]) if costs.links is not None else 0.0
+        if links > 0:
+            est = " (estimate)" if "cable_price_usd" in nic.estimates else ""
+            lines.append(_line(f"cable / optics per link for {nic.id}", nic.id, nic.cable_price_usd, links,
+                               nic.cable_source + est, nic.cable_price_date))
+    fac = catalog.facility
+    racks = float(costs.racks[i]) if costs.racks is not None else 0.0
+    if racks > 0:
+        est = lambda f: " (estimate)" if f in fac.estimates else ""  # noqa: E731
+        lines.append(_line(f"rack ({fac.rack_units_per_rack} U, {fac.rack_power_kw:g} kW per rack)", "rack",
+                           fac.rack_price_usd, racks, fac.price_source + est("rack_price_usd"), fac.price_date))
+        if fac.pdus_per_rack:
+            lines.append(_line("power distribution unit (PDU)", "pdu", fac.pdu_price_usd, racks * fac.pdus_per_rack,
+                               fac.price_source + est("pdu_price_usd"), fac.price_date))
+    if costs.support_years and costs.support_usd_per_year is not None:
+        per_year = float(costs.support_usd_per_year[i])
+        if per_year > 0:
+            lines.append(_line(f"hardware support, {fac.support_pct_per_year:g}% of hardware per year", "support",
+                               per_year, costs.support_years, fac.price_source, fac.price_date))
+    return lines
+
+
+def bom_dicts(catalog: Catalog, space: DesignSpace, costs: Costs, i: int) -> list[dict[str, Any]]:
+    return [line.to_dict() for line in bill_of_materials(catalog, space, costs, i)]
+
+
+def parse_price_date(text: str) -> date | None:
+    """'2025', '2025-03', '2025-03-03' -> the first day of that period; None when unreadable."""
+    parts = text.strip()[:10].split("-")
+    try:
+        y = int(parts[0])
+        m = int(parts[1]) if len(parts) > 1 else 1
+        d = int(parts[2]) if len(parts) > 2 else 1
+        return date(y, m, d)
+    except (ValueError, IndexError):
+        return None
+
+
+def oldest_price(lines: list[dict[str, Any]], today: date) -> dict[str, Any]:
+    """The oldest price date among a bill's lines, its age in days and a warning when over a year."""
+    dated = [(parse_price_date(str(ln["price_date"])), ln) for ln in lines]
+    dated = [(d, ln) for d, ln in dated if d is not None]
+    if not dated:
+        return {"oldest_price_date": None, "oldest_price_item": None, "price_age_days": None, "warning": ""}
+    d, ln = min(dated, key=lambda t: (t[0], t[1]["part_id"]))
+    age = (today - d).days
+    warn = ""
+    if age > PRICE_AGE_WARN_DAYS:
+        warn = (f"the oldest price in this design ({ln['part_id']}: {ln['price_date']}) is {age / 365.25:.1f} years "
+                f"old; ask a vendor for a current quote")
+    return {"oldest_price_date": ln["price_date"], "oldest_price_item": ln["part_id"], "price_age_days": age,
+            "warning": warn}
+
+
+__all__ = ["BomLine", "BOM_FIELDS", "bill_of_materials", "bom_dicts", "oldest_price", "parse_price_date"]

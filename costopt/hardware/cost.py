@@ -1,0 +1,237 @@
+"""Cost, power and space of every design, vectorized.
+
+    node price   = chassis (non-GPU part) + G × GPU + k × NIC adapter    (k NICs per node; none for one node)
+    node ports   = M·k
+    switch ports = M·k               when M·k ≤ P  (one switch of P ports)
+                 = 3·M·k             when P < M·k ≤ P²/2 (two-tier non-blocking leaf-spine: every
+                                      node port needs a leaf uplink and a spine port)
+                   beyond P²/2 the design is not buildable with that switch family
+    links        = M·k (one tier) or 2·M·k (two tiers: node-leaf and leaf-spine); 0 for one node
+    power_w      = M × (G × TDP + chassis overhead + k × NIC)
+    nodes/rack   = max(1, min(⌊RU per rack / node RU⌋, ⌊rack kW / node kW⌋))
+    racks        = max(⌈M / nodes per rack⌉, ⌈rack units / RU per rack⌉)   (each with its PDUs)
+    hardware     = M × node price + switch ports × price per port + links × price per link (cable or
+                   fibre + transceivers) + racks × (rack + PDUs per rack × PDU)
+    support      = support years × round(hardware × support % per year / 100, cents)
+    capex        = hardware + support          (costopt/hardware/bom.py lists the same items, summing to capex)
+    TCO(years)   = capex + years × power_kW × average draw × PUE × $/kWh × 8766 h
+
+Rented nodes (cloud catalogs: a chassis with `usd_per_hour`, see catalog.py) are not bought:
+
+    usd_per_hour = M × instance price per hour         (GPUs, network, power all inside it)
+    capex = 0, electricity = 0, switch ports = 0, rack units = 0; power_kW stays (nameplate, for reference)
+
+`evaluate_costs` leaves a rented design's cost at its USD per hour; `price_on_basis` then puts every
+design on one stated basis (`CostBasis`, below). This module is the one place that says what a cost
+means; every command (solve, compare, export, report, rent-vs-buy, multi-job) goes through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from costopt.hardware.catalog import Facility, Site
+from costopt.core.checks import non_negative, positive
+from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.core.errors import InputError
+from costopt.core.units import HOURS_PER_YEAR
+
+
+@dataclass
+class Costs:
+    capex_usd: np.ndarray
+    energy_usd_per_year: np.ndarray
+    cost_usd: np.ndarray  # capex, or TCO over `years` when years > 0
+    power_kw: np.ndarray
+    rack_units: np.ndarray
+    switch_ports: np.ndarray
+    buildable: np.ndarray  # False when the node count exceeds a two-tier fabric of that switch
+    usd_per_hour: np.ndarray | None = None  # rented designs: price per hour of the whole cluster; 0 when owned
+    rented: np.ndarray | None = None  # bool: the design's nodes are rented cloud instances
+    spend_usd: np.ndarray | None = None  # what a budget limits when not cost_usd (owned designs on a horizon: capex)
+    links: np.ndarray | None = None  # network links (cables / fibre + transceivers)
+    racks: np.ndarray | None = None  # racks, each with its PDUs
+    support_usd_per_year: np.ndarray | None = None  # support contract per year (whole cents)
+    support_years: float = 0.0
+
+
+def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = None,
+                   support_years: float = 0.0) -> Costs:
+    """Capex, electricity, power, space of every design; cost = capex (owned) or USD per hour (rented).
+    Every other basis (TCO over years, per job, per hour amortised) is `price_on_basis`, the one place
+    that rule lives. `facility` (racks,
+    PDUs, support; default: catalog.Facility's stated defaults) and `support_years` complete capex."""
+    non_negative("support years", support_years)
+    fac = facility if facility is not None else Facility()
+    gpu_price = np.array([g.price_usd for g in space.gpus])
+    gpu_tdp = np.array([g.tdp_w for g in space.gpus])
+    ch_price = np.array([c.price_usd for c in space.chassis])
+    ch_power = np.array([c.power_overhead_w for c in space.chassis])
+    ch_ru = np.array([c.rack_units for c in space.chassis], dtype=np.float64)
+    # trailing entry = "no NIC" for single-node designs
+    nic_price = np.array([n.price_usd for n in space.nics] + [0.0])
+    nic_power = np.array([n.power_w for n in space.nics] + [0.0])
+    port_price = np.array([n.switch_port_price_usd for n in space.nics] + [0.0])
+    ports_per_switch = np.array([n.switch_ports for n in space.nics] + [1], dtype=np.float64)
+    link_price = np.array([n.cable_price_usd for n in space.nics] + [0.0])
+
+    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    P = ports_per_switch[ni]
+    k = space.nics_per_node.astype(np.float64)
+    node_ports = M * k
+
+    node_price = ch_price[space.chassis_idx] + G * gpu_price[space.gpu_idx] + k * nic_price[ni]
+    one_tier = node_ports <= P
+    ports = np.where(M > 1, np.where(one_tier, node_ports, 3.0 * node_ports), 0.0)
+    switches = np.where(M > 1, np.where(one_tier, 1.0, np.ceil(ports / P)), 0.0)
+    links = np.where(M > 1, np.where(one_tier, node_ports, 2.0 * node_ports), 0.0)
+    node_kw = (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + k * nic_power[ni]) / 1000.0
+    power_kw = M * node_kw
+    rack_units = M * ch_ru[space.chassis_idx] + switches  # one rack unit per switch
+    per_rack = np.maximum(1.0, np.minimum(np.floor(fac.rack_units_per_rack / ch_ru[space.chassis_idx]),
+                                          np.floor(fac.rack_power_kw / node_kw)))
+    racks = np.maximum(np.ceil(M / per_rack), np.ceil(rack_units / fac.rack_units_per_rack))
+    hardware = (M * node_price + ports * port_price[ni] + links * link_price[ni]
+                + racks * (fac.rack_price_usd + fac.pdus_per_rack * fac.pdu_price_usd))
+    support = np.round(hardware * fac.support_pct_per_year / 100.0, 2)
+    capex = hardware + support_years * support
+    energy = power_kw * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
+    cost = capex
+    buildable = (M <= 1) | (node_ports <= P * P / 2.0)
+    hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
+    rented = hourly > 0
+    usd_per_hour = M * hourly
+    if rented.any():
+        zero = np.zeros_like(capex)
+        capex = np.where(rented, zero, capex)
+        energy = np.where(rented, zero, energy)
+        cost = np.where(rented, usd_per_hour, cost)
+        ports = np.where(rented, zero, ports)
+        rack_units = np.where(rented, zero, rack_units)
+        links = np.where(rented, zero, links)
+        racks = np.where(rented, zero, racks)
+        support = np.where(rented, zero, support)
+        buildable = buildable | rented
+    return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
+                 support, float(support_years))
+
+
+# ------------------------------------------------------------------------------------------------
+# What a cost means: one basis for every command
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CostBasis:
+    """The stated basis of `cost_usd`, the same for solve, compare, export, report and multi-job.
+
+    Horizon h (hours of use): `hours`, or per job the design's own time to train,
+    h_d = samples / τ_d / 3600 (τ_d its throughput in samples/s); no horizon when neither is given.
+
+        rented d:  cost = usd_per_hour_d × h            (no horizon: USD per hour)
+        owned d:   cost = capex_d + tco_years × E_d     (a purchase; E_d electricity per year at average draw)
+        owned d, amortised on the horizon (`amortize_years` Y and `utilization` u, used when owned and
+        rented designs are compared):
+                   cost = h × (capex_d / (Y × 8766 × u) + E_d / 8766)
+        i.e. the share of the purchase one hour of work uses when the cluster is busy a fraction u of
+        Y years, plus that hour's electricity. A budget then still limits the purchase: spend = capex_d.
+    """
+
+    tco_years: float = 0.0
+    hours: float | None = None
+    samples: float | None = None
+    amortize_years: float | None = None
+    utilization: float = 1.0
+
+    def __post_init__(self) -> None:
+        non_negative("TCO years", self.tco_years)
+        positive("hours", self.hours)
+        positive("samples to train (epochs x dataset size)", self.samples)
+        positive("years (amortisation)", self.amortize_years)
+        if not (0 < self.utilization <= 1):
+            raise InputError(f"utilization must be in (0, 1], got {self.utilization}", field="utilization")
+        if self.amortize_years is not None and self.horizon is None:
+            raise InputError("amortising a purchase needs a horizon: --hours, or --epochs with --dataset-size", field="hours")
+        if self.amortize_years is not None and self.tco_years:
+            raise InputError("--tco-years does not apply on a horizon: owned designs are amortised over --years "
+                             "at --utilization there", field="tco_years")
+
+    @property
+    def horizon(self) -> str | None:
+        """'hours', 'job' or None."""
+        if self.hours is not None:
+            return "hours"
+        if self.samples is not None:
+            return "job"
+        return None
+
+    def label(self, rented: bool) -> str:
+        """What `cost_usd` means for a rented or an owned design under this basis."""
+        h = self.horizon
+        if rented:
+            if h == "hours":
+                return f"USD for {self.hours:g} h of rent"
+            if h == "job":
+                return "USD per training job (rent x time to train)"
+            return "USD per hour of rent"
+        if self.amortize_years is not None:
+            share = f"capex over {self.amortize_years:g} years at {self.utilization:.0%} use + electricity"
+            if h == "hours":
+                return f"USD for {self.hours:g} h of use ({share})"
+            return f"USD per training job ({share})"
+        if self.tco_years:
+            return f"USD capex + electricity over {self.tco_years:g} years"
+        return "USD capex (one-off purchase)"
+
+    def short(self, rented: bool) -> str:
+        """A short code of `label` for table cells and CSV columns."""
+        h = self.horizon
+        if rented:
+            if h == "hours":
+                return f"rent_{self.hours:g}h"
+            return "rent_per_job" if h == "job" else "rent_per_hour"
+        if self.amortize_years is not None:
+            return f"own_{self.hours:g}h" if h == "hours" else "own_per_job"
+        return f"capex+energy_{self.tco_years:g}y" if self.tco_years else "capex"
+
+
+def horizon_hours(basis: CostBasis, throughput: np.ndarray) -> np.ndarray | None:
+    """Hours of use each design is priced for (None: no horizon)."""
+    if basis.hours is not None:
+        return np.full(len(throughput), float(basis.hours))
+    if basis.samples is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return basis.samples / throughput / 3600.0
+    return None
+
+
+def price_on_basis(costs: Costs, throughput: np.ndarray, basis: CostBasis) -> Costs:
+    """`costs` (from `evaluate_costs`) with `cost_usd` (and `spend_usd`) on `basis`; see `CostBasis`."""
+    h = horizon_hours(basis, throughput)
+    owned_cost = costs.capex_usd + basis.tco_years * costs.energy_usd_per_year
+    spend = None
+    if basis.amortize_years is not None and h is not None:
+        busy_hours = basis.amortize_years * HOURS_PER_YEAR * basis.utilization
+        owned_cost = h * (costs.capex_usd / busy_hours + costs.energy_usd_per_year / HOURS_PER_YEAR)
+        spend = costs.capex_usd.copy()
+    rented = costs.rented if costs.rented is not None else np.zeros(len(owned_cost), dtype=bool)
+    hourly = costs.usd_per_hour if costs.usd_per_hour is not None else np.zeros(len(owned_cost))
+    rent = hourly * (h if h is not None else 1.0)
+    cost = np.where(rented, rent, owned_cost)
+    if spend is not None:
+        spend = np.where(rented, rent, spend)
+    return replace(costs, cost_usd=cost, spend_usd=spend)
+
+
+def within_budget(costs: Costs, budget: float | None) -> np.ndarray:
+    """Designs a budget allows: cost_usd ≤ budget, or the purchase ≤ budget for owned designs priced
+    on a horizon (the budget buys the cluster; the horizon cost is what it is compared on)."""
+    n = len(costs.cost_usd)
+    if budget is None:
+        return np.ones(n, dtype=bool)
+    spend = costs.spend_usd if costs.spend_usd is not None else costs.cost_usd
+    return spend <= budget

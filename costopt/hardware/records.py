@@ -1,0 +1,391 @@
+"""The catalog's records: typed, frozen dataclasses (GPU, chassis, NIC, site, facility, instance and
+the catalog that holds them), built only from data that `catalog_schema` has validated. Loading,
+overlays and caching live in `catalog.py`; this module imports neither, so the schema can read the
+records' defaults without a circle."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cached_property
+from typing import Any
+
+from costopt.core.units import pcie_x16_gbps
+
+
+class _Record:
+    """A validated catalog entry: read-only attributes, given by keyword (a field left out takes its
+    default). `model_copy` and `model_dump` behave as the pydantic methods of the same name (a copy with
+    some fields replaced, not validated again; every field as plain data).
+
+    The records are dataclasses for their fields, `repr`, `==` and read-only attributes; `__init__` is
+    this one, shared, rather than one generated per class (generating them costs ~10 ms at start-up).
+    """
+
+    def __init__(self, **values: Any) -> None:
+        spec = type(self)._spec
+        unknown = values.keys() - spec.keys()
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown field(s) {sorted(unknown)}")
+        d = self.__dict__
+        for name, (default, factory) in spec.items():
+            if name in values:
+                d[name] = values[name]
+            elif factory is not MISSING:
+                d[name] = factory()
+            elif default is not MISSING:
+                d[name] = default
+            else:
+                raise TypeError(f"{type(self).__name__}: missing field '{name}'")
+
+    def model_copy(self, *, update: dict[str, Any] | None = None):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if update:
+            new.__dict__.update(update)
+        return new
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, _Record):
+        return v.model_dump()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+_RECORD = dict(frozen=True, kw_only=True, init=False)
+
+
+@dataclass(**_RECORD)
+class LifeCycled(_Record):
+    """Where a part stands in its vendor's line-up, with the source that says so.
+
+    `current`: on sale as a new part; `legacy`: superseded, still sold or supported but not what a
+    vendor quotes for a new cluster; `end_of_life`: discontinued (`end_of_life_date` says since when).
+    Part filters (costopt/hardware/part_filter.py) leave legacy and end-of-life parts out of default searches.
+    """
+
+    lifecycle: str = "current"  # current | legacy | end_of_life
+    end_of_life_date: str | None = None
+    lifecycle_source: str = ""
+
+
+@dataclass(**_RECORD)
+class Sourced(_Record):
+    """Provenance shared by every catalog entry."""
+
+    source: str
+    date: str
+    price_source: str
+    price_date: str
+    estimates: list[str] = field(default_factory=list)
+    notes: str = ""
+
+
+@dataclass(**_RECORD)
+class ReferenceThroughput(_Record):
+    """Published single-GPU training throughput used to scale measured compute times to this GPU.
+
+    `model` is the zoo model it was measured on (ResNet-50 in the reference catalog). A precision
+    left out means the GPU has no published figure for it.
+    """
+
+    model: str = "resnet50"
+    fp32_samples_per_s: float | None = None
+    amp_samples_per_s: float | None = None
+    source: str
+    date: str
+    estimate: bool = False
+
+
+@dataclass(**_RECORD)
+class Gpu(Sourced, LifeCycled):
+    """A GPU model: peak rates, memory, GPU link, PCIe generation and price (units in the field names;
+    the allowed values of each field: catalog_schema.Gpu)."""
+
+    id: str
+    name: str
+    segment: str  # datacenter | workstation | consumer (GeForce / Radeon: driver licence excludes data centres)
+    vendor: str = "nvidia"
+    form_factor: str  # pcie | sxm | oam
+    memory_gb: float
+    memory_bandwidth_gbs: float
+    tflops_fp32: float
+    tflops_tf32: float | None = None
+    tflops_fp16: float | None = None
+    tflops_bf16: float | None = None
+    tdp_w: float
+    gpu_link: str  # none | nvlink1..nvlink5 | infinity-fabric
+    gpu_link_gbs: float  # per GPU, per direction, GB/s; 0 when the only path is PCIe
+    pcie_gen: int
+    price_usd: float
+    launch_year: int | None = None
+    # GPU generation: selects the achieved fractions of peak the compute roofline uses (compute.py)
+    architecture: str | None = None
+    # provenance of the peak fields (tflops_*, memory_bandwidth_gbs): where they are read and when
+    peak_source: str | None = None
+    peak_date: str | None = None
+    # Clock under sustained load vs the rated boost clock the peaks are quoted at (compute.py's
+    # roofline scales the peaks by sustained / boost; the physical floor keeps the rated peaks).
+    # GeForce GPU Boost runs above the rated boost clock when power and temperature allow.
+    boost_clock_mhz: float | None = None
+    sustained_clock_mhz: float | None = None
+    clock_source: str | None = None
+    clock_date: str | None = None
+    # a published single-GPU ResNet-50 training figure (one same-model evidence point, see compute.py)
+    throughput: ReferenceThroughput | None = None
+
+    @property
+    def clock_factor(self) -> float:
+        """Sustained / rated boost clock (1 when the catalog gives no clocks)."""
+        if self.boost_clock_mhz is None or self.sustained_clock_mhz is None:
+            return 1.0
+        return self.sustained_clock_mhz / self.boost_clock_mhz
+
+    def sustained_flops(self, precision: str) -> float | None:
+        """Peak FLOP/s at the clock the GPU holds under sustained load: peak_flops x clock_factor."""
+        peak = self.peak_flops(precision)
+        return None if peak is None else peak * self.clock_factor
+
+    def peak_flops(self, precision: str) -> float | None:
+        """Dense peak FLOP/s the GPU's fastest unit reaches at this training precision (None: no path).
+
+        fp32 training may run convolutions (cuDNN's default) and, in NGC containers, matmuls on TF32
+        tensor cores, so its ceiling is the larger of the FP32 and TF32 peaks.
+        """
+        if precision == "fp32":
+            return 1e12 * max(self.tflops_fp32, self.tflops_tf32 or 0.0)
+        if precision == "amp_bf16":
+            return None if self.tflops_bf16 is None else 1e12 * self.tflops_bf16
+        if precision == "amp_fp16":
+            return None if self.tflops_fp16 is None else 1e12 * self.tflops_fp16
+        return None
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbs * 1e9
+
+    def best_training_precision(self) -> str:
+        """The precision a 2026 buyer trains in on this GPU: bf16 AMP where the GPU has BF16 (Ampere
+        and later, MI300X), fp16 AMP where FP16 runs on tensor cores (Volta, Turing: >= 4x the FP32
+        rate), fp32 otherwise (Kepler, Pascal's FP16 is only 2x FP32 on the CUDA cores)."""
+        if self.tflops_bf16 is not None:
+            return "amp_bf16"
+        if self.tflops_fp16 is not None and self.tflops_fp16 >= 4 * self.tflops_fp32:
+            return "amp_fp16"
+        return "fp32"
+
+    def training_precisions(self) -> list[str]:
+        """Every precision the GPU trains in, best first: `best_training_precision`, then the other
+        paths it has (bf16 AMP, fp16 AMP, fp32 in that order). `precision auto` takes the first one a
+        model has a compute profile for."""
+        best = self.best_training_precision()
+        return [best] + [p for p in ("amp_bf16", "amp_fp16", "fp32") if p != best and self.supports(p)]
+
+    def supports(self, precision: str) -> bool:
+        """Whether the GPU has a fast path for this training precision."""
+        if precision == "fp32":
+            return True
+        if precision == "amp_bf16":
+            return self.tflops_bf16 is not None
+        if precision == "amp_fp16":
+            return self.tflops_fp16 is not None
+        return False
+
+
+@dataclass(**_RECORD)
+class Chassis(Sourced, LifeCycled):
+    """A node chassis: GPU slots (GPUs per node), the GPUs and NICs it takes, price, power, rack units."""
+
+    id: str
+    name: str
+    form_factor: str  # pcie | sxm | oam
+    gpu_slots: int  # 1, 2, 4, 8 or 16
+    accepts_gpus: list[str] = field(default_factory=list)  # empty: any GPU of the same form factor
+    intra_fabric: str  # pcie | nvswitch | nvlink-bridge | infinity-fabric
+    pcie_gen: int
+    gpus_per_pcie_switch: int = 1
+    price_usd: float
+    power_overhead_w: float
+    rack_units: int
+    nics: list[str] = field(default_factory=list)  # empty: every NIC whose line rate fits one PCIe x16 slot
+    # NIC adapters a node can carry: >1 lets designs put one adapter per GPU rail (DGX/HGX style)
+    max_nics: int = 1
+    usd_per_hour: float | None = None  # set only on a rented cloud node (built from [[instance]])
+    # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
+    max_nodes: int | None = None
+    max_nodes_source: str = ""
+
+
+@dataclass(**_RECORD)
+class Nic(Sourced, LifeCycled):
+    """A network adapter and its switch family: line rate, transport, latency, prices of adapter, switch
+    port and cable."""
+
+    id: str
+    name: str
+    line_rate_gbps: float
+    transport: str  # tcp | rdma
+    latency_us: float
+    price_usd: float
+    switch_port_price_usd: float
+    switch_ports: int
+    # one link (cable, or fibre with its two transceivers) from a port to a switch port; see cost.py
+    cable_price_usd: float
+    cable_source: str = ""
+    cable_price_date: str | None = None
+    power_w: float = 25.0
+
+
+@dataclass(**_RECORD)
+class Site(_Record):
+    """Running-cost assumptions for total cost of ownership."""
+
+    electricity_usd_per_kwh: float = 0.0826
+    pue: float = 1.5
+    average_draw_fraction: float = 0.75
+    source: str = (
+        "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
+        "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
+        "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
+    )
+    date: str = "2025-06-20"
+
+
+@dataclass(**_RECORD)
+class Facility(_Record):
+    """Racks, power distribution and hardware support: what a cluster needs besides nodes and network.
+
+    Racks are counted in cost.py: as many as the nodes need by space (`rack_units_per_rack`) or by
+    power (`rack_power_kw`, what one feed carries when each rack has A and B feeds), whichever is more.
+    Each rack gets `pdus_per_rack` power distribution units. Support is a share of the hardware price
+    per year, bought up front for the years asked (`--support-years`; none by default).
+    """
+
+    rack_price_usd: float = 1500.0
+    rack_units_per_rack: int = 42
+    rack_power_kw: float = 17.3
+    pdu_price_usd: float = 1500.0
+    pdus_per_rack: int = 2
+    support_pct_per_year: float = 0.0
+    source: str = (
+        "built-in defaults, all estimates: 42U cabinet $1,500; rack power 17.3 kW = one 208 V 3-phase 60 A PDU at the "
+        "NEC 80% continuous rating, two PDUs per rack on A/B feeds (aiinfrasource.com 'How to choose rack PDU for GPU "
+        "servers', 2026-06-11); PDU $1,500 inside the switched-PDU range $700-1,800 (ipsecuritydepot.com rack PDU "
+        "buyer's guide, 2026); no support contract"
+    )
+    date: str = "2026-06-11"
+    price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
+                         "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
+    price_date: str = "2026-06-11"
+    estimates: list[str] = field(default_factory=lambda: ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"])
+    notes: str = ""
+
+
+@dataclass(**_RECORD)
+class CatalogInfo(_Record):
+    name: str
+    description: str = ""
+    date: str
+    base: str = ""  # overlay / cloud catalog: the catalog it builds on (built-in name or path)
+    kind: str = "owned"  # owned | cloud (cloud: nodes are rented [[instance]]s priced per hour)
+    # cloud: whose instances these are; "aws" takes network and capacity caps from data/cloud_instances.toml
+    provider: str = ""
+
+
+@dataclass(**_RECORD)
+class Instance(Sourced):
+    """A cloud instance: one rented node with a fixed GPU type and count, network and hourly price."""
+
+    id: str
+    name: str = ""
+    gpu: str  # a GPU id of the base catalog (specs come from there)
+    gpu_count: int  # 1, 2, 4, 8 or 16
+    # the instance's sustained network bandwidth, all its adapters together; None: from the provider's
+    # facts (data/cloud_instances.toml), the one source shared with `catalog import`
+    network_gbps: float | None = None
+    transport: str | None = None  # tcp | rdma (EFA / InfiniBand / RoCE); None: the facts', else tcp
+    # the most instances of this type one cluster can rent; None: the provider's default (cloud_facts.py)
+    max_instances: int | None = None
+    max_instances_source: str = ""
+    intra_fabric: str | None = None
+    usd_per_hour: float  # on-demand price of one instance, per hour
+    spot_usd_per_hour: float | None = None
+    vcpus: float | None = None
+    memory_gib: float | None = None
+    region: str = ""
+
+
+@dataclass(**_RECORD)
+class Catalog(_Record):
+    catalog: CatalogInfo
+    site: Site = field(default_factory=Site)
+    facility: Facility = field(default_factory=Facility)
+    gpu: list[Gpu]
+    chassis: list[Chassis]
+    nic: list[Nic]
+    instance: list[Instance] = field(default_factory=list)
+    # GPUs an overlay's [availability] took off the offer: never in a design, but their specs stay
+    # known so compute can still be scaled from a measured GPU (e.g. the H200 profiles).
+    unavailable_gpu: list[Gpu] = field(default_factory=list)
+    path: str = ""
+
+    @classmethod
+    def from_data(cls, d: dict) -> "Catalog":
+        """The records of validated catalog data (`catalog_schema.validate_catalog`, or the cache)."""
+
+        def gpu(g: dict) -> Gpu:
+            t = g.get("throughput")
+            return Gpu(**{**g, "throughput": ReferenceThroughput(**t) if t is not None else None})
+
+        return cls(catalog=CatalogInfo(**d["catalog"]), site=Site(**d["site"]), facility=Facility(**d["facility"]),
+                   gpu=[gpu(g) for g in d["gpu"]], chassis=[Chassis(**c) for c in d["chassis"]],
+                   nic=[Nic(**n) for n in d["nic"]], instance=[Instance(**i) for i in d["instance"]],
+                   unavailable_gpu=[gpu(g) for g in d["unavailable_gpu"]], path=d["path"])
+
+    @cached_property
+    def gpus(self) -> dict[str, Gpu]:
+        """GPUs by id: those on offer first (in catalog order), then any unavailable ones (specs only)."""
+        out = {g.id: g for g in self.gpu}
+        for g in self.unavailable_gpu:
+            out.setdefault(g.id, g)
+        return out
+
+    @cached_property
+    def chassis_by_id(self) -> dict[str, Chassis]:
+        return {c.id: c for c in self.chassis}
+
+    @cached_property
+    def nics(self) -> dict[str, Nic]:
+        return {n.id: n for n in self.nic}
+
+    @property
+    def is_cloud(self) -> bool:
+        """True when the nodes are rented instances priced per hour."""
+        return self.catalog.kind == "cloud"
+
+    @cached_property
+    def instances(self) -> dict[str, Instance]:
+        return {i.id: i for i in self.instance}
+
+
+    def nics_for(self, chassis: Chassis) -> list[Nic]:
+        """NICs this chassis can take, in catalog order."""
+        if chassis.nics:
+            return [self.nics[i] for i in chassis.nics]
+        cap = pcie_x16_gbps(chassis.pcie_gen)
+        return [n for n in self.nic if n.line_rate_gbps <= cap]
+
+    def gpu_fits(self, gpu: Gpu, chassis: Chassis) -> bool:
+        if chassis.accepts_gpus:
+            return gpu.id in chassis.accepts_gpus
+        return gpu.form_factor == chassis.form_factor
+
+
+for _cls in (LifeCycled, Sourced, ReferenceThroughput, Gpu, Chassis, Nic, Site, Facility, CatalogInfo, Instance, Catalog):
+    _cls.model_fields = {f.name: f for f in fields(_cls)}  # field name -> dataclasses.Field, in order
+    _cls._spec = {f.name: (f.default, f.default_factory) for f in fields(_cls)}
+del _cls

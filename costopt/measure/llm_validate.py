@@ -1,0 +1,274 @@
+"""Predicted vs published large-model training throughput (the `llm_training` CSV format).
+
+Each row names a model by its architecture (`layers`, `hidden`, `heads`, `seq_len`, `params_b`), a
+GPU, GPUs per node and nodes, the parallel layout (`dp_strategy`, `tp`, `pp`, `cp`,
+`micro_batch_per_gpu`, `global_batch`, `activation_checkpointing`) and what was measured
+(`measured_tokens_per_s_per_gpu`, `measured_mfu`). The model is built from the architecture columns;
+the published parameter count is used for the 6·P FLOPs term (the FFN and vocabulary shapes are not in
+the file). `error_pct` = 100·(predicted − measured)/measured on tokens/s per GPU; rows without a
+measured tokens/s are reported as skipped, with the reason.
+
+What the file does not say, and what is assumed (each row's `assumed` column repeats it):
+- network: 8 GPUs per node on the catalog's 8-GPU NVSwitch board for that GPU, one InfiniBand adapter
+  per GPU (HDR 200 Gb/s for A100, NDR 400 Gb/s for H100: the fabrics of the DGX A100 and DGX H100
+  reference designs), unless `interconnect` states another;
+- activation checkpointing not stated: `full` (Megatron-LM's examples enable it);
+- precision not stated: `amp_bf16` (A100 and H100 run fp16 and bf16 at the same peak);
+- `cp` (context parallel) > 1 and `fp8` rows are skipped: not modelled.
+
+One optional column, `attention` (`flash` or `unfused`), says whether the run's attention kernel kept
+the s×s scores out of memory (FlashAttention) or not; step.py times the two differently. Empty or
+absent: `flash`, the norm of 2023-2026 training stacks, listed as assumed. The shipped file fills it
+from the framework, version and date each source states (llm_training_sources.md).
+
+A second optional column, `measured_tokens_basis`, says how the tokens/s per GPU was obtained: `stated`
+(printed by the source), `derived_iteration_time` (tokens per iteration over the printed iteration time),
+`derived_flops_formula` (printed achieved TFLOP/s over the FLOPs per token of the formula the source states
+it used); empty when the file does not say. tools/derive_llm_tokens.py fills it (and the derived figures)
+in the shipped file.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from costopt.hardware.catalog import Catalog, load_catalog
+from costopt.search.design_space import DesignSpace
+from costopt.core.errors import InputError
+from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
+from costopt.perf.llm.evaluate import Layout, evaluate_layouts, gpu_generation
+from costopt.perf.llm.memory import LLM_STRATEGIES
+from costopt.perf.llm.step import LlmParams
+from costopt.core.paths import DATA_DIR
+
+LLM_DATASET = DATA_DIR / "validation" / "llm_training.csv"
+COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len", "gpu", "gpus_per_node", "nodes",
+           "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
+           "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
+           "notes")
+OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis")  # attention: flash | unfused; empty or absent: flash
+ATTENTION = ("flash", "unfused")
+# how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
+TOKENS_BASIS = ("stated", "derived_iteration_time", "derived_flops_formula")
+_ASSUMED_NIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr"}
+
+
+def is_llm_csv(path: str | Path) -> bool:
+    """True when the file's header is the large-model format (so `costopt validate` can dispatch)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except OSError:
+        return False
+    return "measured_tokens_per_s_per_gpu" in header and "dp_strategy" in header
+
+
+@dataclass
+class LlmRow:
+    line: int
+    source: str
+    model: str
+    cfg: TransformerConfig | None
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    strategy: str
+    tp: int
+    pp: int
+    micro_batch: int
+    global_batch: int
+    ckpt: str
+    precision: str
+    measured_tokens: float | None
+    measured_mfu: float | None
+    skip: str  # '' or why the row is not predicted
+    assumed: str
+    flash: bool = True
+    tokens_basis: str = ""  # TOKENS_BASIS, or '' when the file does not say
+
+
+def read_llm_csv(path: str | Path) -> list[LlmRow]:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"measurement file not found: {p}")
+    with open(p, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
+        if missing or extra:
+            raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
+                             + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
+        return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
+
+
+def _num(p: Path, line: int, raw: dict, col: str, *, integer: bool = False, optional: bool = False):
+    v = (raw.get(col) or "").strip()
+    if v == "":
+        if optional:
+            return None
+        raise InputError(f"{p}:{line}: column '{col}' is empty", field=col)
+    try:
+        x = float(v)
+    except ValueError:
+        raise InputError(f"{p}:{line}: column '{col}' must be a number, got '{v}'", field=col) from None
+    if not math.isfinite(x) or x <= 0 or (integer and x != int(x)):
+        raise InputError(f"{p}:{line}: column '{col}' must be a {'whole ' if integer else ''}number > 0, got '{v}'",
+                         field=col)
+    return int(x) if integer else x
+
+
+def _parse(p: Path, line: int, raw: dict) -> LlmRow:
+    layers, hidden, heads, seq = (_num(p, line, raw, c, integer=True) for c in ("layers", "hidden", "heads", "seq_len"))
+    params_b = _num(p, line, raw, "params_b")
+    G, M = _num(p, line, raw, "gpus_per_node", integer=True), _num(p, line, raw, "nodes", integer=True)
+    tp, pp, cp = (_num(p, line, raw, c, integer=True) for c in ("tp", "pp", "cp"))
+    mb = _num(p, line, raw, "micro_batch_per_gpu", integer=True, optional=True)
+    gb = _num(p, line, raw, "global_batch", integer=True, optional=True)
+    strategy = raw["dp_strategy"].strip()
+    if strategy not in LLM_STRATEGIES:
+        raise InputError(f"{p}:{line}: dp_strategy '{strategy}' (choose from {', '.join(LLM_STRATEGIES)})",
+                         field="dp_strategy")
+    assumed = []
+    ckpt = raw["activation_checkpointing"].strip()
+    skip = ""
+    if ckpt == "":
+        ckpt = "full"
+        assumed.append("checkpointing full (not stated)")
+    elif ckpt.startswith("selective"):
+        ckpt = "selective"
+    elif ckpt not in CHECKPOINTING:
+        raise InputError(f"{p}:{line}: activation_checkpointing '{ckpt}'", field="activation_checkpointing")
+    precision = raw["precision"].strip()
+    if precision == "":
+        precision = "amp_bf16"
+        assumed.append("precision amp_bf16 (not stated)")
+    elif precision == "fp8":
+        skip = "fp8 training is not modelled"
+    elif precision not in ("amp_bf16", "amp_fp16"):
+        raise InputError(f"{p}:{line}: precision '{precision}'", field="precision")
+    if cp > 1:
+        skip = skip or "context parallel is not modelled"
+    if G * M % (tp * pp):
+        raise InputError(f"{p}:{line}: tp x pp = {tp * pp} does not divide {G * M} GPUs", field="tp")
+    tok = _num(p, line, raw, "measured_tokens_per_s_per_gpu", optional=True)
+    mfu = _num(p, line, raw, "measured_mfu", optional=True)
+    if tok is None and not skip:
+        skip = "no measured tokens/s per GPU"
+    if (mb is None or gb is None) and not skip:
+        skip = "micro-batch or global batch not stated"
+    cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
+                            ffn_hidden=4 * hidden, vocab=50368, seq_len=seq, source=raw["source"],
+                            params_override=int(round(params_b * 1e9)))
+    attention = (raw.get("attention") or "").strip()
+    if attention == "":
+        attention = "flash"
+        assumed.append("attention flash (not stated)")
+    elif attention not in ATTENTION:
+        raise InputError(f"{p}:{line}: attention '{attention}' (choose from {', '.join(ATTENTION)})", field="attention")
+    flash = attention == "flash"
+    basis = (raw.get("measured_tokens_basis") or "").strip()
+    if basis and basis not in TOKENS_BASIS:
+        raise InputError(f"{p}:{line}: measured_tokens_basis '{basis}' (choose from {', '.join(TOKENS_BASIS)})",
+                         field="measured_tokens_basis")
+    if basis and tok is None:
+        raise InputError(f"{p}:{line}: measured_tokens_basis '{basis}' but measured_tokens_per_s_per_gpu is empty",
+                         field="measured_tokens_basis")
+    return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
+                  precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
+                  basis)
+
+
+def _row_space(rows: list[LlmRow], catalog: Catalog) -> tuple[DesignSpace, np.ndarray]:
+    """One hardware design per row: the catalog's largest NVSwitch/NVLink board for the GPU, the assumed NIC."""
+    gpus, chassis, nics = list(catalog.gpu), list(catalog.chassis), list(catalog.nic)
+    gi, ci, ni, k = [], [], [], []
+    for r in rows:
+        if r.gpu not in catalog.gpus:
+            raise InputError(f"line {r.line}: unknown gpu '{r.gpu}' (known: {', '.join(catalog.gpus)})", field="gpu")
+        g = catalog.gpus[r.gpu]
+        boards = [(c.gpu_slots, -c.price_usd, j) for j, c in enumerate(chassis)
+                  if catalog.gpu_fits(g, c) and c.intra_fabric != "pcie" and c.usd_per_hour is None]
+        if not boards:
+            boards = [(c.gpu_slots, -c.price_usd, j) for j, c in enumerate(chassis) if catalog.gpu_fits(g, c)]
+        j = max(boards)[2]
+        nic_id = _ASSUMED_NIC.get(gpu_generation(g), "ib-hdr")
+        n = next((q for q, x in enumerate(nics) if x.id == nic_id), None)
+        if n is None:
+            raise InputError(f"the catalog has no NIC '{nic_id}' (assumed for {r.gpu} rows)", field="nic")
+        gi.append(gpus.index(g))
+        ci.append(j)
+        ni.append(n)
+        k.append(max(1, chassis[j].max_nics) if r.nodes > 1 else 1)
+    a = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    space = DesignSpace(gpus, chassis, nics, a(gi), a(ci), a(ni), a([r.nodes for r in rows]),
+                        np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), a(k))
+    return space, a([r.gpus_per_node for r in rows])
+
+
+def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: Catalog | None = None) -> list[dict]:
+    """Predicted tokens/s per GPU (and MFU, memory) for every row; skipped rows carry their reason."""
+    catalog = catalog or load_catalog(None)
+    live = [r for r in rows if not r.skip]
+    out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp,
+                    "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
+                    "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
+                    "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
+    if live:
+        space, G = _row_space(live, catalog)
+        lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
+                     np.array([r.pp for r in live]), np.array([r.micro_batch for r in live]),
+                     np.array([CHECKPOINTING.index(r.ckpt) for r in live]))
+        by_precision: dict[str, list[int]] = {}
+        for i, r in enumerate(live):
+            by_precision.setdefault(r.precision, []).append(i)
+        for precision, idx in sorted(by_precision.items()):  # one evaluation per precision, all its rows at once
+            ix = np.array(idx)
+            sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
+            ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
+                                  precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
+                                  params=params, gpus_per_node=G[ix],
+                                  flash_attention=np.array([live[i].flash for i in idx]))
+            for j, i in enumerate(idx):
+                r = live[i]
+                pred = float(ev.timing.tokens_per_s_per_gpu[j])
+                rec = out[r.line]
+                rec["predicted_tokens_per_s_per_gpu"] = pred
+                rec["predicted_mfu"] = float(ev.timing.mfu[j])
+                rec["memory_per_gpu_gb"] = float(ev.memory_per_gpu_bytes[j]) / 1e9
+                rec["fits_in_memory"] = bool(ev.fits[j])
+                rec["error_pct"] = 100.0 * (pred - r.measured_tokens) / r.measured_tokens
+    return [out[r.line] for r in rows]
+
+
+def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
+    """Give every predicted row the 80% range a prediction of it carries (ranges.py: the row's GPU decides the
+    sample), `predicted_low_tokens_per_s_per_gpu` / `predicted_high_tokens_per_s_per_gpu`, and return the
+    share of rows whose measurement lies inside it with the committed out-of-sample coverage beside it.
+    The share is in sample: the range's residuals include these rows' own held-out errors."""
+    from costopt.perf.llm.evaluate import default_llm_params, mamf_fraction
+    from costopt.perf.llm.ranges import bounds, load_llm_residuals
+
+    catalog = catalog or load_catalog(None)
+    live = [r for r in recs if r.get("error_pct") is not None]
+    if not live:
+        return {}
+    params = default_llm_params()
+    mamf = np.array([mamf_fraction(catalog.gpus[r["gpu"]], params, catalog.gpus)[0] for r in live])
+    x = np.array([r["predicted_tokens_per_s_per_gpu"] for r in live])
+    rng = bounds(x, np.array([r["predicted_mfu"] for r in live]), np.array([r["gpu"] for r in live]), mamf)
+    meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
+    for r, lo, hi in zip(live, rng.low.tolist(), rng.high.tolist()):
+        r["predicted_low_tokens_per_s_per_gpu"] = lo
+        r["predicted_high_tokens_per_s_per_gpu"] = hi
+    inside = (meas >= rng.low) & (meas <= rng.high)
+    res = load_llm_residuals()
+    return {"rows_inside_range_share": float(inside.mean()),
+            "rows_inside_range_basis": "in sample: the shipped fit, ranges whose residuals include these rows",
+            "range_coverage_out_of_sample": res.coverage}

@@ -1,0 +1,187 @@
+"""Decoder-only transformers described by their architecture: parameters, FLOPs and bytes per token.
+
+A model is fully described by its layer count L, hidden size h, attention heads a (and key/value
+heads a_kv for grouped-query attention), feed-forward size f, vocabulary V and sequence length s,
+plus two shape switches: a gated feed-forward (SwiGLU: three h×f matrices, Llama) or a plain one
+(two h×f matrices, GPT), and tied or separate input/output embeddings.
+
+Parameters (biases and norm weights are O(h) per layer and counted, but matter little):
+
+    attention per layer   P_att = h·h (Q) + 2·h·(h·a_kv/a) (K, V) + h·h (O)
+    feed-forward          P_ffn = (3 if gated else 2)·h·f
+    norms                 2·h per layer + h final
+    embeddings            V·h, twice when untied (input table + output projection)
+    P = L·(P_att + P_ffn + 2h) + h + V·h·(1 if tied else 2)
+
+Model FLOPs per token of one training step (forward + backward = 3 × forward; the convention of
+PaLM, appendix B, and llm-foundry's MFU):
+
+    F_model = 6·P + 12·L·h·s          (6·P: every weight is a multiply-add forward, twice that back;
+                                       12·L·h·s: attention scores QKᵀ and A·V, 2·2·s·h per layer
+                                       forward, not halved for the causal mask)
+
+Activation checkpointing re-runs forward work in backward; the hardware FLOPs per token are then
+
+    none       F_hw = F_model
+    selective  F_hw = F_model + 4·L·h·s        (only the attention core is recomputed; Korthikanti 2022)
+    full       F_hw = F_model + 2·P + 4·L·h·s  (the whole forward again: 4/3 of F_model)
+
+Check by hand against llm-foundry's MPT-70B row (64.862e9 parameters, L = 80, h = 8192, s = 2048):
+6·P = 389.17e9, 12·L·h·s = 16.11e9, F_model = 405.3e9 FLOPs/token; at its printed 1,007 tokens/s per
+H100 (989 TFLOP/s dense bf16) that is MFU 41.3%, the table's 41.25%.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from costopt.core.errors import InputError
+from costopt.core.files import read_toml
+from costopt.core.paths import DATA_DIR
+
+LLM_ZOO_DIR = DATA_DIR / "llm"
+CHECKPOINTING = ("none", "selective", "full")
+
+_FIELDS = {"name": str, "description": str, "source": str, "layers": int, "hidden": int, "heads": int,
+           "kv_heads": int, "ffn_hidden": int, "vocab": int, "seq_len": int, "gated_ffn": bool,
+           "tied_embeddings": bool, "params": int}
+_REQUIRED = ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "source")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    seq_len: int
+    gated_ffn: bool = False
+    tied_embeddings: bool = False
+    source: str = ""
+    description: str = ""
+    params_override: int | None = None  # a published parameter count, when the shape switches are unknown
+
+    @property
+    def params(self) -> int:
+        """Parameter count P (see the module docstring); a published count when one was given."""
+        if self.params_override is not None:
+            return self.params_override
+        h, L = self.hidden, self.layers
+        att = h * h + 2 * h * (h * self.kv_heads // self.heads) + h * h
+        ffn = (3 if self.gated_ffn else 2) * h * self.ffn_hidden
+        emb = self.vocab * h * (1 if self.tied_embeddings else 2)
+        return L * (att + ffn + 2 * h) + h + emb
+
+    @property
+    def attention_flops_per_token(self) -> float:
+        """12·L·h·s: the attention-score FLOPs of forward + backward per token."""
+        return float(ArchArrays.of(self).attention_flops_per_token[0])
+
+    @property
+    def model_flops_per_token(self) -> float:
+        """F_model = 6·P + 12·L·h·s (forward + backward, no recompute)."""
+        return float(ArchArrays.of(self).model_flops_per_token[0])
+
+    def hardware_flops_per_token(self, checkpointing: str) -> float:
+        """FLOPs the GPUs execute per token, recompute included (module docstring)."""
+        if checkpointing not in CHECKPOINTING:
+            raise InputError(f"unknown activation checkpointing '{checkpointing}' (choose from {', '.join(CHECKPOINTING)})",
+                             field="activation_checkpointing")
+        return float(ArchArrays.of(self).hardware_flops_per_token(np.array([CHECKPOINTING.index(checkpointing)]))[0])
+
+    def with_seq_len(self, seq_len: int) -> "TransformerConfig":
+        if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
+            raise InputError(f"--seq-len must be a whole number >= 1, got {seq_len}", field="seq_len")
+        return replace(self, seq_len=seq_len)
+
+
+@dataclass(frozen=True)
+class ArchArrays:
+    """The sizes the timing and memory models read, one element per design (several models at once)."""
+
+    layers: np.ndarray
+    hidden: np.ndarray
+    heads: np.ndarray
+    vocab: np.ndarray
+    seq_len: np.ndarray
+    params: np.ndarray
+
+    @classmethod
+    def of(cls, cfgs: "list[TransformerConfig] | TransformerConfig", n: int | None = None) -> "ArchArrays":
+        """From one config broadcast to `n` designs, or from one config per design."""
+        if isinstance(cfgs, TransformerConfig):
+            col = lambda f: np.full(n or 1, float(getattr(cfgs, f)))  # noqa: E731
+        else:
+            seq = list(cfgs)
+            col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
+        return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"))
+
+    @property
+    def attention_flops_per_token(self) -> np.ndarray:
+        return 12.0 * self.layers * self.hidden * self.seq_len
+
+    @property
+    def model_flops_per_token(self) -> np.ndarray:
+        return 6.0 * self.params + self.attention_flops_per_token
+
+    def hardware_flops_per_token(self, ckpt: np.ndarray) -> np.ndarray:
+        """As TransformerConfig.hardware_flops_per_token, with `ckpt` an index into CHECKPOINTING per design."""
+        ck = np.asarray(ckpt)
+        extra = np.choose(ck, [np.zeros_like(self.params), self.attention_flops_per_token / 3.0,
+                               2.0 * self.params + self.attention_flops_per_token / 3.0])
+        return self.model_flops_per_token + extra
+
+
+def config_from_dict(data: dict, where: str) -> TransformerConfig:
+    """Strict: unknown keys, wrong types, missing fields and non-positive sizes are errors naming `where`."""
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(_FIELDS)})")
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise InputError(f"{where}: missing {', '.join(missing)}")
+    for k, v in data.items():
+        t = _FIELDS[k]
+        ok = isinstance(v, t) and not (t is int and isinstance(v, bool))
+        if not ok:
+            raise InputError(f"{where}: {k} must be {t.__name__}, got {v!r}")
+        if t is int and v < 1:
+            raise InputError(f"{where}: {k} must be >= 1, got {v}")
+    kv = data.get("kv_heads", data["heads"])
+    if data["heads"] % kv or data["hidden"] % data["heads"]:
+        raise InputError(f"{where}: heads must divide hidden and kv_heads must divide heads "
+                         f"(hidden {data['hidden']}, heads {data['heads']}, kv_heads {kv})")
+    return TransformerConfig(
+        name=data.get("name", Path(where).stem), layers=data["layers"], hidden=data["hidden"], heads=data["heads"],
+        kv_heads=kv, ffn_hidden=data["ffn_hidden"], vocab=data["vocab"], seq_len=data["seq_len"],
+        gated_ffn=data.get("gated_ffn", False), tied_embeddings=data.get("tied_embeddings", False),
+        source=data["source"], description=data.get("description", ""), params_override=data.get("params"))
+
+
+def load_config_file(path: str | Path) -> TransformerConfig:
+    """A `--model-config FILE.toml` (the keys of `_FIELDS`; see docs/large-models.md)."""
+    data = read_toml(path, "model config file")
+    return config_from_dict(data, str(path))
+
+
+def list_llm_models() -> list[str]:
+    return sorted(p.stem for p in LLM_ZOO_DIR.glob("*.toml"))
+
+
+@lru_cache(maxsize=None)
+def load_llm_model(model_id: str) -> TransformerConfig:
+    """A zoo transformer by id (never a path)."""
+    if model_id not in list_llm_models():
+        raise InputError(f"unknown transformer model '{model_id}' (known: {', '.join(list_llm_models())})", field="model")
+    return load_config_file(LLM_ZOO_DIR / f"{model_id}.toml")
+
+
+def is_llm_model(model_id: str) -> bool:
+    return model_id in list_llm_models()

@@ -1,0 +1,439 @@
+"""Large-model designs: hardware from the catalog × a parallel layout, timed, sized and priced.
+
+A design = hardware (gpu, chassis → G GPUs per node, M nodes, NIC × NICs per node, as in
+design_space.py) + layout (strategy ∈ ddp|zero1|zero2|fsdp|hsdp, tensor degree t, pipeline degree p,
+micro-batch b, activation checkpointing). The global batch B (sequences) is fixed by the user (or
+the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉.
+
+Search: the layouts are a few hundred; for each layout every hardware design is evaluated in one
+numpy pass (a loop over layouts, never over designs), and each hardware design keeps its fastest
+layout that fits in memory (ties: the lower layout index, i.e. the simpler layout). The hardware
+designs then go through the same cost, Pareto front and exact choice as data-parallel solves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
+from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.core.errors import InputError
+from costopt.core.files import read_toml
+from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
+from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
+from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from costopt.perf.llm.step import LlmParams, StepTiming, step_time
+from costopt.core.paths import DATA_DIR
+
+DEFAULTS_FILE = DATA_DIR / "llm_defaults.toml"
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024  # 4M tokens a step: Llama 2 and 3 pre-training used 4M-16M
+TP_CHOICES = (1, 2, 4, 8)
+PP_CHOICES = (1, 2, 4, 8, 16)
+MICRO_BATCH_CHOICES = (1, 2, 4, 8)
+# Node counts searched for large models: 1-2 significant bits (1, 2, 3, 4, 6, 8, 12, ...), so a search
+# over GPUs x chassis x NICs x layouts stays small; `predict` takes any count.
+NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
+_PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8"}
+# GPU generation by catalog id prefix, for catalogs whose GPUs carry no `architecture` field
+_GENERATION_BY_PREFIX = (("a100", "ampere"), ("a10", "ampere"), ("a40", "ampere"), ("rtx-3090", "ampere"),
+                         ("h100", "hopper"), ("h200", "hopper"), ("gh200", "hopper"), ("b200", "blackwell"),
+                         ("b300", "blackwell"), ("gb200", "blackwell"))
+
+
+@lru_cache(maxsize=1)
+def default_llm_params() -> LlmParams:
+    d = read_toml(DEFAULTS_FILE, "large-model defaults")
+    comp, links, mem, fit = d["compute"], d["links"], d["memory"], d["fit"]
+    def per_generation(prefix: str) -> dict[str, float]:
+        return {k.removeprefix(prefix): float(v) for k, v in comp.items()
+                if k.startswith(prefix) and k != prefix + "default"}
+
+    return LlmParams(
+        matmul_share_of_mamf=float(comp["matmul_share_of_mamf"]),
+        mamf_fraction={str(k): float(v) for k, v in comp["mamf_fraction"].items()},
+        attention_fraction=per_generation("attention_fraction_"),
+        attention_fraction_default=float(comp["attention_fraction_default"]),
+        elementwise_bytes_per_token_per_hidden=float(comp["elementwise_bytes_per_token_per_hidden"]),
+        memory_bandwidth_fraction=float(comp["memory_bandwidth_fraction"]),
+        nvlink_fraction=float(links["nvlink_fraction"]), pcie_fraction=float(links["pcie_fraction"]),
+        network_rdma_fraction=float(links["network_rdma_fraction"]),
+        network_tcp_fraction=float(links["network_tcp_fraction"]),
+        collective_latency_us=float(links["collective_latency_us"]), overlap_fraction=float(links["overlap_fraction"]),
+        reserve_gb=float(mem["reserve_gb"]), reserve_fraction=float(mem["reserve_fraction"]),
+        unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
+        unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
+        optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
+        gemm_shape_dims=float(comp["gemm_shape_dims"]),
+        collective_hbm_bytes_per_byte_all_gather=float(links["collective_hbm_bytes_per_byte_all_gather"]),
+        collective_hbm_bytes_per_byte_reduce_scatter=float(links["collective_hbm_bytes_per_byte_reduce_scatter"]),
+        collective_hbm_bytes_per_byte_all_reduce=float(links["collective_hbm_bytes_per_byte_all_reduce"]),
+        fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
+
+
+def gpu_generation(gpu: Gpu) -> str:
+    arch = getattr(gpu, "architecture", None)
+    if arch:
+        return str(arch)
+    for prefix, gen in _GENERATION_BY_PREFIX:
+        if gpu.id.startswith(prefix):
+            return gen
+    return "other"
+
+
+def mamf_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> tuple[float, str]:
+    """The GPU's maximum achievable matmul fraction of its dense peak and where it comes from:
+    measured for this GPU, else the mean of its generation's measured GPUs, else the mean of all
+    measured (an estimate). `catalog_gpus` (id -> Gpu) tells the generation of the listed ids."""
+    table = params.mamf_fraction
+    if gpu.id in table:
+        return table[gpu.id], f"measured maximum achievable matmul rate of the {gpu.id}"
+    gen = gpu_generation(gpu)
+    by_gen = [v for k, v in sorted(table.items())
+              if _generation_of_id(k, catalog_gpus) == gen]
+    if by_gen:
+        return sum(by_gen) / len(by_gen), f"the {gen} GPUs' measured maximum achievable matmul rate (estimate)"
+    vals = list(table.values())
+    return sum(vals) / len(vals), "the mean measured maximum achievable matmul rate of other GPUs (estimate)"
+
+
+def _generation_of_id(gpu_id: str, catalog_gpus) -> str:
+    if catalog_gpus and gpu_id in catalog_gpus:
+        return gpu_generation(catalog_gpus[gpu_id])
+    for prefix, gen in _GENERATION_BY_PREFIX:
+        if gpu_id.startswith(prefix):
+            return gen
+    return "other"
+
+
+def matmul_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> float:
+    """e_mm = matmul_share_of_mamf x mamf_fraction (data/llm_defaults.toml), never above 1."""
+    return min(1.0, params.matmul_share_of_mamf * mamf_fraction(gpu, params, catalog_gpus)[0])
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float | None:
+    field = _PRECISION_FIELD.get(precision)
+    if field is None:
+        raise InputError(f"precision '{precision}' is not a large-model training precision "
+                         f"(choose from {', '.join(_PRECISION_FIELD)})", field="precision")
+    v = getattr(gpu, field, None)
+    return None if v is None else float(v) * 1e12
+
+
+@dataclass
+class Layout:
+    strategy: np.ndarray  # index into LLM_STRATEGIES
+    tp: np.ndarray
+    pp: np.ndarray
+    micro_batch: np.ndarray
+    ckpt: np.ndarray  # index into CHECKPOINTING
+
+
+@dataclass
+class LlmEvaluation:
+    cfg: TransformerConfig
+    precision: str
+    global_batch: int
+    space: DesignSpace  # hardware of each design
+    layout: Layout
+    grad_accum: np.ndarray
+    timing: StepTiming
+    memory_per_gpu_bytes: np.ndarray
+    memory_states_bytes: np.ndarray  # weights, gradients, optimizer states (and gathered layers under fsdp)
+    memory_limit_bytes: np.ndarray
+    fits: np.ndarray
+    valid: np.ndarray  # layout possible on this hardware (degrees divide the GPUs, precision supported)
+    why_not: np.ndarray  # str: '' or the first reason the design cannot run
+
+
+def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
+    gi = space.gpu_idx
+    peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
+    bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus])[gi]
+    by_id = {g.id: g for g in space.gpus}
+    frac = np.array([matmul_fraction(g, params, by_id) for g in space.gpus])[gi]
+    att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
+                    for g in space.gpus])[gi]
+    mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
+    n_c = len(space.chassis)
+    intra = np.zeros((len(space.gpus), n_c))
+    pairs = np.flatnonzero(np.bincount(gi * n_c + space.chassis_idx, minlength=len(space.gpus) * n_c))
+    for a, c in zip((pairs // n_c).tolist(), (pairs % n_c).tolist()):  # (gpu, chassis) pairs in use only
+        g, ch = space.gpus[a], space.chassis[c]
+        link_frac = params.nvlink_fraction if gpu_link_used(g, ch) else params.pcie_fraction
+        intra[a, c] = gb_per_s_to_bytes_per_s(intra_node_gb_per_s(g, ch)) * link_frac
+    nic_rate = np.array([gbps_to_bytes_per_s(n.line_rate_gbps) * (params.network_rdma_fraction if n.transport == "rdma"
+                                                                   else params.network_tcp_fraction)
+                         for n in space.nics] + [0.0])
+    ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
+    node = nic_rate[ni] * space.nics_per_node
+    return {"peak": peak, "bw": bw, "frac": frac, "att": att, "mem": mem, "intra": intra[gi, space.chassis_idx],
+            "node": np.where(node > 0, node, np.inf)}
+
+
+# Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
+# Codes in the search, sentences in the output; `{precision}` is filled in.
+WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
+           "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
+           "hybrid sharding needs more than one node", "does not fit in GPU memory")
+_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _NO_FIT = range(1, len(WHY_NOT))
+
+
+@dataclass
+class _Sizing:
+    """What a (hardware, layout) pair needs before any timing: whether it can run and its memory."""
+
+    why: np.ndarray  # int code into WHY_NOT (0: it runs)
+    dp: np.ndarray  # data-parallel degree d (rounded, >= 1)
+    grad_accum: np.ndarray
+    used: np.ndarray  # bytes per GPU
+    states: np.ndarray
+    limit: np.ndarray
+
+    @property
+    def valid(self) -> np.ndarray:
+        return (self.why == 0) | (self.why == _NO_FIT)
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.why == 0
+
+
+def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
+            global_batch: int | np.ndarray, params: LlmParams) -> _Sizing:
+    """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
+    peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
+    (GPU, G, M) triples and times only the pairs that fit."""
+    N = G * M
+    t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
+    d = N / (t * p)
+    why = np.zeros(len(N), dtype=np.int8)
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
+                      (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
+                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2))):
+        why = np.where((why == 0) & bad, code, why).astype(np.int8)
+    d = np.maximum(np.round(d), 1.0)
+    grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    shard_group = np.minimum(d, np.maximum(G / t, 1.0))
+    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p)
+    used = states + activation_bytes(arch, b, t, layout.ckpt)
+    limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
+    why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
+    return _Sizing(why, d, grad_accum, used, states, limit)
+
+
+def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
+            grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
+            flash_attention: np.ndarray | None = None) -> StepTiming:
+    return step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
+                     attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
+                     gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
+                     pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
+                     grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention)
+
+
+def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
+                     global_batch: int | np.ndarray,
+                     params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
+                     flash_attention: np.ndarray | None = None) -> LlmEvaluation:
+    """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
+
+    `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
+    params = params or default_llm_params()
+    arch = cfg if isinstance(cfg, ArchArrays) else ArchArrays.of(cfg, len(space))
+    hw = _hardware_arrays(space, precision, params)
+    G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params)
+    valid = size.valid
+    peak = np.where(valid, hw["peak"], 1.0)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention)
+    sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
+    return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
+                         size.limit, size.fits, valid, sentences[size.why])
+
+
+def all_layouts(max_tp: int = 8) -> Layout:
+    combos = [(s, t, p, b, c) for s in range(len(LLM_STRATEGIES)) for t in TP_CHOICES if t <= max_tp
+              for p in PP_CHOICES for b in MICRO_BATCH_CHOICES for c in range(len(CHECKPOINTING))]
+    a = np.array(combos, dtype=np.int64)
+    return Layout(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
+
+
+_LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
+
+
+def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
+    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS))
+
+
+@dataclass
+class TripleSizing:
+    """Pass 1 of the search: every layout sized on each distinct (GPU, GPUs per node G, nodes M) triple.
+
+    Matrices are (triples x layouts); `why`, `used_bytes` and `states_bytes` are kept only when asked
+    (the report's memory grid reads them; the solve needs only `fits`)."""
+
+    triple_of: np.ndarray  # triple of each design
+    first: np.ndarray  # one design of each triple
+    fits: np.ndarray  # bool
+    why: np.ndarray | None = None  # int codes into WHY_NOT
+    used_bytes: np.ndarray | None = None
+    states_bytes: np.ndarray | None = None
+    limit_bytes: np.ndarray | None = None  # per triple
+
+
+def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
+                 params: LlmParams | None = None, keep_sizes: bool = False,
+                 chunk_elements: int = 400_000) -> TripleSizing:
+    """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
+    distinct triple (a few hundred triples instead of thousands of designs)."""
+    params = params or default_llm_params()
+    n, n_lay = len(space), len(layouts.tp)
+    hw = _hardware_arrays(space, precision, params)
+    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
+    triples, triple_of = np.unique(key, axis=0, return_inverse=True)
+    triple_of = triple_of.reshape(-1)
+    n_tri = len(triples)
+    first = np.zeros(n_tri, dtype=np.int64)
+    first[triple_of[::-1]] = np.arange(n)[::-1]
+    G, M = space.gpus_per_node[first].astype(np.float64), space.nodes[first].astype(np.float64)
+    out = TripleSizing(triple_of, first, np.zeros((n_tri, n_lay), dtype=bool))
+    if keep_sizes:
+        out.why = np.zeros((n_tri, n_lay), dtype=np.int8)
+        out.used_bytes = np.zeros((n_tri, n_lay))
+        out.states_bytes = np.zeros((n_tri, n_lay))
+    per = max(1, chunk_elements // max(n_tri, 1))
+    for start in range(0, n_lay, per):
+        ks = np.arange(start, min(n_lay, start + per))
+        tri = np.tile(np.arange(n_tri), len(ks))
+        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
+                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params)
+        out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
+        if keep_sizes:
+            out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
+            out.used_bytes[:, ks] = size.used.reshape(len(ks), n_tri).T
+            out.states_bytes[:, ks] = size.states.reshape(len(ks), n_tri).T
+            out.limit_bytes = size.limit[:n_tri]
+    return out
+
+
+def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
+                    precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
+                    params: LlmParams | None = None, chunk_elements: int = 400_000) -> tuple[np.ndarray, np.ndarray]:
+    """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
+    layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
+    per design and layout group (default: one group) the fastest fitting layout, the lowest index
+    among equals; -1 tokens/s and layout 0 where none fits."""
+    params = params or default_llm_params()
+    n, n_lay = len(space), len(layouts.tp)
+    grp = np.zeros(n_lay, dtype=np.int64) if group_of_layout is None else np.asarray(group_of_layout, dtype=np.int64)
+    n_grp = int(grp.max()) + 1 if n_lay else 1
+    hw = _hardware_arrays(space, precision, params)
+    G = space.gpus_per_node.astype(np.float64)
+    M = space.nodes.astype(np.float64)
+    fits, triple_of = sized.fits, sized.triple_of
+    best_thr = np.full((n_grp, n), -1.0)
+    best_k = np.zeros((n_grp, n), dtype=np.int64)
+    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=len(fits)) @ fits.astype(np.int64))]
+    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the designs x layouts mask of a chunk
+    start = 0
+    while start < n_lay:
+        stop = int(np.searchsorted(pairs_before, pairs_before[start] + chunk_elements, side="right")) - 1
+        stop = min(max(stop, start + 1), start + max_layouts, n_lay)
+        ks = np.arange(start, stop)
+        start = stop
+        design, lay_pos = np.nonzero(fits[:, ks][triple_of])
+        if len(design) == 0:
+            continue
+        lay_k = ks[lay_pos]
+        lay = _layout_take(layouts, lay_k)
+        hw_pair = {k: v[design] for k, v in hw.items()}
+        arch = ArchArrays.of(cfg, len(design))
+        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params)
+        thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params).tokens_per_s
+        # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
+        g = grp[lay_k]
+        cell = design * n_grp + g
+        order = np.lexsort((lay_k, -thr, cell))
+        head = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
+        gh, dh = g[head], design[head]
+        better = thr[head] > best_thr[gh, dh]
+        best_thr[gh[better], dh[better]] = thr[head][better]
+        best_k[gh[better], dh[better]] = lay_k[head][better]
+    return best_thr, best_k
+
+
+def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
+                           params: LlmParams | None = None, layouts: Layout | None = None,
+                           chunk_elements: int = 400_000) -> LlmEvaluation:
+    """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
+    layout index. Designs with no layout that fits keep layout 0 (and say why).
+
+    Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
+    distinct (GPU, G, M) triples), then `fastest_fitting` (step time of the pairs that fit). Every
+    number is the same element-wise expression as `evaluate_layouts`, so the choice is identical to
+    timing every pair (tests/test_llm_search.py checks it against that plain search).
+    """
+    params = params or default_llm_params()
+    layouts = layouts or all_layouts()
+    sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
+                         chunk_elements=chunk_elements)
+    _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
+                                params=params, chunk_elements=chunk_elements)
+    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
+                            global_batch=global_batch, params=params)
+
+
+def default_global_batch(cfg: TransformerConfig) -> int:
+    return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
+
+
+def design_record(ev: LlmEvaluation, i: int) -> dict:
+    """One design as a DESIGN-style dict (large-model fields)."""
+    s, lay, tm = ev.space, ev.layout, ev.timing
+    g = s.gpus[s.gpu_idx[i]]
+    nic = None if s.nic_idx[i] == NO_NIC else s.nics[s.nic_idx[i]].id
+    G, M = int(s.gpus_per_node[i]), int(s.nodes[i])
+    t, p = int(lay.tp[i]), int(lay.pp[i])
+    ok = bool(ev.fits[i])
+    nan = float("nan")
+    return {
+        "gpu": g.id, "chassis": s.chassis[s.chassis_idx[i]].id, "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
+        "nic": nic, "nics_per_node": int(s.nics_per_node[i]) if nic else 0,
+        "strategy": LLM_STRATEGIES[lay.strategy[i]], "tp": t, "pp": p, "dp": (G * M) // (t * p),
+        "micro_batch": int(lay.micro_batch[i]), "grad_accum": int(ev.grad_accum[i]),
+        "global_batch_sequences": int(ev.grad_accum[i]) * int(lay.micro_batch[i]) * max((G * M) // (t * p), 1),
+        "seq_len": ev.cfg.seq_len, "activation_checkpointing": CHECKPOINTING[lay.ckpt[i]],
+        "precision": ev.precision, "feasible": ok, "infeasible_reason": ev.why_not[i] or None,
+        "tokens_per_s": float(tm.tokens_per_s[i]) if ok else nan,
+        "tokens_per_s_per_gpu": float(tm.tokens_per_s_per_gpu[i]) if ok else nan,
+        "mfu": float(tm.mfu[i]) if ok else nan,
+        "memory_per_gpu_gb": float(ev.memory_per_gpu_bytes[i]) / 1e9,
+        "memory_model_states_gb": float(ev.memory_states_bytes[i]) / 1e9,
+        "memory_activations_gb": float(ev.memory_per_gpu_bytes[i] - ev.memory_states_bytes[i]) / 1e9,
+        "memory_limit_gb": float(ev.memory_limit_bytes[i]) / 1e9,
+        "gpu_memory_gb": g.memory_gb,
+        "t_step_s": float(tm.t_step_s[i]), "t_compute_s": float(tm.t_compute_s[i]),
+        "t_pipeline_bubble_s": float(tm.t_bubble_s[i]), "t_data_parallel_exposed_s": float(tm.t_dp_exposed_s[i]),
+        "t_tensor_parallel_s": float(tm.t_tp_s[i]), "t_pipeline_p2p_s": float(tm.t_pp_s[i]),
+        "t_optimizer_s": float(tm.t_opt_s[i]),
+        "bottleneck": str(tm.bound[i]),
+        "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
+                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus)} of the {g.id} {ev.precision} peak; "
+                          f"an estimate, not a measurement on this GPU"),
+    }
+
+
+def _mm_note(g: Gpu, gpus) -> str:
+    p = default_llm_params()
+    frac, where = mamf_fraction(g, p, {x.id: x for x in gpus})
+    return f"{min(1.0, p.matmul_share_of_mamf * frac):.0%} ({p.matmul_share_of_mamf:.2f} x {frac:.3f}, {where})"
+
+
+def tokens_to_train_hours(tokens: float, tokens_per_s: float) -> float:
+    return tokens / tokens_per_s / 3600.0 if tokens_per_s > 0 and math.isfinite(tokens_per_s) else float("inf")

@@ -1,0 +1,84 @@
+"""Memory per GPU of a sharded / model-parallel transformer training design, vectorised over designs.
+
+Symbols: P parameters, t tensor-parallel degree, p pipeline degree, d data-parallel degree
+(N = t·p·d GPUs), g the data-parallel ranks that share one node (the shard group of `hsdp`),
+b micro-batch (sequences per data-parallel rank), s sequence length, h hidden, a heads, L layers,
+V vocabulary. P_s = P / (t·p) are the parameters one model-parallel rank holds.
+
+Model states, mixed-precision Adam (Rajbhandari et al. 2020, "ZeRO", §3.1: 2 bytes of fp16/bf16
+weights, 2 of gradients and K = 12 of fp32 master weights, momentum and variance per parameter):
+
+    ddp     16·P_s                         (every rank holds everything)
+    zero1    4·P_s + 12·P_s/d              (optimizer states sharded)
+    zero2    2·P_s + 14·P_s/d              (+ gradients sharded)
+    fsdp    16·P_s/d + 2·2·P_s/L_s         (everything sharded; two layers' bf16 weights gathered at a time:
+                                            the one computing and the one prefetched, L_s = L/p)
+    hsdp    16·P_s/g + 2·2·P_s/L_s         (fully sharded inside a node, replicated across nodes)
+
+ZeRO's Table 1 (7.5B parameters, d = 64) reads 120, 31.4, 16.6 and 1.88 GB for ddp, zero1, zero2
+and fsdp model states: the tests check these four figures by hand.
+
+Activations of one micro-batch per layer (Korthikanti et al. 2022, "Reducing Activation Recomputation
+in Large Transformer Models", §4: s·b·h·(34 + 5·a·s/h) bytes without parallelism; tensor parallel with
+sequence parallelism divides all of it by t). FlashAttention-style kernels, the norm for 2024-2026
+training stacks, never store the a·s² attention scores, so the 5·a·s/h term is dropped (the
+`attention_scores_stored` parameter puts it back):
+
+    none       A_layer = 34·s·b·h / t
+    selective  A_layer = 34·s·b·h / t            (what selective recompute saves is the score term)
+    full       A_layer = 2·s·b·h / t             (only each layer's input is kept) + one layer's
+                                                  A_none while it is recomputed
+    1F1B keeps p micro-batches in flight on the first stage, each with L/p layers: L·A_layer in all
+    (Korthikanti §4.2.3), whatever p is (for m ≥ p micro-batches).
+    logits: 4·s·b·V / t bytes on the last stage (fp32 logits for the loss).
+
+A design fits when states + activations + logits + reserve ≤ memory_gb, the reserve being a fixed
+part (CUDA context, NCCL buffers) plus a fraction of the card for allocator fragmentation
+(`reserve_gb`, `reserve_fraction` in data/llm_defaults.toml).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costopt.perf.llm.arch import ArchArrays
+
+LLM_STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
+CKPT_CODES = ("none", "selective", "full")
+ADAM_STATE_BYTES = 12  # fp32 master weights + momentum + variance (ZeRO's K)
+WEIGHT_BYTES = 2  # bf16 / fp16 working weights
+GRAD_BYTES = 2  # bf16 / fp16 gradients held per parameter
+
+
+def model_state_bytes(params_per_rank: np.ndarray, strategy: np.ndarray, dp: np.ndarray, shard_group: np.ndarray,
+                      layers_per_stage: np.ndarray) -> np.ndarray:
+    """Bytes of weights, gradients and optimizer states per GPU (module docstring)."""
+    P = np.asarray(params_per_rank, dtype=np.float64)
+    d = np.asarray(dp, dtype=np.float64)
+    g = np.asarray(shard_group, dtype=np.float64)
+    full = (WEIGHT_BYTES + GRAD_BYTES + ADAM_STATE_BYTES) * P
+    gathered = 2.0 * WEIGHT_BYTES * P / np.asarray(layers_per_stage, dtype=np.float64)
+    per_strategy = np.stack([
+        full,                                                             # ddp
+        (WEIGHT_BYTES + GRAD_BYTES) * P + ADAM_STATE_BYTES * P / d,       # zero1
+        WEIGHT_BYTES * P + (GRAD_BYTES + ADAM_STATE_BYTES) * P / d,       # zero2
+        full / d + gathered,                                              # fsdp
+        full / g + gathered,                                              # hsdp
+    ])
+    return np.take_along_axis(per_strategy, np.asarray(strategy)[None, :], axis=0)[0]
+
+
+def activation_bytes(arch: ArchArrays, micro_batch: np.ndarray, tp: np.ndarray, ckpt: np.ndarray,
+                     attention_scores_stored: bool = False) -> np.ndarray:
+    """Activation bytes per GPU on the first pipeline stage (1F1B), logits included (module docstring)."""
+    s, h, L = arch.seq_len, arch.hidden, arch.layers
+    b = np.asarray(micro_batch, dtype=np.float64)
+    t = np.asarray(tp, dtype=np.float64)
+    per_elem = 34.0 + (5.0 * arch.heads * s / h if attention_scores_stored else 0.0)
+    a_none = per_elem * s * b * h / t
+    a_sel = 34.0 * s * b * h / t
+    a_full = 2.0 * s * b * h / t
+    per_layer = np.choose(np.asarray(ckpt), [a_none, a_sel, a_full])
+    recompute_buffer = np.where(np.asarray(ckpt) == 2, a_none, 0.0)
+    logits = 4.0 * s * b * arch.vocab / t
+    return L * per_layer + recompute_buffer + logits

@@ -1,0 +1,126 @@
+"""80% ranges on large-model predictions, from the out-of-sample errors of published training runs.
+
+Data: costopt/data/llm_residuals.json, written by tools/llm_fit.py: r = ln(measured / predicted)
+tokens/s per GPU of every shipped large-model row (costopt/data/validation/llm_training.csv) that the
+model predicts, in two samples:
+
+    by_source   predicted by the fit on the other sources' rows (leave-one-source-out)
+    by_gpu      predicted by the fit on the other GPUs' rows (leave-one-GPU-out)
+
+Sample of a design: its GPU has published runs in the file → `by_source` (a new configuration and
+software stack on a GPU the data know); it has none → `by_gpu` (the fitted matmul share carried over to
+it through its own MAMF, which is what leave-one-GPU-out measures).
+
+Range of a design with predicted tokens/s X and MFU u on a GPU whose maximum achievable matmul fraction
+of peak is f (data/llm_defaults.toml; evaluate.mamf_fraction):
+
+    q10, q90 = 10th and 90th percentiles of the sample (Weibull plotting positions, as
+               costopt/perf/intervals.py: the j-th smallest of n at j / (n + 1))
+    low  = X · exp(min(q10, 0))
+    high = min(X · exp(max(q90, 0)),  max(X, X · f / u))
+
+The cap keeps the high end's MFU at or below f: no prediction beats the GPU's measured matmul rate.
+min/max with 0 keep low ≤ X ≤ high. Tokens/s per GPU and MFU scale with X by the same factors. Time
+runs the other way: hours = tokens / X, so hours_low = tokens / high and hours_high = tokens / low; the
+same for USD per 1e9 tokens and a rented cluster's cost to train (an owned cluster's cost to train is
+its purchase: no range).
+
+Coverage (`group_coverage`): each group's (source's or GPU's) range from the OTHER groups' residuals
+only, and the share of rows whose residual lies inside it (out of sample).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from costopt.perf.intervals import HIGH_Q, LOW_Q, coverage_by_group as group_coverage, percentiles
+from costopt.core.paths import DATA_DIR
+
+LLM_RESIDUALS_PATH = DATA_DIR / "llm_residuals.json"
+SAMPLES = ("by_source", "by_gpu")
+_WHAT = {"by_source": "leave-one-source-out", "by_gpu": "leave-one-GPU-out"}
+
+
+def quantiles(r: np.ndarray) -> tuple[float, float]:
+    """(q10, q90) of log residuals, Weibull plotting positions."""
+    lo, hi = percentiles(np.asarray(r, dtype=np.float64), (LOW_Q, HIGH_Q))
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class LlmResiduals:
+    samples: dict  # sample name -> np.ndarray of log residuals
+    gpus: frozenset  # GPUs with published rows
+    sources: int  # sources in by_source
+    date: str
+    coverage: dict  # sample -> the share of rows inside the range built without their group (tools/llm_fit.py)
+
+    def basis(self, sample: str) -> str:
+        """The words a buyer reads about where a range comes from."""
+        n = len(self.samples[sample])
+        if sample == "by_gpu":
+            return (f"leave-one-GPU-out errors of {n} published runs on {len(self.gpus)} other GPUs, none "
+                    "published on this GPU")
+        return f"leave-one-source-out errors of {n} published runs from {self.sources} sources"
+
+
+@lru_cache(maxsize=4)
+def load_llm_residuals(path: str = str(LLM_RESIDUALS_PATH)) -> LlmResiduals:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    samples = {s: np.array([x["log_residual"] for x in data[s]], dtype=np.float64) for s in SAMPLES}
+    return LlmResiduals(samples, frozenset(x["gpu"] for x in data["by_source"]),
+                        len({x["source"] for x in data["by_source"]}), str(data.get("date", "")),
+                        {s: float(data.get("coverage", {}).get(s, {}).get("all", {}).get("inside", float("nan")))
+                         for s in SAMPLES})
+
+
+@dataclass(frozen=True)
+class LlmRange:
+    """Per design: low and high tokens/s and the sample each range comes from (index into SAMPLES)."""
+    low: np.ndarray
+    high: np.ndarray
+    sample: np.ndarray
+
+
+def bounds(tokens_per_s: np.ndarray, mfu: np.ndarray, gpu_ids: np.ndarray, mamf: np.ndarray,
+           path: str | Path = LLM_RESIDUALS_PATH) -> LlmRange:
+    """The 80% range of every design at once (module docstring). `gpu_ids` and `mamf` (the maximum
+    achievable matmul fraction of peak of each design's GPU) are per design."""
+    x = np.asarray(tokens_per_s, dtype=np.float64)
+    res = load_llm_residuals(str(path))
+    known = np.isin(np.asarray(gpu_ids).astype(str), sorted(res.gpus))
+    sample = np.where(known, 0, 1).astype(np.int64)
+    q = np.array([quantiles(res.samples[s]) for s in SAMPLES])  # samples x (q10, q90)
+    low = x * np.exp(np.minimum(q[sample, 0], 0.0))
+    high = x * np.exp(np.maximum(q[sample, 1], 0.0))
+    u = np.asarray(mfu, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(u > 0, x * np.asarray(mamf, dtype=np.float64) / u, np.inf)
+    high = np.minimum(high, np.maximum(cap, x))
+    return LlmRange(low, high, sample)
+
+
+def range_fields(rec: dict, low: float, high: float, sample: int, path: str | Path = LLM_RESIDUALS_PATH) -> dict:
+    """Add a design record's range fields (tokens/s, per GPU, MFU: low and high) and where it comes from."""
+    x = rec.get("tokens_per_s")
+    if not rec.get("feasible") or x is None or not np.isfinite(x) or x <= 0:
+        return rec
+    lo_f, hi_f = low / x, high / x
+    rec["tokens_per_s_low"] = float(low)
+    rec["tokens_per_s_high"] = float(high)
+    rec["tokens_per_s_per_gpu_low"] = rec["tokens_per_s_per_gpu"] * lo_f
+    rec["tokens_per_s_per_gpu_high"] = rec["tokens_per_s_per_gpu"] * hi_f
+    rec["mfu_low"] = rec["mfu"] * lo_f
+    rec["mfu_high"] = rec["mfu"] * hi_f
+    rec["range_percentiles"] = [int(LOW_Q), int(HIGH_Q)]
+    rec["range_basis"] = load_llm_residuals(str(path)).basis(SAMPLES[int(sample)])
+    return rec
+
+
+__all__ = ["bounds", "group_coverage", "load_llm_residuals", "quantiles", "range_fields", "LlmRange",
+           "LLM_RESIDUALS_PATH", "SAMPLES"]

@@ -1,0 +1,225 @@
+"""Step time of sharded / tensor / pipeline-parallel transformer training, vectorised over designs.
+
+Symbols as in memory.py: N = G·M GPUs (G per node, M nodes), t tensor, p pipeline, d = N/(t·p) data
+parallel; b micro-batch, m micro-batches per step (gradient accumulation), s sequence length.
+Ranks are ordered tensor-parallel innermost, then data parallel, then pipeline (Megatron's order), so a
+tensor group never leaves a node (t ≤ G), and the data-parallel group has g = min(d, G/t) ranks in each
+node and spans M_d = d/g nodes. P_s = P/(t·p).
+
+Compute of one micro-batch on one GPU (a roofline: weight matmuls at a fraction of the tensor peak,
+the attention core at its own fraction, the element-wise rest at a fraction of the memory bandwidth):
+
+    T_mb = (F_hw − F_att)·b·s/(t·p) / (peak · e_mm)  +  F_att·b·s/(t·p) / (peak · e_att)
+           +  [c_bw·h·L·b·s·(F_hw/F_model)/(t·p)  +  U·k_sc·(a/t)·s²·b·L/p] / (B_mem · e_mem)
+    F_att = 12·L·h·s, plus a third of it again when checkpointing recomputes the forward
+    e_mm = η · MAMF(gpu) / S: the GPU's measured maximum achievable matmul fraction (mamf-finder,
+          ML-ENG table; single-GPU matmuls, not LLM rows) times η, the one share fitted on the LLM rows,
+          over the shape slowdown S of the layer's GEMMs (narrow GEMMs run slower):
+          S = FLOP-weighted mean over QKV (K = h, N = 3h/t), output (h/t, h), FFN up (h, 4h/t) and down
+          (4h/t, h) of 1 + c·(1/K + 1/N) = 1 + c·(1 + t/3)/h, c = 42.5 from measured H100 GEMMs of 512-4096 columns
+          (tools/gemm_shape_fit.py on XLA's sm_90 matmul table); every GPU is given the same shape curve
+    e_att per generation from the FlashAttention papers (data/llm_defaults.toml): FlashAttention-2
+    reaches 50-73% of the A100 peak forward + backward (Dao 2023), 35-ish% of the H100 peak (Shah et al.
+    2024, the FlashAttention-3 paper's baseline). Without FlashAttention (U = 1: the design's or
+    row's attention is `unfused`) the score GEMMs run at e_mm and every head's s×s scores go through
+    memory: k_sc = 32 bytes per score element per layer forward + backward (+13 when the attention
+    core is recomputed), counted op by op in data/llm_defaults.toml.
+    T_fwd = T_mb/3 (recompute moves into backward),  T_bwd = T_mb − T_fwd
+
+Optimizer update, once per step, memory-bound, on the parameters a GPU owns:
+
+    T_opt = k_opt · P_s / z / (B_mem · e_mem)     z = 1 (ddp), d (zero1, zero2, fsdp), g (hsdp)
+    k_opt = 30 bytes per parameter (fused mixed-precision Adam: read master, m, v, fp32 grad; write
+            master, m, v and the 16-bit weight)
+
+Pipeline bubble (1F1B, Narayanan et al. 2021): the step's compute is m·T_mb·(1 + (p−1)/m).
+
+Collectives (bus-bandwidth model, as nccl-tests reports it): a reduce-scatter or all-gather of X
+bytes per GPU over a group of g ranks in a node and M_d nodes takes
+
+    C(X, f) = f·(g−1)/g·X / B_intra  +  f·(M_d−1)/M_d·X·t / B_node  +  2·(g−1 + M_d−1)·α
+    (f = 1 for reduce-scatter or all-gather, 2 for all-reduce; B_node = all NICs of a node, shared by
+     the t data-parallel groups of that node; the inter-node phase carries each node's X once)
+
+Per step, by strategy (X in bytes per GPU; gradients reduced in fp32: 4·P_s, weights gathered in bf16: 2·P_s):
+
+    ddp     all-reduce 4·P_s once, overlapping the last micro-batch's backward
+    zero1/2 reduce-scatter 4·P_s (overlaps the last backward) + all-gather 2·P_s (overlaps the next forward)
+    fsdp    per micro-batch: all-gather 2·P_s (forward), all-gather 2·P_s + reduce-scatter 4·P_s (backward)
+    hsdp    fsdp inside the node (M_d = 1), then an all-reduce of the node's shard 4·P_s/g across nodes
+            (overlaps the last backward)
+    exposed = max(0, C − o·T_overlapped)        (o = overlap_fraction)
+    plus, never hidden, the bytes each collective moves through the GPU's own memory while it overlaps
+    compute (a ring rank reads what it sends and writes what it receives, and a reduction also reads its
+    local chunk): k_ag = 2 bytes per byte all-gathered, k_rs = 3 per byte reduce-scattered, k_ar = 5 per
+    byte all-reduced (reduce-scatter + all-gather), times (n−1)/n of the buffer for a group of n, at
+    B_mem·e_mem:
+    ddp  k_ar·4P_s;  zero1/2  k_rs·4P_s + k_ag·2P_s;  fsdp per micro-batch 2·k_ag·2P_s + k_rs·4P_s;
+    hsdp the fsdp term inside the node (n = g) + k_ar·4P_s/g across (n = M_d)
+
+Tensor parallel: 4 all-reduces of b·s·h·2 bytes per layer per micro-batch (2 forward, 2 backward;
+6 with full recompute), on NVLink/PCIe inside the node, not overlapped:
+    T_tp = m·(L/p)·n_ar·[2(t−1)/t·b·s·h·2 / B_intra + 2(t−1)·α]
+Pipeline point-to-point: each micro-batch sends b·s·h·2/t bytes forward and as many back at every
+stage boundary, over the node's NICs (stages are whole nodes when p > 1 and M > 1):
+    T_pp = (m + p − 1)·2·b·s·h·2/t / (B_node/G)
+
+    T_step = m·T_mb·(1 + (p−1)/m) + exposed(dp) + T_tp + T_pp + T_opt
+    tokens/s = d·m·b·s / T_step;  MFU = tokens/s · F_model / (N · peak)
+    hardware bound: tokens/s per GPU ≤ peak / F_hw (checked, never exceeded by construction: e_mm ≤ 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costopt.perf.llm.arch import ArchArrays
+from costopt.perf.llm.memory import LLM_STRATEGIES
+
+DDP, ZERO1, ZERO2, FSDP, HSDP = range(len(LLM_STRATEGIES))
+
+
+@dataclass(frozen=True)
+class LlmParams:
+    matmul_share_of_mamf: float  # fitted: e_mm = matmul_share_of_mamf x mamf_fraction(gpu)
+    mamf_fraction: dict[str, float]  # per GPU id: measured maximum achievable matmul / dense peak
+    attention_fraction: dict[str, float]
+    attention_fraction_default: float
+    elementwise_bytes_per_token_per_hidden: float
+    memory_bandwidth_fraction: float
+    nvlink_fraction: float
+    pcie_fraction: float
+    network_rdma_fraction: float
+    network_tcp_fraction: float
+    collective_latency_us: float
+    overlap_fraction: float
+    reserve_gb: float
+    reserve_fraction: float
+    unfused_attention_bytes_per_score: float
+    unfused_attention_recompute_bytes_per_score: float
+    optimizer_bytes_per_param: float
+    gemm_shape_dims: float
+    collective_hbm_bytes_per_byte_all_gather: float
+    collective_hbm_bytes_per_byte_reduce_scatter: float
+    collective_hbm_bytes_per_byte_all_reduce: float
+    fit_note: str = ""
+
+
+@dataclass
+class StepTiming:
+    t_step_s: np.ndarray
+    t_compute_s: np.ndarray
+    t_bubble_s: np.ndarray
+    t_dp_exposed_s: np.ndarray
+    t_tp_s: np.ndarray
+    t_pp_s: np.ndarray
+    t_opt_s: np.ndarray
+    tokens_per_s: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    mfu: np.ndarray
+    bound: np.ndarray  # str labels: compute, memory-bandwidth, data-parallel, tensor-parallel, pipeline
+
+
+def _collective_s(x_bytes, f, g, m_d, t, b_intra, b_node, alpha_s):
+    x = np.asarray(x_bytes, dtype=np.float64)
+    intra = f * (g - 1.0) / g * x / b_intra
+    inter = np.where(m_d > 1, f * (m_d - 1.0) / np.maximum(m_d, 1.0) * x * t / b_node, 0.0)
+    return intra + inter + 2.0 * ((g - 1.0) + (m_d - 1.0)) * alpha_s
+
+
+def gemm_shape_slowdown(h, t, c):
+    """Time per FLOP of a layer's weight GEMMs relative to very large ones (module docstring): the
+    FLOP-weighted mean of 1 + c·(1/K + 1/N) over QKV (h -> 3h/t), output (h/t -> h), FFN up (h -> 4h/t)
+    and down (4h/t -> h), weights 3 : 1 : 4 : 4, which sums to 1 + c·(1 + t/3)/h."""
+    return 1.0 + c * (1.0 + np.asarray(t, dtype=np.float64) / 3.0) / np.asarray(h, dtype=np.float64)
+
+
+def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_per_s, matmul_fraction, attention_fraction,
+              intra_bytes_per_s, node_bytes_per_s, gpus_per_node, nodes, strategy, tp, pp, micro_batch,
+              grad_accum, ckpt, flash_attention=None) -> StepTiming:
+    """Arrays in, arrays out (one element per design); see the module docstring for every term."""
+    G = np.asarray(gpus_per_node, dtype=np.float64)
+    M = np.asarray(nodes, dtype=np.float64)
+    t = np.asarray(tp, dtype=np.float64)
+    p = np.asarray(pp, dtype=np.float64)
+    b = np.asarray(micro_batch, dtype=np.float64)
+    m = np.asarray(grad_accum, dtype=np.float64)
+    strat = np.asarray(strategy)
+    ck = np.asarray(ckpt)
+    N = G * M
+    d = N / (t * p)
+    g = np.minimum(d, np.maximum(G / t, 1.0))
+    m_d = np.maximum(d / g, 1.0)
+    s, h, L = arch.seq_len, arch.hidden, arch.layers
+    f_model = arch.model_flops_per_token
+    f_hw = arch.hardware_flops_per_token(ck)
+    f_att = arch.attention_flops_per_token * np.where(ck > 0, 4.0 / 3.0, 1.0)
+    alpha = params.collective_latency_us * 1e-6
+    peak = np.asarray(peak_flops, dtype=np.float64)
+
+    flash = np.ones(np.broadcast(b, peak).shape, dtype=bool) if flash_attention is None \
+        else np.asarray(flash_attention, dtype=bool)
+    e_mm = np.asarray(matmul_fraction, dtype=np.float64)
+    e_att = np.where(flash, np.asarray(attention_fraction, dtype=np.float64), e_mm)
+    e_bw = np.asarray(mem_bw_bytes_per_s, dtype=np.float64) * params.memory_bandwidth_fraction
+    t_matmul = ((f_hw - f_att) * gemm_shape_slowdown(h, t, params.gemm_shape_dims) / e_mm + f_att / e_att) \
+        * b * s / (t * p) / peak
+    t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
+    k_score = params.unfused_attention_bytes_per_score \
+        + np.where(ck > 0, params.unfused_attention_recompute_bytes_per_score, 0.0)
+    t_elem = t_elem + np.where(flash, 0.0, k_score * arch.heads / t * s * s * b * L / p / e_bw)
+    t_mb = t_matmul + t_elem
+    t_fwd = t_mb / 3.0
+    t_bwd = t_mb - t_fwd
+    t_compute = m * t_mb
+    t_bubble = t_compute * (p - 1.0) / m
+
+    P_s = arch.params / (t * p)
+    o = params.overlap_fraction
+    b_intra = np.asarray(intra_bytes_per_s, dtype=np.float64)
+    b_node = np.asarray(node_bytes_per_s, dtype=np.float64)
+    coll = lambda x, f, gg=g, md=m_d: _collective_s(x, f, gg, md, t, b_intra, b_node, alpha)  # noqa: E731
+    ar_grad = coll(4 * P_s, 2.0)
+    rs_grad = coll(4 * P_s, 1.0)
+    ag_w = coll(2 * P_s, 1.0)
+    ddp = np.maximum(ar_grad - o * t_bwd, 0.0)
+    zero = np.maximum(rs_grad - o * t_bwd, 0.0) + np.maximum(ag_w - o * t_fwd, 0.0)
+    fsdp_mb = np.maximum(ag_w - o * t_fwd, 0.0) + np.maximum(ag_w + rs_grad - o * t_bwd, 0.0)
+    fsdp = m * fsdp_mb
+    one = np.ones_like(m_d)
+    ag_in = coll(2 * P_s, 1.0, g, one)
+    rs_in = coll(4 * P_s, 1.0, g, one)
+    across = _collective_s(4 * P_s / g, 2.0, one, m_d, t * g, b_intra, b_node, alpha)  # one shard per GPU, G of them per node
+    hsdp = m * (np.maximum(ag_in - o * t_fwd, 0.0) + np.maximum(ag_in + rs_in - o * t_bwd, 0.0)) \
+        + np.maximum(across - o * t_bwd, 0.0)
+    t_dp = np.choose(strat, [ddp, zero, zero, fsdp, hsdp])
+    # an overlapped collective still moves its bytes through the GPU's memory, competing with the
+    # compute it hides under: not hidden (module docstring)
+    kag, krs, kar = (params.collective_hbm_bytes_per_byte_all_gather, params.collective_hbm_bytes_per_byte_reduce_scatter,
+                     params.collective_hbm_bytes_per_byte_all_reduce)
+    ring = (d - 1.0) / d
+    sharded_mb = (2.0 * kag * 2.0 * P_s + krs * 4.0 * P_s)  # fsdp micro-batch: gather twice, reduce-scatter once
+    hbm = np.choose(strat, [kar * 4.0 * P_s * ring, (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring,
+                            (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring, m * sharded_mb * ring,
+                            m * sharded_mb * (g - 1.0) / g + kar * 4.0 * P_s / g * (m_d - 1.0) / m_d])
+    t_dp = t_dp + hbm / e_bw
+    t_dp = np.where(d > 1, t_dp, 0.0)
+
+    n_ar = np.where(ck == 2, 6.0, 4.0)
+    t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s * h * 2.0 / b_intra
+                                                 + 2.0 * (t - 1.0) * alpha), 0.0)
+    per_gpu_net = np.where(M > 1, b_node / G, b_intra)
+    t_pp = np.where(p > 1, (m + p - 1.0) * 2.0 * b * s * h * 2.0 / t / per_gpu_net, 0.0)
+
+    shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
+    t_opt = params.optimizer_bytes_per_param * P_s / shard / e_bw
+    t_step = t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
+    tokens = d * m * b * s / t_step
+    per_gpu = tokens / N
+    mfu = per_gpu * f_model / peak
+    parts = np.stack([t_compute - m * t_elem, m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp])
+    labels = np.array(["compute", "memory-bandwidth", "data-parallel", "tensor-parallel", "pipeline"])
+    bound = labels[np.argmax(parts, axis=0)]
+    return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, t_opt, tokens, per_gpu, mfu, bound)

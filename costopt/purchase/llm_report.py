@@ -1,0 +1,332 @@
+"""The purchasing report for a large transformer (`costopt report --model llama3_70b --budget ... --tokens ...`).
+
+Same file formats as the data-parallel report (costopt/purchase/report.py: one HTML file with the plots
+embedded, or Markdown with a PNG folder); sections, each an element with a stable id:
+
+    recommended  the design `costopt solve` picks and the best design of each other GPU type: tokens/s
+                 with its 80% range (ranges.py; near ties marked), tokens/s per GPU, MFU, memory per GPU, hours and USD per 1e9 tokens, and with --tokens
+                 the time and cost to train them (the same numbers as `solve --format json`)
+    memory       feasible layouts by GPU memory size (feasibility.py): for each memory size in the search,
+                 which strategy / tp / pp fit and their best tokens/s per dollar; the ones that do not fit
+                 marked with the memory term that binds ("model states" or "activations and logits")
+    pareto       tokens/s against cost of every design that fits, one colour per GPU type
+    breakdown    the winner's step time (compute, pipeline bubble, exposed data-parallel, tensor-parallel,
+                 pipeline point-to-point) and its memory per GPU (model states, activations, reserve, free)
+
+USD per 1e9 tokens (api._add_costs, the same field as `solve --format json`): an owned cluster's capex
+spread over `years` (default 3) of continuous use plus the electricity it draws, an estimate that
+assumes the cluster is busy all the time; on a cloud catalog the rent per hour × hours. The solve JSON is embedded as `<script id="costopt-solve">`, the memory grid as
+`<script id="costopt-memory-grid">`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from costopt.hardware.catalog import Catalog
+from costopt.core.checks import count, positive
+from costopt.purchase.report import Figure, Report, Section, _dollar_axis, _gpu_colors, _money, _plt, _png, _progress
+from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
+from costopt.perf.llm.feasibility import memory_grid
+from costopt.perf.llm.memory import LLM_STRATEGIES
+
+LLM_SECTIONS = ("recommended", "memory", "pareto", "breakdown")
+
+
+def _layout(d: dict) -> str:
+    return f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}"
+
+
+def _nics(d: dict) -> str:
+    return "none (one node)" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
+
+
+def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
+    cloud = found.catalog.is_cloud
+    designs = [res["best"], *res["best_per_gpu"]]
+    tokens = res.get("tokens_to_train")
+    rows = []
+    for i, d in enumerate(designs, 1):
+        row = [str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", _nics(d), _layout(d),
+               f"{d['tokens_per_s']:,.0f}", _span(d, "tokens_per_s", "{:,.0f}") + (" (near tie)" if d.get("near_tie") else ""),
+               f"{d['tokens_per_s_per_gpu']:,.0f}", f"{d['mfu']:.1%}",
+               f"{d['memory_per_gpu_gb']:.1f} / {d['memory_limit_gb']:.1f} / {d['gpu_memory_gb']:g}",
+               _num(d["hours_per_1e9_tokens"], "{:,.2f}"), _money(d['usd_per_1e9_tokens'], True),
+               _money(d["cost_usd"], cloud)]
+        if tokens:
+            row += [_num(d.get("hours_to_train"), "{:,.0f}"), _span(d, "hours_to_train", "{:,.0f}"),
+                    _num((d.get("hours_to_train") or math.nan) / 24, "{:,.1f}"), _money(d["cost_to_train_usd"], cloud)]
+        rows.append(row)
+    header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "layout", "tokens/s", "tokens/s 80% range",
+              "tokens/s per GPU", "MFU",
+              "memory per GPU GB (used / usable / card)", "hours per 1e9 tokens", "USD per 1e9 tokens",
+              f"cost (USD{' per hour' if cloud else ''})"]
+    if tokens:
+        header += [f"hours to train {tokens:,.3g} tokens", "hours 80% range", "days", "cost to train (USD)"]
+    b = res["best"]
+    per_1e9 = b["usd_per_1e9_tokens"]
+    intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
+             f"{b['chassis']}), {_nics(b)} per node, {_layout(b)}: {_tokens_phrase(b)}, "
+             f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU, MFU {b['mfu']:.1%}, {b['memory_per_gpu_gb']:.1f} GB "
+             f"per GPU of {b['memory_limit_gb']:.1f} GB usable ({b['gpu_memory_gb']:g} GB card); "
+             f"{b['hours_per_1e9_tokens']:,.2f} hours and {_money(per_1e9, True)} per 1e9 tokens")
+    if tokens:
+        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
+                  + (f"; 80% range {_span(b, 'hours_to_train', '{:,.0f}')} hours" if b.get("hours_to_train_low") else "")
+                  + f") for {_money(b['cost_to_train_usd'], cloud)}")
+    intro += f". Why: {res['why']}"
+    sec = Section("recommended", "Recommended design and the best of each GPU type", intro, [(header, rows)])
+    if not cloud:
+        sec.notes.append(f"USD per 1e9 tokens of an owned cluster: its capex spread over {years:g} years of continuous "
+                         f"use plus electricity (average draw {found.catalog.site.average_draw_fraction:g} of nameplate, "
+                         f"PUE {found.catalog.site.pue:g}, {found.catalog.site.electricity_usd_per_kwh:g} USD/kWh) - "
+                         "an estimate that assumes the cluster is always busy. Cost to train is the purchase.")
+    sec.notes.append(f"Compute: {b['compute_basis']}.")
+    ties = res["solver"].get("near_ties", 0)
+    sec.notes.append("80% ranges: from the out-of-sample errors of published training runs (tokens/s per GPU of each "
+                     "run predicted by a fit without its own source, or, for a GPU with no published run, without its "
+                     "own GPU; costopt/perf/llm/ranges.py). Hours run against tokens/s: the low end of tokens/s is the high "
+                     f"end of hours. {ties} of the other GPU types' best designs are near ties: their range overlaps "
+                     "the recommendation's.")
+    sec.notes.append(f"{res['candidates_evaluated']:,} hardware designs x {res['layouts_per_design']:,} layouts; "
+                     f"{res['solver']['feasible_hardware_designs']:,} hardware designs fit the model with some layout; "
+                     f"Pareto front of {res['solver']['pareto_front_size']}. Parts: {res['parts_offered']} "
+                     f"({res['designs_left_out_by_part_filter']:,} hardware designs left out).")
+    return sec
+
+
+def _span(d: dict, key: str, fmt: str) -> str:
+    """'50,619-67,251': a record's 80% range of `key`, '-' without one."""
+    lo, hi = d.get(f"{key}_low"), d.get(f"{key}_high")
+    return "-" if lo is None or hi is None else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def _tokens_phrase(d: dict) -> str:
+    from costopt.perf.intervals import range_phrase
+
+    return range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
+                        f"from the {d.get('range_basis')}", unit="tokens/s")
+
+
+def _cell_text(c: dict) -> str:
+    if c["fits"]:
+        return f"{c['best']['value']:,.1f}"
+    return {"model states": "states", "activations and logits": "activ.", "layout": "n/a"}[c["binding"]["term"]]
+
+
+def _memory(grid: dict, best: dict) -> Section:
+    """Heat map: rows strategy x tp, columns GPU memory; each cell the best over pp (table: every pp)."""
+    plt = _plt()
+    sizes = grid["memory_sizes_gb"]
+    cells = grid["cells"]
+    tps = sorted({c["tp"] for c in cells})
+    strategies = [s for s in LLM_STRATEGIES if any(c["strategy"] == s for c in cells)]
+    rows_key = [(s, t) for s in strategies for t in tps]
+    val = np.full((len(rows_key), len(sizes)), np.nan)
+    text = [["" for _ in sizes] for _ in rows_key]
+    for r, (s, t) in enumerate(rows_key):
+        for j, m in enumerate(sizes):
+            group = [c for c in cells if c["strategy"] == s and c["tp"] == t and c["memory_gb"] == m]
+            fitting = [c for c in group if c["fits"]]
+            if fitting:
+                c = max(fitting, key=lambda c: (c["best"]["value"], -c["pp"]))
+                val[r, j] = c["best"]["value"]
+                text[r][j] = f"{c['best']['value']:,.1f}\npp{c['pp']}"
+            elif group:
+                # the binding term of the family member that came closest (least memory needed)
+                mem = [c for c in group if c["binding"]["term"] != "layout"]
+                if mem:
+                    c = min(mem, key=lambda c: c["binding"]["needed_gb"])
+                    text[r][j] = f"x {_cell_text(c)}\n{c['binding']['needed_gb']:,.0f} GB"
+                else:
+                    text[r][j] = "x n/a"
+    fig, ax = plt.subplots(figsize=(1.25 * len(sizes) + 2.6, 0.42 * len(rows_key) + 1.6), layout="constrained")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#f2dede")
+    im = ax.imshow(np.ma.masked_invalid(val), aspect="auto", cmap=cmap)
+    for r in range(len(rows_key)):
+        for j in range(len(sizes)):
+            v = val[r, j]
+            light = not np.isnan(v) and v < np.nanmin(val) + 0.6 * (np.nanmax(val) - np.nanmin(val)) if np.isfinite(val).any() else False
+            ax.text(j, r, text[r][j], ha="center", va="center", fontsize=6.5,
+                    color="white" if light else ("#8a1f1f" if np.isnan(v) else "black"))
+    ax.set_xticks(range(len(sizes)), [f"{m:g} GB\n{', '.join(grid['gpus_by_memory_gb'][f'{m:g}'])}" for m in sizes],
+                  fontsize=7)
+    ax.set_yticks(range(len(rows_key)), [f"{s} tp{t}" for s, t in rows_key], fontsize=8)
+    ax.set_xlabel("GPU memory (the catalog GPUs of that size in the search)")
+    fig.colorbar(im, ax=ax, label=f"best {grid['value_unit']}")
+    ax.set_title(f"{grid['model']}: layouts that fit, by GPU memory (best pipeline degree shown; "
+                 "x = does not fit, with the binding term)", fontsize=9)
+    # line plot: per strategy, best over tp and pp
+    fig2, ax2 = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    for s in strategies:
+        ys = []
+        for m in sizes:
+            vs = [c["best"]["value"] for c in cells if c["strategy"] == s and c["memory_gb"] == m and c["fits"]]
+            ys.append(max(vs) if vs else np.nan)
+        ax2.plot(range(len(sizes)), ys, marker="o", label=s)
+    ax2.set_xticks(range(len(sizes)), [f"{m:g} GB" for m in sizes])
+    ax2.set_ylabel(f"best {grid['value_unit']}")
+    ax2.set_xlabel("GPU memory")
+    ax2.grid(alpha=0.3)
+    ax2.legend(title="strategy (best tp, pp)", fontsize=8)
+    ax2.set_title("Best tokens/s per dollar of each strategy by GPU memory (missing point: nothing fits)", fontsize=9)
+    rows = [[f"{s} tp{t}"] + [text[r][j].replace("\n", " ") for j in range(len(sizes))]
+            for r, (s, t) in enumerate(rows_key)]
+    n_fit = sum(c["fits"] for c in cells)
+    intro = (f"Which parallel layouts of {grid['model']} ({grid['params'] / 1e9:.1f} B parameters, sequence "
+             f"{grid['seq_len']:,}) fit in GPU memory, for each memory size among the {grid['designs']:,} hardware "
+             f"designs within the budget: {n_fit} of {len(cells)} (memory size, strategy, tp, pp) cells fit. A cell "
+             f"fits when some design of that memory size runs the layout with some micro-batch and activation "
+             f"checkpointing; its value is the best {grid['value_unit']}. A cell that does not fit names the larger "
+             f"memory term of the least memory any design of that size needs with that layout: 'states' (weights, "
+             f"gradients and Adam states, 16 bytes per parameter before sharding) or 'activations and logits'. The "
+             f"recommendation uses {best['memory_per_gpu_gb']:.0f} of {best['gpu_memory_gb']:g} GB per GPU "
+             f"({best['strategy']} tp{best['tp']} pp{best['pp']}).")
+    sec = Section("memory", "Feasible strategies by GPU memory", intro,
+                  [(["layout"] + [f"{m:g} GB" for m in sizes], rows)],
+                  [Figure("memory", "Layouts that fit by GPU memory", _png(fig)),
+                   Figure("memory-strategies", "Best tokens/s per dollar of each strategy by GPU memory", _png(fig2))])
+    sec.notes.append("Table and heat map: each cell is the best pipeline degree of that strategy and tensor degree, "
+                     f"with its best {grid['value_unit']}; 'x states 88 GB' means no pipeline degree fits and the "
+                     "layout needs at least 88 GB per GPU, most of it model states. Every (memory, strategy, tp, pp) "
+                     "cell, with the design that needs the least memory where nothing fits, is in the JSON embedded "
+                     "as costopt-memory-grid.")
+    left = grid.get("left_out_by_memory_gb") or {}
+    if left:
+        parts = []
+        for m, gs in left.items():
+            whys: dict[str, list[str]] = {}
+            for g in gs:
+                whys.setdefault(g["why"], []).append(g["gpu"])
+            parts.append(f"{m} GB: " + "; ".join(f"{', '.join(ids)} ({why})" for why, ids in whys.items()))
+        sec.notes.append("Catalog GPUs not in the grid: " + " | ".join(parts) + ".")
+    sec.notes.append("Memory per GPU: mixed-precision Adam states per ZeRO stage, Korthikanti et al. 2022 activations "
+                     "with FlashAttention, fp32 logits, and a reserve (docs/large-models.md); tokens/s are roofline "
+                     "estimates, not measurements.")
+    return sec
+
+
+def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
+    plt = _plt()
+    ok = found.ok
+    cost = found.costs.cost_usd
+    thr = found.ev.timing.tokens_per_s
+    space = found.space
+    cloud = found.catalog.is_cloud
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    rows = []
+    for gi, g in enumerate(space.gpus):
+        sel = ok & (space.gpu_idx == gi)
+        if not sel.any():
+            continue
+        ax.scatter(cost[sel], thr[sel], s=6, color=colors.get(g.id, "#999999"), label=g.id, alpha=0.7)
+        within = sel & (cost <= found.budget)
+        rows.append([g.id, f"{int(sel.sum()):,}", f"{int(within.sum()):,}",
+                     _num(float(thr[within].max()) if within.any() else None, "{:,.0f}")])
+    b = res["best"]
+    ax.scatter([b["cost_usd"]], [b["tokens_per_s"]], s=120, facecolors="none", edgecolors="black", linewidths=1.5,
+               label="recommended")
+    shown = [d for d in [b, *res["best_per_gpu"]] if d.get("tokens_per_s_low") is not None]
+    if shown:  # the 80% range of the recommendation and of each other GPU type's best design
+        ax.errorbar([d["cost_usd"] for d in shown], [d["tokens_per_s"] for d in shown],
+                    yerr=[[d["tokens_per_s"] - d["tokens_per_s_low"] for d in shown],
+                          [d["tokens_per_s_high"] - d["tokens_per_s"] for d in shown]],
+                    fmt="none", ecolor="black", elinewidth=0.8, capsize=3, label="80% range (best of each GPU)")
+    ax.axvline(found.budget, color="#888888", ls="--", lw=1, label="budget")
+    ax.set_yscale("log")
+    _dollar_axis(ax.xaxis, cloud)
+    ax.set_xlabel("cost (USD per hour)" if cloud else "cost (USD)")
+    ax.set_ylabel("tokens/s (fastest layout that fits)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    intro = ("Every hardware design that fits the model with some layout, at its fastest layout: tokens/s against "
+             "cost, one colour per GPU type; the ring marks the recommendation, and the bars the 80% range of it "
+             "and of each other GPU type's best design.")
+    return Section("pareto", "Tokens/s against cost", intro,
+                   [(["GPU", "designs that fit", "within the budget", "best tokens/s within the budget"], rows)],
+                   [Figure("pareto", "Tokens/s against cost", _png(fig))])
+
+
+def _breakdown(b: dict) -> Section:
+    plt = _plt()
+    total = b["t_step_s"]
+    compute = b["t_compute_s"]
+    parts = [("compute (all micro-batches)", compute), ("pipeline bubble", b["t_pipeline_bubble_s"]),
+             ("exposed data-parallel communication", b["t_data_parallel_exposed_s"]),
+             ("tensor-parallel all-reduces", b["t_tensor_parallel_s"]),
+             ("pipeline point-to-point", b["t_pipeline_p2p_s"])]
+    states, acts, limit, card = (b["memory_model_states_gb"], b["memory_activations_gb"], b["memory_limit_gb"],
+                                 b["gpu_memory_gb"])
+    mem = [("weights, gradients, Adam states", states), ("activations and logits", acts),
+           ("free (usable)", max(limit - states - acts, 0.0)), ("reserve", card - limit)]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 3.4), layout="constrained")
+    colors = ["#4c72b0", "#dd8452", "#c44e52", "#8172b2", "#937860"]
+    left = 0.0
+    for (name, v), col in zip(parts, colors):
+        ax1.barh(["step"], [v], left=left, color=col, label=f"{name} {v:,.2f} s")
+        left += v
+    ax1.set_xlabel("seconds per optimizer step")
+    ax1.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    left = 0.0
+    for (name, v), col in zip(mem, ["#55a868", "#dd8452", "#dddddd", "#999999"]):
+        ax2.barh(["memory"], [v], left=left, color=col, label=f"{name} {v:,.1f} GB")
+        left += v
+    ax2.set_xlabel("GB per GPU")
+    ax2.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    rows = [[name, f"{v:,.3f}", f"{v / total:.1%}"] for name, v in parts]
+    rows.append(["step (t_step)", f"{total:,.3f}", "100.0%"])
+    mrows = [[name, f"{v:,.1f}", f"{v / card:.1%}"] for name, v in mem]
+    intro = (f"The recommended design's optimizer step: {total:,.2f} s for {b['global_batch_sequences']:,} sequences "
+             f"of {b['seq_len']:,} tokens ({b['grad_accum']} micro-batches of {b['micro_batch']} per data-parallel "
+             f"rank); largest term: {b['bottleneck']}. Its memory per GPU: {states + acts:,.1f} GB of "
+             f"{card:g} GB.")
+    return Section("breakdown", "Step time and memory of the recommended design", intro,
+                   [(["step term", "seconds", "share"], rows), (["memory term", "GB per GPU", "share of the card"], mrows)],
+                   [Figure("breakdown", "Step time and memory of the recommended design", _png(fig))])
+
+
+def build_llm_report(model: str | None, budget: float, catalog: str | Path | Catalog | None = None, *,
+                     tokens: float | None = None, model_config: str | Path | None = None, seq_len: int | None = None,
+                     global_batch: int | None = None, precision: str = "amp_bf16", strategies: list[str] | None = None,
+                     max_nodes: int | None = None, top: int = 8, years: float = 3.0,
+                     include: list[str] | None = None, exclude_gpus: list[str] | None = None,
+                     progress: bool = True) -> Report:
+    """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number."""
+    count("top", top)
+    positive("tokens", tokens)
+    positive("years", years)
+    with _progress(progress) as prog:
+        task = prog.add_task("report", total=len(LLM_SECTIONS) + 1)
+        found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
+                           global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
+                           strategies=strategies, include=include, exclude_gpus=exclude_gpus)
+        res = choose_llm(found, tokens=tokens, top=top, years=years)
+        prog.advance(task)
+        ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]
+        colors = _gpu_colors(ranked + [g.id for g in found.space.gpus if g.id not in ranked])
+        sections = [_recommended(res, found, years)]
+        prog.advance(task)
+        grid = memory_grid(found)
+        sections.append(_memory(grid, res["best"]))
+        prog.advance(task)
+        sections.append(_pareto(found, res, colors))
+        prog.advance(task)
+        sections.append(_breakdown(res["best"]))
+        prog.advance(task)
+    cat = found.catalog
+    title = f"costopt report: {res['model']} ({res['params'] / 1e9:.1f} B parameters), budget {_money(budget, cat.is_cloud)}"
+    subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); sequence {res['seq_len']:,}, global batch "
+                f"{res['global_batch_sequences']:,} sequences; precision {precision}; objective {res['objective']}"
+                + (f"; {tokens:,.3g} tokens to train" if tokens else ""))
+    return Report(title, subtitle, res, sections, data={"memory-grid": grid})
+
+
+__all__ = ["build_llm_report", "LLM_SECTIONS"]

@@ -1,0 +1,348 @@
+"""From a mix file to an answer: candidates per job from the timing model, reduce, solve, collect.
+
+The result (`MixResult`) is data only; `render.py` turns it into tables.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from costopt.search.api import DEFAULT_MAX_NODES, Evaluation, design_dict, evaluate_space, resolve_inputs
+from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, caution
+from costopt.search.solver import pareto_front
+from costopt.hardware.catalog import Catalog, load_catalog
+from costopt.search.design_space import STRATEGIES, enumerate_designs
+from costopt.core.errors import InfeasibleError, InputError
+from costopt.search.mix import PARTS, Mix, load_mix
+from costopt.search.multijob.diagnose import _limit_names, diagnose
+from costopt.search.multijob.explain import explain
+from costopt.search.multijob.problem import (MIX_OBJECTIVES, JobCandidates, Market, MixLimits, Progress, _check_objective, _say,
+                      evaluate_picks)
+from costopt.search.multijob.program import ProgramResult, solve_program
+from costopt.search.multijob.pruning import _within_limits, prune, reduce_jobs
+
+
+DEFAULT_TIME_LIMIT_S = 300.0  # seconds for a whole mix solve unless told otherwise
+REPORT_RESERVE = 0.03  # share of the time limit (at least 2 s) kept back for the report
+BUILD_SHARE = 0.75  # building the candidates stops past this share of the time limit
+def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
+    price = {("gpus", g.id): g.price_usd for g in catalog.gpu}
+    price.update({("chassis", c.id): c.price_usd for c in catalog.chassis})
+    price.update({("nics", n.id): n.price_usd for n in catalog.nic})
+    if mix is None:
+        return Market(price)
+    owned = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.inventory, k).items() if n > 0}
+    stock = {(k, pid): n for k in PARTS for pid, n in getattr(mix.spec.stock, k).items()}
+    tiers = {d.part: [(t.from_units, t.unit_price_usd) for t in d.tiers] for d in mix.spec.discount}
+    return Market(price, owned, stock, tiers)
+
+
+def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float | None = None,
+                   keep: np.ndarray | None = None) -> JobCandidates:
+    """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only, and
+    of those only `keep` when given: the part filter's); `designs` is left empty (`build_jobs` fills it
+    for the designs it keeps)."""
+    s, c = ev.space, ev.costs
+    ok = np.flatnonzero(ev.timing.feasible & c.buildable & (True if keep is None else keep))
+    ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
+    nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
+    ni = np.where(s.nic_idx < 0, len(s.nics), s.nic_idx)
+    # candidates follow the deterministic design order, so ties resolve the same way every run
+    ok = ok[np.argsort(np.argsort(s.sort_key())[ok], kind="stable")]
+    return JobCandidates(
+        name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
+        s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
+        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, model=ev.model,
+        counts={"enumerated": len(s), "feasible": int(len(ok))},
+    )
+
+
+@dataclass
+class MixResult:
+    name: str
+    objective: str
+    status: str
+    objective_value: float | None
+    gap: float | None
+    solve_time_s: float
+    total_time_s: float
+    limits: dict[str, Any]
+    totals: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    parts: list[dict[str, Any]]
+    solver: dict[str, Any]
+    binding: list[dict[str, Any]] = field(default_factory=list)  # the limits at the answer (`explain.py`)
+    excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (`excluded_report`)
+
+    def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
+        """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
+        for (`--timings`): the same inputs then print the same bytes."""
+        out = {"mix": self.name, "objective": self.objective, "status": self.status,
+               "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
+               "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
+               "limits_at_answer": self.binding, "jobs": self.jobs, "parts": self.parts, "solver": self.solver,
+               "excluded": self.excluded}
+        return out if timings else _drop_timings(out)
+
+
+def _drop_timings(value: Any) -> Any:
+    """A copy without the wall-clock keys (`*time_s`)."""
+    if isinstance(value, dict):
+        return {k: _drop_timings(v) for k, v in value.items() if not k.endswith("time_s")}
+    if isinstance(value, list):
+        return [_drop_timings(v) for v in value]
+    return value
+
+
+def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
+               overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+               reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True,
+               progress: Progress | None = None, deadline: float | None = None,
+               part_filter: PartFilter | None = None, left_out: dict[str, Any] | None = None) -> list[JobCandidates]:
+    """Enumerate and evaluate every job's design space and keep its candidates, one job at a time.
+
+    Each design space is reduced as soon as it is evaluated: designs that break a per-design limit
+    (when `trim`; the diagnosis of an infeasible mix keeps them) and dominated designs (`prune`) go,
+    both valid whatever the other jobs run (`pruning.py`), and only the survivors' DESIGN rows are
+    kept. Memory then holds one job's evaluated design space at a time, not every job's. Jobs with the
+    same model, precision, batch, GPU list and samples to train share one evaluation. Past `deadline`
+    (a `time.perf_counter()` value) it stops with InfeasibleError (reason "time-limit").
+
+    `part_filter` (None: the default, as in a single solve; part_filter.py) leaves designs out of every
+    job's candidates, a job's own `gpus` being named GPUs. `left_out`, when given, receives per job the
+    filter's counts by reason and the cost-throughput Pareto front of the left-out designs that meet the
+    per-design limits (DESIGN rows), for the report (`excluded_report`)."""
+    pf = part_filter if part_filter is not None else PartFilter()
+    fronts: dict[tuple, dict[str, Any]] = {}
+    owned_value = sum(market.price[p] * n for p, n in market.owned.items())
+    # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
+    node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
+        if lim.budget_usd is not None and tco_years == 0 else None
+    jobs: list[JobCandidates] = []
+    shared: dict[tuple, JobCandidates] = {}
+    for k, (name, spec) in enumerate(mix.jobs.items(), 1):
+        t0 = time.perf_counter()
+        samples = spec.epochs * spec.dataset_size if spec.epochs and spec.dataset_size else None
+        key = (spec.model, spec.precision, spec.batch_per_gpu, tuple(spec.gpus), samples)
+        base = shared.get(key)
+        if base is None:
+            try:
+                cat, params, workload, batch, tensors = resolve_inputs(
+                    spec.model, catalog, spec.precision, spec.batch_per_gpu, system, None, tensor_set, overlap)
+                space = enumerate_designs(
+                    cat, max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
+                    strategies=tuple(strategies or STRATEGIES), reduce_on=tuple(reduce_on or ("gpu",)),
+                    gpu_ids=spec.gpus or None, node_budget_usd=node_budget)
+            except InputError as exc:
+                raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+            ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
+                                precision=spec.precision, batch_per_gpu=batch, overlap=overlap, tco_years=tco_years,
+                                samples_to_train=samples)
+            jpf = replace(pf, named_gpus=tuple(dict.fromkeys([*pf.named_gpus, *spec.gpus])))
+            reasons = jpf.design_reasons(ev.space)
+            full = job_candidates(name, ev, keep=reasons == KEPT)
+            if left_out is not None:
+                out_c = job_candidates(name, ev, keep=reasons != KEPT)
+                out_c = out_c.take(np.flatnonzero(_within_limits(out_c, market, lim, None)))
+                front = out_c.index[pareto_front(out_c.cost_usd, out_c.throughput, ev.space.order_rank()[out_c.index])]
+                rows = ev.rows(front)
+                for r, i in zip(rows, front):
+                    r["excluded_reason"] = REASONS[int(reasons[i])]
+                fronts[key] = {"counts": {r: int((reasons == i).sum()) for i, r in enumerate(REASONS)
+                                          if (reasons == i).any()}, "front": rows}
+            base = full.take(np.flatnonzero(_within_limits(full, market, lim, None))) if trim else full
+            base.counts["within_limits"] = len(base)
+            base = base.take(prune(base, market, lim))
+            base.designs = ev.frame(base.index)
+            base.designs.index = base.index
+            base.counts["after_pruning"] = len(base)
+            shared[key] = base
+            del ev, full, space
+            how = (f"{base.counts['enumerated']:,} designs, {base.counts['feasible']:,} feasible, "
+                   f"{len(base):,} kept")
+        else:
+            how = f"same designs as an earlier job ({len(base):,} kept)"
+        jobs.append(replace(base, name=name, weight=spec.weight, target=spec.target, counts=dict(base.counts)))
+        if left_out is not None:
+            left_out[name] = fronts[key]
+        _say(progress, f"job {k}/{len(mix.jobs)} '{name}' ({spec.model}): {how}, {time.perf_counter() - t0:.1f} s")
+        if deadline is not None and time.perf_counter() > deadline and k < len(mix.jobs):
+            raise InfeasibleError(f"building the candidates took the time allowed for it ({k} of {len(mix.jobs)} "
+                                  "jobs done); raise --time-limit", reason="time-limit")
+    return jobs
+
+
+def solve_mix(
+    workload: str | Path | Mix, *, catalog: str | Path | Catalog | None = None, objective: str = "throughput",
+    budget: float | None = None, max_power_kw: float | None = None, max_rack_units: float | None = None,
+    max_nodes: int | None = None, mixed_nics: bool | None = None, max_gpu_types: int | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT_S,
+    tco_years: float = 0.0, overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
+    reduce_on: list[str] | None = None, tensor_set: str = "pytorch", progress: Progress | None = None,
+    include: list[str] | str | None = None, exclude_gpus: list[str] | None = None,
+) -> MixResult:
+    """Best designs for every job of a mix under the shared limits; raises InfeasibleError with the binding limit.
+
+    `time_limit` (seconds, default `DEFAULT_TIME_LIMIT_S`; None: none) bounds the whole call: building the
+    candidates, pruning and the program, which gets what is left. When it runs out the best selection
+    found so far comes back with status "Feasible (time limit)" and its gap (relative distance to the
+    best bound proven). Building the candidates may take `BUILD_SHARE` of the limit (past it: an
+    InfeasibleError with reason "time-limit"); the diagnosis of an infeasible mix shares the same limit. `progress`, when given, receives one line per step (jobs evaluated, pruning,
+    solver stages and, during long CBC runs, the best value and bound so far).
+
+    The part filter of a single solve applies to every job (`include`, `exclude_gpus`; part_filter.py):
+    by default current data-centre and workstation parts, plus every part the mix names (owned, in
+    stock, discounted, or in a job's `gpus`). The result's `excluded` says what it left out and, per
+    job, what the best left-out design costing no more than the job's pick would give."""
+    t_start = time.perf_counter()
+    mix = workload if isinstance(workload, Mix) else load_mix(workload)
+    if objective not in MIX_OBJECTIVES:
+        raise InputError(f"unknown objective '{objective}' for a workload mix (choose from {', '.join(MIX_OBJECTIVES)})")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
+        raise InputError(f"time limit must be a positive number of seconds, got {time_limit}", field="time_limit")
+    for label, v in (("budget", budget), ("max power", max_power_kw), ("max rack units", max_rack_units)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{label} must be a positive number, got {v}")
+    if max_nodes is not None and max_nodes < 1:
+        raise InputError(f"max nodes must be >= 1, got {max_nodes}")
+    if max_gpu_types is not None and not (isinstance(max_gpu_types, int) and max_gpu_types >= 1):
+        raise InputError(f"max GPU types must be an integer >= 1, got {max_gpu_types!r}", field="max_gpu_types")
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    mix.check_catalog(cat)
+    fl = mix.spec.limits
+    lim = MixLimits(
+        budget_usd=budget if budget is not None else fl.budget_usd,
+        max_power_kw=max_power_kw if max_power_kw is not None else fl.max_power_kw,
+        max_rack_units=max_rack_units if max_rack_units is not None else fl.max_rack_units,
+        max_nodes=max_nodes if max_nodes is not None else fl.max_nodes,
+        one_nic_type=(not mixed_nics) if mixed_nics is not None else fl.one_nic_type,
+        max_gpu_types=max_gpu_types if max_gpu_types is not None else fl.max_gpu_types,
+    )
+    if lim.budget_usd is None and objective != "cost":
+        raise InputError(f"objective '{objective}' needs a budget (--budget or [limits] budget_usd in {mix.where})")
+    market = market_from(cat, mix)
+    named = frozenset({*market.owned, *market.stock, *market.tiers})
+    pf = replace(PartFilter.from_options(include, exclude_gpus, None, cat), named_parts=named)
+    clash = [g for g in pf.exclude_gpus if ("gpus", g) in named or any(g in j.gpus for j in mix.jobs.values())]
+    if clash:
+        raise InputError(f"--exclude-gpu {', '.join(clash)}: the mix {mix.where} names it (inventory, stock, "
+                         "discount or a job's gpus)", field="exclude_gpu")
+    opts = dict(tco_years=tco_years, overlap=overlap, system=system, strategies=strategies, reduce_on=reduce_on,
+                tensor_set=tensor_set, part_filter=pf)
+    left_out: dict[str, Any] = {}
+    # the candidates may take BUILD_SHARE of the time: what is left gets a heuristic answer at least
+    build_deadline = None if time_limit is None else t_start + BUILD_SHARE * time_limit
+    raw = build_jobs(mix, cat, market, lim, progress=progress, deadline=build_deadline, left_out=left_out, **opts)
+    _check_objective(objective, raw)
+    t0 = time.perf_counter()
+    jobs = reduce_jobs(raw, market, lim, objective)
+    _say(progress, f"joint limits and pruning: {sum(len(j) for j in jobs):,} candidates in all, "
+                   f"{time.perf_counter() - t0:.1f} s")
+    # the program gets what is left, less a reserve for the report (explain reads every one-job change)
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t_start)
+                                               - max(2.0, REPORT_RESERVE * time_limit))
+    res = solve_program(jobs, market, lim, objective, left, progress=progress)
+    if res.picks is None:
+        if res.status.startswith("No solution"):
+            raise InfeasibleError(f"no feasible answer found within the time limit of {time_limit:g} s; "
+                                  "raise --time-limit", reason="time-limit")
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        if left is not None and left < 5.0:
+            raise InfeasibleError("infeasible mix (no time left to find which limit binds; raise --time-limit)",
+                                  reason="mix-limits")
+        _say(progress, "infeasible: finding which limit binds")
+        full = reduce_jobs(build_jobs(mix, cat, market, lim, trim=False, progress=progress,
+                                      deadline=None if left is None else t_start + time_limit, **opts),
+                           market, lim, objective, filter_limits=False)
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        per_solve = 10.0 if left is None else min(10.0, max(1.0, left / (len(_limit_names(full, market, lim,
+                                                                                            objective)) + 2)))
+        msg, rows = diagnose(full, market, lim, objective, time_limit=per_solve)
+        raise InfeasibleError(msg, nearest=rows or None, reason="mix-limits")
+    t0 = time.perf_counter()
+    out = _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
+    out.excluded = excluded_report(pf, left_out, out.jobs, cat)
+    _say(progress, f"{res.status}, gap {'n/a' if res.gap is None else f'{res.gap:.2%}'}; report in "
+                   f"{time.perf_counter() - t0:.1f} s, {time.perf_counter() - t_start:.1f} s in all")
+    return out
+
+
+def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Market, jobs: list[JobCandidates],
+            res: ProgramResult, total_time: float) -> MixResult:
+    picks = res.picks
+    tot = evaluate_picks(jobs, market, picks[None, :])
+    job_rows = []
+    for j, (job, d) in enumerate(zip(jobs, picks)):
+        design = design_dict(job.designs.loc[job.index[d]])
+        design["model"] = job.model
+        thr = float(job.throughput[d])
+        job_rows.append({
+            "name": job.name, "model": job.model, "weight": job.weight, "target_samples_per_s": job.target,
+            "throughput_samples_per_s": thr, "target_ratio": (thr / job.target) if job.target else None,
+            "candidates": dict(job.counts), "design": design,
+        })
+    binding, unused = explain(jobs, market, lim, objective, picks, float(res.objective_value))
+    parts = []
+    for p in market.shared:
+        need = int(sum(job.usage(p)[d] for job, d in zip(jobs, picks)))
+        c, bought = market.part_cost(p, np.array([need]))
+        owned = market.owned.get(p, 0)
+        parts.append({"kind": p[0], "id": p[1], "used": need, "owned": owned, "owned_used": min(owned, need),
+                      "bought": int(bought[0]), "spare": int(bought[0]) - max(0, need - owned),
+                      "stock": market.stock.get(p), "list_price_usd": market.price[p],
+                      "unit_price_usd": (float(c[0]) / bought[0]) if bought[0] else None, "cost_usd": float(c[0]),
+                      "owned_unused": unused.get(p)})
+    totals = {"cost_usd": float(tot["cost_usd"][0]), "power_kw": float(tot["power_kw"][0]),
+              "rack_units": float(tot["rack_units"][0]), "nodes": int(tot["nodes"][0]),
+              "gpus": int(sum(job.gpus[d] for job, d in zip(jobs, picks))),
+              "nic_types": sorted({str(job.nic[d]) for job, d in zip(jobs, picks)} - {"none"}),
+              "gpu_types": sorted({str(job.gpu[d]) for job, d in zip(jobs, picks)}),
+              "list_price_usd": float(sum(job.cost_usd[d] for job, d in zip(jobs, picks)))}
+    solver = {"solver": "CBC (PuLP)", "stages": res.stages, "binaries": int(sum(len(j) for j in jobs)),
+              "candidates_after_limits": [len(j) for j in jobs]}
+    return MixResult(mix.spec.mix.name or Path(mix.where).stem, objective, res.status, res.objective_value, res.gap,
+                     res.solve_time_s, total_time, lim.as_dict(), totals, job_rows, parts, solver, binding)
+
+
+def excluded_report(pf: PartFilter, left_out: dict[str, Any], jobs: list[dict[str, Any]],
+                    catalog: Catalog) -> dict[str, Any]:
+    """JSON `excluded` of a mix: {offered, counts by reason (summed over jobs), jobs: {name: {counts, best,
+    throughput_ratio, sentence}}, sentence}.
+
+    A job's `best` is the fastest left-out design (meeting the per-design limits) whose list cost is no
+    more than the list cost of the job's pick, and `throughput_ratio` = its throughput / the pick's: a
+    like-for-like statement that needs no second joint solve (the other jobs keep their picks only if
+    the shared limits allow; a ratio above 1 says the filter cost that job throughput at equal money)."""
+    total: dict[str, int] = {}
+    per_job: dict[str, Any] = {}
+    for j in jobs:
+        info = left_out.get(j["name"], {"counts": {}, "front": []})
+        for r, n in info["counts"].items():
+            total[r] = total.get(r, 0) + n
+        pick = j["design"]
+        cheaper = [d for d in info["front"] if d["cost_usd"] <= pick["cost_usd"] * (1 + 1e-9)]
+        best = max(cheaper, key=lambda d: d["throughput_samples_per_s"], default=None)
+        ratio = None if best is None else best["throughput_samples_per_s"] / j["throughput_samples_per_s"]
+        sentence = ""
+        if best is not None and ratio > 1.0 + 1e-9:
+            g = catalog.gpus[best["gpu"]]
+            life = g.lifecycle.replace("_", "-") + (f" since {g.end_of_life_date}" if g.end_of_life_date else "")
+            sentence = (f"job '{j['name']}': the best left-out design at no more than its pick's list cost, "
+                        f"{best['total_gpus']} x {best['gpu']} ({g.segment}, {life}) for ${best['cost_usd']:,.0f}, "
+                        f"gives {ratio:.2f}x its throughput; {caution(best['excluded_reason'])}")
+        per_job[j["name"]] = {"counts": dict(info["counts"]), "best": best, "throughput_ratio": ratio,
+                              "sentence": sentence}
+    n = sum(total.values())
+    if n:
+        by = ", ".join(f"{k.replace('_', '-')} {v:,}" for k, v in total.items())
+        head = (f"Part filter: {pf.describe()}; left out {n:,} designs over the jobs ({by}); "
+                "--include consumer,legacy,eol considers them.")
+    else:
+        head = f"Part filter: {pf.describe()}; nothing was left out."
+    return {"offered": pf.describe(), "counts": total, "jobs": per_job, "sentence": head}

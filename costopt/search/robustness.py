@@ -1,0 +1,107 @@
+"""How sure a decision is: near-ties and the share of resampled systems under which the pick stays best.
+
+Near-tie. Design d is a near-tie of the best design b when their 80% throughput ranges overlap
+(costopt/perf/intervals.py): low_d ≤ high_b and low_b ≤ high_d. The buyer should read such designs as
+equally good on today's evidence.
+
+Decision robustness (`solver.robustness`). The shipped defaults are a fit; its uncertainty is one
+standard deviation σ_j per fitted parameter (`system_defaults.toml` [uncertainty]). Draw K = RESAMPLES
+parameter sets, independently per parameter:
+
+    rate-like parameters (log-scale bounds in system.FIT_BOUNDS):  θ_j,k = θ_j · exp(σ_j/θ_j · z)
+    fractions and zero-default terms (linear bounds):                     θ_j,k = clip(θ_j + σ_j · z, lo_j, hi_j)
+
+with z ~ N(0, 1) from a fixed seed (same inputs, same bytes). The shortlist is the best design plus the
+SHORTLIST designs that score best under the request's constraints (a design far down the ranking cannot
+overtake under parameter noise of this size; the count is reported). Its timing is evaluated for all K
+systems at once: the shortlist is tiled K times into one design space whose parameters are arrays, one
+value per (resample, design), and `timing.evaluate` runs once over K × m designs. Per resample the
+design with the best objective value wins (costs are the point costs: only throughput is resampled;
+ties go to the lower cost, then the design order); robustness = the share of resamples whose winner is
+the chosen design.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from costopt.search.evaluation import Evaluation
+
+RESAMPLES = 200
+SHORTLIST = 64
+SEED = 20261201
+
+
+def near_ties(low: np.ndarray, high: np.ndarray, best_pos: int) -> np.ndarray:
+    """Bool per design: its [low, high] overlaps the design at `best_pos`'s (that design itself: False)."""
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    out = (low <= high[best_pos]) & (low[best_pos] <= high)
+    out[best_pos] = False
+    return out
+
+
+def resample_params(params, n: int, seed: int = SEED, uncertainty: dict[str, float] | None = None):
+    """`n` parameter sets as one SystemParams whose resampled fields are arrays of length n."""
+    from costopt.perf.system import FIT_BOUNDS as BOUNDS, fit_record
+
+    sig = fit_record()["uncertainty"] if uncertainty is None else uncertainty
+    rng = np.random.default_rng(seed)
+    updates: dict[str, np.ndarray] = {}
+    for name in sorted(sig):
+        if name not in BOUNDS or not hasattr(params, name):
+            continue
+        sd = float(sig[name])
+        theta = float(getattr(params, name))
+        lo, hi, kind = BOUNDS[name]
+        z = rng.standard_normal(n)
+        if kind == "log" and theta > 0:
+            updates[name] = theta * np.exp(sd / theta * z)
+        else:
+            updates[name] = np.clip(theta + sd * z, lo, hi)
+    return params.with_updates(**updates), sorted(updates)
+
+
+def decision_robustness(ev: "Evaluation", best: int, pool: np.ndarray, objective: str,
+                        min_throughput: float | None, resamples: int = RESAMPLES,
+                        shortlist: int = SHORTLIST) -> dict[str, Any]:
+    """Share of `resamples` parameter draws under which `best` stays the best of `pool` (design indices
+    that satisfy the request's constraints). Returns robustness, resamples, shortlist size, parameters."""
+    from costopt.search.solver import objective_values
+    from costopt.perf.timing import evaluate
+
+    pool = np.asarray(pool, dtype=np.int64)
+    cost = ev.costs.cost_usd
+    thr = ev.timing.throughput_samples_per_s
+    rank = ev.space.order_rank()
+    score = objective_values(objective, cost[pool], thr[pool])
+    order = np.lexsort((rank[pool], cost[pool], score))
+    short = pool[order[:shortlist]]
+    if best not in short:
+        short = np.concatenate([[best], short[: shortlist - 1]])
+    m = len(short)
+    tiled = ev.space.take(np.tile(short, resamples))
+    params, names = resample_params(ev.params, resamples)
+    if names:
+        params = params.with_updates(**{k: np.repeat(getattr(params, k), m) for k in names})
+    t = evaluate(tiled, ev.compute, ev.tensors, params, ev.batch_per_gpu * ev.grad_accum, ev.overlap)
+    thr_k = t.throughput_samples_per_s.reshape(resamples, m)
+    cost_k = np.broadcast_to(cost[short], (resamples, m))
+    value = objective_values(objective, cost_k, thr_k)
+    if objective == "cost" and min_throughput is not None:
+        value = np.where(thr_k >= min_throughput, value, np.inf)
+    # ties: the lower cost, then the design order: one fixed secondary order over the shortlist
+    secondary = np.empty(m, dtype=np.int64)
+    secondary[np.lexsort((rank[short], cost[short]))] = np.arange(m)
+    best_value = value.min(axis=1, keepdims=True)
+    tied = value <= best_value + np.abs(best_value) * 1e-12
+    winner = np.where(tied, secondary[None, :], m).argmin(axis=1)
+    share = float(np.mean(short[winner] == best))
+    return {"robustness": round(share, 4), "robustness_resamples": int(resamples),
+            "robustness_shortlist": int(m), "robustness_parameters": names}
+
+
+__all__ = ["near_ties", "decision_robustness", "resample_params", "RESAMPLES", "SHORTLIST"]
