@@ -235,3 +235,11 @@ def within_budget(costs: Costs, budget: float | None) -> np.ndarray:
         return np.ones(n, dtype=bool)
     spend = costs.spend_usd if costs.spend_usd is not None else costs.cost_usd
     return spend <= budget
+
+
+def take_costs(costs: Costs, idx: np.ndarray) -> Costs:
+    """The costs of the designs `idx` (a subset of the space `costs` was evaluated on, in that order)."""
+    return replace(costs, **{f: getattr(costs, f)[idx] for f in (
+        "capex_usd", "energy_usd_per_year", "cost_usd", "power_kw", "rack_units", "switch_ports", "buildable",
+        "usd_per_hour", "rented", "spend_usd", "links", "racks", "support_usd_per_year")
+        if getattr(costs, f) is not None})

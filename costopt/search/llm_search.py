@@ -17,17 +17,18 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.cloud_facts import capacity_summary
 from costopt.core.checks import count, positive
-from costopt.hardware.cost import Costs, evaluate_costs
+from costopt.hardware.cost import Costs, evaluate_costs, take_costs, within_budget
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, best_on_front
 from costopt.core.units import HOURS_PER_YEAR
 from costopt.perf.intervals import range_phrase
 from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
-from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
+from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, mamf_fraction)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
@@ -194,6 +195,7 @@ class LlmSearch:
     offered: np.ndarray  # bool: kept by the part filter
     parts: PartFilter
     ranges: LlmRange  # 80% range of every design's tokens/s (ranges.py)
+    skipped_by_bound: int = 0  # node counts never timed: their bound cannot beat their GPU type's best (llm_nodes.py)
 
     @property
     def ok(self) -> np.ndarray:
@@ -223,13 +225,18 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
-    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
     layouts = strategy_layouts(strategies)
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+    # every whole node count, two passes with a bound (llm_nodes.py); the admissible mask holds every
+    # limit known before timing, so the bound judges a design only against designs the limits allow
     costs = evaluate_costs(space, cat.site, facility=cat.facility)
     offered = parts.design_reasons(space) == KEPT
+    admissible = costs.buildable & within_budget(costs, budget)
+    nodes = search_node_counts(cfg, space, costs.cost_usd, admissible, space.gpu_idx * 2 + offered,
+                               objective=objective, precision=precision, global_batch=gb, layouts=layouts)
+    space, ev = nodes.ev.space, nodes.ev
+    costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev))
+                     design_ranges(ev), nodes.skipped)
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
@@ -317,6 +324,7 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
             "candidates_evaluated": int(len(space)), "layouts_per_design": int(len(layouts.tp)),
             "best": best_rec, "best_per_gpu": alt_recs,
             "solver": {**info, "feasible_hardware_designs": int(ok.sum()),
+                       "designs_skipped_by_bound": found.skipped_by_bound,
                        "near_ties": sum(1 for r in alt_recs if r["near_tie"])},
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
             "why": _why(best_rec, alt_recs[:1] or [rec(i) for i in alts[:1]], estimated_price_parts(space, best),
