@@ -376,12 +376,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if path is not None and not p.exists() and str(path) in builtin_catalogs():
         p = builtin_catalogs()[str(path)]
     key = validated_cache.key("catalog", p, _VALIDATING_MODULES)
-    cached = validated_cache.get(key)
+    cached = validated_cache.get(key, Catalog.from_data)  # None: a miss of any kind (validated again below)
     if cached is not None:
-        try:
-            return Catalog.from_data(cached)
-        except (KeyError, TypeError, AttributeError):  # an entry of another layout: validate again
-            pass
+        return cached
     read: list[Path] = []
     data, where = _load_data(p, read=read)
     kind = data["catalog"].get("kind", "owned") if isinstance(data.get("catalog"), dict) else "owned"

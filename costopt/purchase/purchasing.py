@@ -30,7 +30,6 @@ fastest rented one, scaled by T_own/T_rent so both do the same work):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -589,8 +588,10 @@ ACCELERATOR_GPU = {
     "H200": "h200-sxm", "B200": "b200", "MI300X": "mi300x", "P100": "p100-sxm2",
 }
 
-def _toml_str(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+def _toml_number(v: float) -> int | float:
+    """A whole number as an int (`96`, as the price lists write it), any other as the float itself (written
+    in full by the TOML writer: no rounding to 6 digits)."""
+    return int(v) if float(v).is_integer() else float(v)
 
 
 def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region: str | None = None,
@@ -646,7 +647,7 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         raise InputError(f"{p}: no rows in region '{region}' (regions: {', '.join(regions[:20])})")
     df = df[df["Region"] == region]
     warnings: list[str] = []
-    blocks: list[str] = []
+    instances: list[dict[str, Any]] = []
     seen: set[str] = set()
     today = date or pd.Timestamp.now().strftime("%Y-%m-%d")
     skipped_acc: dict[str, int] = {}
@@ -679,48 +680,66 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         seen.add(iid)
         known = facts is not None and iid in facts.instances
         est = not known
-        lines = ["[[instance]]", f"id = {_toml_str(iid)}", f"name = {_toml_str(itype)}", f"gpu = {_toml_str(gid)}",
-                 f"gpu_count = {int(count)}"]
+        entry: dict[str, Any] = {"id": iid, "name": itype, "gpu": gid, "gpu_count": int(count)}
         if est:  # a type the facts table does not know: the assumed figure goes into the file, as an estimate
-            lines += [f"network_gbps = {default_network_gbps:g}", 'transport = "tcp"']
-        lines.append(f"usd_per_hour = {price:g}")
+            entry.update(network_gbps=_toml_number(default_network_gbps), transport="tcp")
+        entry["usd_per_hour"] = _toml_number(price)
         if gid.startswith(("v100-sxm", "p100-sxm")) and count > 1:  # P3/P2-era boards: NVLink mesh, no NVSwitch
+<<<<<<< HEAD
             lines.append('intra_fabric = "nvlink-bridge"')
         if pricing == "spot":
             lines += ['pricing = "spot"', f"interruption_note = {_toml_str(SPOT_INTERRUPTION.get(provider, SPOT_INTERRUPTION['']))}"]
         for col, key in ((("SpotPrice", "spot_usd_per_hour"),) if pricing != "spot" else ()) + (
                 ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
+=======
+            entry["intra_fabric"] = "nvlink-bridge"
+        for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
+>>>>>>> main
             try:
                 v = float(row[col])
                 if 0 < v <= 1e9:
-                    lines.append(f"{key} = {v:g}")
+                    entry[key] = _toml_number(v)
             except ValueError:
                 pass
         src = ("network and capacity cap: costopt/data/cloud_instances.toml" if not est else
                f"network not in the price list nor in costopt/data/cloud_instances.toml: {default_network_gbps:g} "
                "Gb/s assumed (--default-network-gbps)")
+<<<<<<< HEAD
         lines += [f"region = {_toml_str(region)}", f"source = {_toml_str(f'{p.name} row {line + 2}; {src}')}",
                   f"date = {_toml_str(today)}",
                   f"price_source = {_toml_str(f'{p.name} row {line + 2} ({price_col}, {region})')}",
                   f"price_date = {_toml_str(today)}"]
+=======
+        entry.update(region=region, source=f"{p.name} row {line + 2}; {src}", date=today,
+                     price_source=f"{p.name} row {line + 2} (Price, {region})", price_date=today)
+>>>>>>> main
         if est:
-            lines.append('estimates = ["network_gbps"]')
-        blocks.append("\n".join(lines))
+            entry["estimates"] = ["network_gbps"]
+        instances.append(entry)
     for acc, n in sorted(skipped_acc.items()):
         warnings.append(f"accelerator '{acc}' ({n} row(s)) has no GPU in '{base}'; skipped (add --map '{acc}=GPU_ID')")
-    if not blocks:
+    if not instances:
         if warnings:  # rows with a known GPU, all unusable: say why, not that the GPUs are unknown
             more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
             raise InputError(f"{p}: no row in region '{region}' could be imported: {warnings[0]}{more}")
         raise InputError(f"{p}: no row in region '{region}' has a GPU the base catalog '{base}' knows")
     cname = name or re.sub(r"[^a-z0-9._-]+", "-", p.stem.lower()).strip("-") or "imported"
-    head = [f"# Cloud catalog imported by `costopt catalog import` from {p.name} (region {region}).",
-            "# Network bandwidth is not in a vms.csv price list: types in costopt/data/cloud_instances.toml take",
-            "# theirs (and their capacity cap) from there; see each instance's `source`.", "",
-            "[catalog]", f"name = {_toml_str(cname)}", f"base = {_toml_str(base_ref or base)}", 'kind = "cloud"',
-            *([f"provider = {_toml_str(provider)}"] if provider else []),
-            f"description = {_toml_str(f'Imported from {p.name}, region {region}')}", f"date = {_toml_str(today)}", ""]
-    return "\n".join(head) + "\n" + "\n\n".join(blocks) + "\n", warnings
+    # The file is written by a TOML writer (tomli-w), never by string formatting: every value a price list
+    # brings (region, instance type, the file's name) is a TOML string escaped by the writer, so a newline,
+    # quote or bracket in one stays inside its string and cannot add a table or an instance. tomli-w:
+    # writes only (tomllib reads), small, no dependencies, escapes per the TOML 1.0 spec (tomlkit keeps
+    # comments and layout for editing, which a generated file does not need). The comment header holds
+    # no text from the price list.
+    import tomli_w
+
+    cat: dict[str, Any] = {"name": cname, "base": base_ref or base, "kind": "cloud"}
+    if provider:
+        cat["provider"] = provider
+    cat.update(description=f"Imported from {p.name}, region {region}", date=today)
+    head = ("# Cloud catalog imported by `costopt catalog import` from a price list (see [catalog] description).\n"
+            "# Network bandwidth is not in a vms.csv price list: types in costopt/data/cloud_instances.toml take\n"
+            "# theirs (and their capacity cap) from there; see each instance's `source`.\n\n")
+    return head + tomli_w.dumps({"catalog": cat, "instance": instances}), warnings
 
 
 __all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table", "table_rows",
