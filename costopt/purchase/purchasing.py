@@ -685,16 +685,11 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
             entry.update(network_gbps=_toml_number(default_network_gbps), transport="tcp")
         entry["usd_per_hour"] = _toml_number(price)
         if gid.startswith(("v100-sxm", "p100-sxm")) and count > 1:  # P3/P2-era boards: NVLink mesh, no NVSwitch
-<<<<<<< HEAD
-            lines.append('intra_fabric = "nvlink-bridge"')
+            entry["intra_fabric"] = "nvlink-bridge"
         if pricing == "spot":
-            lines += ['pricing = "spot"', f"interruption_note = {_toml_str(SPOT_INTERRUPTION.get(provider, SPOT_INTERRUPTION['']))}"]
+            entry.update(pricing="spot", interruption_note=SPOT_INTERRUPTION.get(provider, SPOT_INTERRUPTION[""]))
         for col, key in ((("SpotPrice", "spot_usd_per_hour"),) if pricing != "spot" else ()) + (
                 ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
-=======
-            entry["intra_fabric"] = "nvlink-bridge"
-        for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
->>>>>>> main
             try:
                 v = float(row[col])
                 if 0 < v <= 1e9:
@@ -704,15 +699,8 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         src = ("network and capacity cap: costopt/data/cloud_instances.toml" if not est else
                f"network not in the price list nor in costopt/data/cloud_instances.toml: {default_network_gbps:g} "
                "Gb/s assumed (--default-network-gbps)")
-<<<<<<< HEAD
-        lines += [f"region = {_toml_str(region)}", f"source = {_toml_str(f'{p.name} row {line + 2}; {src}')}",
-                  f"date = {_toml_str(today)}",
-                  f"price_source = {_toml_str(f'{p.name} row {line + 2} ({price_col}, {region})')}",
-                  f"price_date = {_toml_str(today)}"]
-=======
         entry.update(region=region, source=f"{p.name} row {line + 2}; {src}", date=today,
-                     price_source=f"{p.name} row {line + 2} (Price, {region})", price_date=today)
->>>>>>> main
+                     price_source=f"{p.name} row {line + 2} ({price_col}, {region})", price_date=today)
         if est:
             entry["estimates"] = ["network_gbps"]
         instances.append(entry)
