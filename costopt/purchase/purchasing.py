@@ -46,13 +46,13 @@ from costopt.search.design_space import enumerate_designs
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.part_filter import KEPT, PartFilter
-from costopt.hardware.cost import CostBasis, billed_hours, evaluate_costs, price_on_basis, within_budget
+from costopt.hardware.cost import CostBasis, evaluate_costs, price_on_basis, within_budget
 from costopt.search.solver import objective_values
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.purchase.export import export_table
 from costopt.hardware.cloud_facts import PROVIDERS, capacity_summary, provider_facts
 from costopt.core.units import HOURS_PER_YEAR
-from costopt.purchase.rental import (SPOT_INTERRUPTION, _compare_held_equal, _held_equal, _price_warnings,
+from costopt.purchase.rental import (SPOT_INTERRUPTION, _billed, _compare_held_equal, _held_equal, _price_warnings,
                                       _rent_verdict, _rent_versus_own, rental_terms)
 from costopt.hardware.catalog import with_max_instances
 
@@ -462,6 +462,71 @@ class RentVsBuy:
         return d
 
 
+def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, t_rent: float, *, years: float,
+                        utilization: float | None, hours: float | None, work: float | None, unit: str = "sample",
+                        capacity: dict[str, Any] | None = None, terms: dict[str, Any] | None = None
+                        ) -> tuple[list[tuple[str, float, str]], float, float | None, float | None, float | None, str]:
+    """The break-even arithmetic of rent vs buy, in any unit of work (`unit`: 'sample' or 'token';
+    throughputs in units/s, `work` the units of one job or None): the rows, the work ratio T_own/T_rent,
+    the break-even utilisation and months, the utilisation used and the verdict. The rental is billed by
+    its provider's `terms` (`rental.rental_terms`; None: billed by the second, no minimum): the maths is
+    `rental._rent_versus_own`'s docstring."""
+    if terms is None:
+        terms = rental_terms(None)
+    per = f"{unit}s/s"
+    ratio = t_own / t_rent
+    if utilization is None and hours is not None:
+        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
+    rv = _rent_versus_own(rate, ratio, capex, energy, years, terms)
+    u_star, m_star = rv["u_star"], rv["m_star"]
+    rows: list[tuple[str, float, str]] = [
+        ("buy: capex", capex, "USD, one-off"),
+        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
+        ("buy: throughput", t_own, per),
+        ("buy: capex per unit of throughput", capex / t_own, f"USD per {unit}/s"),
+        ("rent: price", rate, "USD per hour"),
+        ("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})"),
+        ("rent: throughput", t_rent, per),
+        ("rent: price per unit of throughput", 1000.0 * rate / t_rent, f"USD per hour per 1,000 {per}"),
+        ("rent: cost of one owned-cluster hour of work", rv["rent_per_work_hour"],
+         "USD per hour of work (billed hours by the provider's terms)"),
+        ("rent: cost of a full year of the owned cluster's work", rv["rent_total"](1.0) / years, "USD per year"),
+    ]
+    if work is not None:
+        own_h = work / t_own / 3600.0
+        rent_h = work / t_rent / 3600.0
+        billed = _billed(rent_h, terms)
+        rows += [
+            ("job: time to train, owned", own_h, "hours per job"),
+            ("job: time to train, rented", rent_h, "hours per job"),
+            ("job: rented hours billed, one job alone", billed, "hours (at least the minimum term, in its billing steps)"),
+            ("job: rent", rate * billed, "USD per job (one job alone)"),
+            ("job: rent, jobs back to back", rate * rent_h, "USD per job (packed into the billing steps)"),
+            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
+        ]
+        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
+        if per_job_gap > 0 and not terms["commitment"]:
+            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
+    if utilization is not None:
+        own_total = capex + years * utilization * energy
+        rows += [
+            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
+            ("at your utilisation: rented total", rv["rent_total"](utilization),
+             f"USD over {years:g} years for the same work"),
+        ]
+    if u_star is not None and (not terms["commitment"] or 0 < u_star < 1):
+        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"
+                     if not terms["commitment"] else f"fraction of {years:g} years: owning is cheaper below it"))
+        if m_star is not None:
+            rows.append(("break-even at full use", m_star, "months"))
+    verdict = _rent_verdict(rv, years, utilization, terms)
+    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
+        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
+                    f"{capacity['label']}): renting the same work takes "
+                    f"{ratio:.2f} rented hours per owned hour")
+    return rows, ratio, u_star, m_star, utilization, verdict
+
+
 def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
                 *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None,
                 chunk_designs: int | None = None) -> RentVsBuy:
@@ -505,64 +570,14 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         rent = design_dict(cev.frame([j]).iloc[0])
         capacity = capacity_summary(cev.space.chassis[int(cev.space.chassis_idx[j])], int(cev.space.nodes[j]))
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
-    ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]
     energy = buy["energy_usd_per_year"]
     terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])
     samples = opts.samples
-    own_h = samples / t_own / 3600.0 if samples is not None else None
-    rent_h = samples / rent["throughput_samples_per_s"] / 3600.0 if samples is not None else None
+    rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
+        capex, energy, t_own, rate, rent["throughput_samples_per_s"], years=years, utilization=utilization,
+        hours=opts.hours, work=samples, unit="sample", capacity=capacity, terms=terms)
     hours = opts.hours
-    if utilization is None and hours is not None:
-        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
-    rv = _rent_versus_own(rate, ratio, capex, energy, years, terms)
-    u_star, m_star = rv["u_star"], rv["m_star"]
-    rent_per_owned_hour = rv["rent_per_work_hour"]
-    rows: list[tuple[str, float, str]] = [
-        ("buy: capex", capex, "USD, one-off"),
-        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
-        ("buy: throughput", t_own, "samples/s"),
-        ("buy: capex per unit of throughput", capex / t_own, "USD per sample/s"),
-        ("rent: price", rate, "USD per hour"),
-        ("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})"),
-        ("rent: throughput", rent["throughput_samples_per_s"], "samples/s"),
-        ("rent: price per unit of throughput", 1000.0 * rate / rent["throughput_samples_per_s"],
-         "USD per hour per 1,000 samples/s"),
-        ("rent: cost of one owned-cluster hour of work", rent_per_owned_hour,
-         "USD per hour of work (billed hours by the provider's terms)"),
-        ("rent: cost of a full year of the owned cluster's work", rv["rent_total"](1.0) / years, "USD per year"),
-    ]
-    if samples is not None:
-        billed = float(billed_hours(np.array([rent_h]), np.array([terms["min_hours"]]), np.array([terms["step_hours"]]))[0])
-        rows += [
-            ("job: time to train, owned", own_h, "hours per job"),
-            ("job: time to train, rented", rent_h, "hours per job"),
-            ("job: rented hours billed, one job alone", billed,
-             "hours (at least the minimum term, in its billing steps)"),
-            ("job: rent", rate * billed, "USD per job (one job alone)"),
-            ("job: rent, jobs back to back", rate * rent_h, "USD per job (packed into the billing steps)"),
-            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
-        ]
-        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
-        if per_job_gap > 0 and not terms["commitment"]:
-            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
-    if utilization is not None:
-        own_total = capex + years * utilization * energy
-        rent_total = rv["rent_total"](utilization)
-        rows += [
-            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
-            ("at your utilisation: rented total", rent_total, f"USD over {years:g} years for the same work"),
-        ]
-    if u_star is not None and (not terms["commitment"] or 0 < u_star < 1):
-        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"
-                     if not terms["commitment"] else f"fraction of {years:g} years: owning is cheaper below it"))
-        if m_star is not None:
-            rows.append(("break-even at full use", m_star, "months"))
-    verdict = _rent_verdict(rv, years, utilization, terms)
-    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
-        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
-                    f"{capacity['label']}): renting the same work takes "
-                    f"{ratio:.2f} rented hours per owned hour")
     held = _held_equal(model, opts, years, utilization, samples, ratio, terms)
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
                      capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity, held,
