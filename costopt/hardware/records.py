@@ -218,6 +218,13 @@ class Chassis(Sourced, LifeCycled):
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
     max_nodes: int | None = None
     max_nodes_source: str = ""
+    # a rented node: how it is sold (cost.py `billed_hours`): pricing tier, the shortest rental billed
+    # and the step rentals are billed in (0: none / continuous), and the source of those terms
+    rental_pricing: str = ""
+    min_rental_hours: float = 0.0
+    rental_increment_hours: float = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
 
 @dataclass(**_RECORD)
@@ -250,7 +257,7 @@ class Site(_Record):
     source: str = (
         "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
         "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
-        "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
+        "draw 0.75 of server TDP (Epoch energy.py) — docs/sources.md §6, §7e"
     )
     date: str = "2025-06-20"
 
@@ -317,6 +324,12 @@ class Instance(Sourced):
     vcpus: float | None = None
     memory_gib: float | None = None
     region: str = ""
+    # how the price is sold: on-demand | spot | capacity-block | reserved (savings plan / commitment)
+    pricing: str = "on-demand"
+    min_rental_hours: float = 0.0  # the shortest rental billed (capacity block 24; 1-yr plan 8766)
+    rental_increment_hours: float = 0.0  # rentals are billed in whole steps of this (0: continuous)
+    rental_terms_source: str = ""
+    interruption_note: str = ""  # spot / preemptible: what an interruption means
 
 
 @dataclass(**_RECORD)

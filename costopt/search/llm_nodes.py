@@ -43,6 +43,7 @@ design is timed too (`NodeSearch.bound_held` says so).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -110,12 +111,19 @@ class NodeSearch:
 def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndarray, admissible: np.ndarray,
                        group: np.ndarray, *, objective: str, precision: str, global_batch: int,
                        layouts: Layout | None = None, min_tokens_per_s: float | None = None,
+                       qualifies: Callable[[LlmEvaluation], np.ndarray] | None = None,
                        params: LlmParams | None = None) -> NodeSearch:
     """The two passes of the module docstring over `space` (every integer node count).
 
     `cost` is each design's cost on the solve's basis, `admissible` marks the designs every limit known
     before timing allows (budget, buildable fabric, power, rack units ...), `group` one code per design
-    whose incumbent it is judged against (GPU type x offered by the part filter)."""
+    whose incumbent it is judged against (GPU type x offered by the part filter). With a throughput
+    floor `min_tokens_per_s`, `qualifies(ev)` says which timed designs meet it as the choice will judge
+    them (e.g. at a confidence level: limits.py); an incumbent must, and a design whose bound is below
+    the floor is skipped (a confidence of 0.5 or more never credits a design above its point estimate).
+
+    Only the choice this was pruned for is exact: a caller that reprices the designs or applies other
+    limits afterwards must time every node count (`llm_search.search_llm(prune=False)`)."""
     params = params or default_llm_params()
     layouts = layouts or all_layouts()
     bound = tokens_per_s_bound(cfg, space, precision, params)
@@ -128,6 +136,8 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     pos = np.flatnonzero(ev1.fits & admissible[first])  # positions in pass 1 of its admissible fitting designs
     if min_tokens_per_s is not None:
         pos = pos[ev1.timing.tokens_per_s[pos] >= min_tokens_per_s]
+        if qualifies is not None:
+            pos = pos[np.asarray(qualifies(ev1), dtype=bool)[pos]]
     if len(pos):
         np.minimum.at(best_v, group[first[pos]],
                       objective_values(objective, cost[first[pos]], ev1.timing.tokens_per_s[pos]))
