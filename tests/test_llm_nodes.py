@@ -145,3 +145,24 @@ def test_group_without_incumbent_times_every_node_count():
     fits = found.keep[found.ev.fits]
     cheapest = fits[np.argmin(costs.cost_usd[fits])]
     assert int(space.nodes[cheapest]) == 7
+
+
+@pytest.mark.parametrize("limits", [dict(max_power_kw=100.0), dict(max_rack_units=40.0),
+                                    dict(objective="cost", deadline_hours=12000.0),
+                                    dict(min_throughput=30_000.0, objective="cost-per-throughput")])
+def test_pruned_solve_equals_every_node_count_under_limits(limits):
+    # the pruning judges a node count only against designs the request allows (power, rack units, a
+    # tokens/s target at its confidence): the answer is the one timing every node count gives
+    from costopt.search.llm_search import _request, choose_llm, search_llm
+
+    kw = dict(catalog=load_catalog(None), gpus=["b200", "h200-sxm", "l40s"])
+    objective = limits.pop("objective", "throughput")
+    req = _request(2e6, objective, 1e12, **limits)
+    pruned = search_llm(2e6, "llama3_70b", objective=objective, request=req, **kw)
+    every = search_llm(2e6, "llama3_70b", objective=objective, prune=False, **kw)
+    assert pruned.skipped_by_bound > 0 and every.skipped_by_bound == 0
+    a = choose_llm(pruned, tokens=1e12, request=req)
+    b = choose_llm(every, tokens=1e12, request=req)
+    for x, y in zip([a["best"], *a["best_per_gpu"]], [b["best"], *b["best_per_gpu"]], strict=True):
+        assert (x["gpu"], x["nodes"], x["nic"], x["nics_per_node"], x["tokens_per_s"], x["cost_usd"]) == \
+               (y["gpu"], y["nodes"], y["nic"], y["nics_per_node"], y["tokens_per_s"], y["cost_usd"])
