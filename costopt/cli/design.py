@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -87,7 +88,15 @@ def solve(
     """Best design for the money, with ranked alternatives and why the winner wins."""
     from costopt.perf.llm import is_llm_request
 
-    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
+    try:  # options a path cannot honour are refused, never ignored (a negative value with them)
+        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        only_for("--time-limit", time_limit, workload is not None, "--workload (a mix of jobs)", positive=True)
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)", positive=True)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if llm:
         from costopt.search.llm_search import solve_llm
         from costopt.cli.llm import print_solve
 
