@@ -250,7 +250,7 @@ class Site(_Record):
     source: str = (
         "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
         "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
-        "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
+        "draw 0.75 of server TDP (Epoch energy.py) — docs/sources.md §6, §7e"
     )
     date: str = "2025-06-20"
 

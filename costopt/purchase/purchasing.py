@@ -454,6 +454,72 @@ class RentVsBuy:
         return d
 
 
+def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, t_rent: float, *, years: float,
+                        utilization: float | None, hours: float | None, work: float | None, unit: str = "sample",
+                        capacity: dict[str, Any] | None = None
+                        ) -> tuple[list[tuple[str, float, str]], float, float | None, float | None, float | None, str]:
+    """The break-even arithmetic of rent vs buy (module docstring), in any unit of work (`unit`: 'sample'
+    or 'token'; throughputs in units/s, `work` the units of one job or None): the rows, the work ratio
+    T_own/T_rent, the break-even utilisation and months, the utilisation used and the verdict."""
+    per = f"{unit}s/s"
+    ratio = t_own / t_rent
+    rent_per_owned_hour = rate * ratio
+    gap = rent_per_owned_hour - energy / HOURS_PER_YEAR  # what renting costs more than running, per hour of work
+    u_star = capex / (years * HOURS_PER_YEAR * gap) if gap > 0 else None
+    m_star = capex / (HOURS_PER_MONTH * gap) if gap > 0 else None
+    if utilization is None and hours is not None:
+        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
+    rows: list[tuple[str, float, str]] = [
+        ("buy: capex", capex, "USD, one-off"),
+        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
+        ("buy: throughput", t_own, per),
+        ("buy: capex per unit of throughput", capex / t_own, f"USD per {unit}/s"),
+        ("rent: price", rate, "USD per hour"),
+        ("rent: throughput", t_rent, per),
+        ("rent: price per unit of throughput", 1000.0 * rate / t_rent, f"USD per hour per 1,000 {per}"),
+        ("rent: cost of one owned-cluster hour of work", rent_per_owned_hour, "USD per hour of work"),
+        ("rent: cost of a full year of the owned cluster's work", rent_per_owned_hour * HOURS_PER_YEAR, "USD per year"),
+    ]
+    if work is not None:
+        own_h = work / t_own / 3600.0
+        rent_h = work / t_rent / 3600.0
+        rows += [
+            ("job: time to train, owned", own_h, "hours per job"),
+            ("job: time to train, rented", rent_h, "hours per job"),
+            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
+            ("job: rent", rate * rent_h, "USD per job"),
+        ]
+        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
+        if per_job_gap > 0:
+            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
+    if utilization is not None:
+        own_total = capex + years * utilization * energy
+        rent_total = years * utilization * HOURS_PER_YEAR * rent_per_owned_hour
+        rows += [
+            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
+            ("at your utilisation: rented total", rent_total, f"USD over {years:g} years for the same work"),
+        ]
+    if u_star is not None:
+        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"))
+        rows.append(("break-even at full use", m_star, "months"))
+    if u_star is None:
+        verdict = "rent: renting the same work costs less than the owned cluster's electricity alone"
+    elif u_star > 1:
+        verdict = (f"rent: buying pays off only above {u_star:.0%} utilisation over {years:g} years, i.e. never; "
+                   f"at full use it takes {m_star:.1f} months")
+    elif utilization is not None:
+        verdict = (f"{'buy' if utilization >= u_star else 'rent'}: break-even at {u_star:.0%} utilisation over "
+                   f"{years:g} years ({m_star:.1f} months at full use); yours is {utilization:.0%}")
+    else:
+        verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
+                   f"(break-even after {m_star:.1f} months at full use); rent otherwise")
+    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
+        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
+                    f"{capacity['label']}): renting the same work takes "
+                    f"{ratio:.2f} rented hours per owned hour")
+    return rows, ratio, u_star, m_star, utilization, verdict
+
+
 def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
                 *, years: float = 3.0, opts: Options | None = None, utilization: float | None = None,
                 chunk_designs: int | None = None) -> RentVsBuy:
@@ -497,66 +563,13 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         rent = design_dict(cev.frame([j]).iloc[0])
         capacity = capacity_summary(cev.space.chassis[int(cev.space.chassis_idx[j])], int(cev.space.nodes[j]))
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
-    ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]
     energy = buy["energy_usd_per_year"]
-    rent_per_owned_hour = rate * ratio
-    gap = rent_per_owned_hour - energy / HOURS_PER_YEAR  # what renting costs more than running, per hour of work
-    u_star = capex / (years * HOURS_PER_YEAR * gap) if gap > 0 else None
-    m_star = capex / (HOURS_PER_MONTH * gap) if gap > 0 else None
-    hours = opts.hours
     samples = opts.samples
-    if utilization is None and hours is not None:
-        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
-    rows: list[tuple[str, float, str]] = [
-        ("buy: capex", capex, "USD, one-off"),
-        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
-        ("buy: throughput", t_own, "samples/s"),
-        ("buy: capex per unit of throughput", capex / t_own, "USD per sample/s"),
-        ("rent: price", rate, "USD per hour"),
-        ("rent: throughput", rent["throughput_samples_per_s"], "samples/s"),
-        ("rent: price per unit of throughput", 1000.0 * rate / rent["throughput_samples_per_s"],
-         "USD per hour per 1,000 samples/s"),
-        ("rent: cost of one owned-cluster hour of work", rent_per_owned_hour, "USD per hour of work"),
-        ("rent: cost of a full year of the owned cluster's work", rent_per_owned_hour * HOURS_PER_YEAR, "USD per year"),
-    ]
-    if samples is not None:
-        own_h = samples / t_own / 3600.0
-        rent_h = samples / rent["throughput_samples_per_s"] / 3600.0
-        rows += [
-            ("job: time to train, owned", own_h, "hours per job"),
-            ("job: time to train, rented", rent_h, "hours per job"),
-            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
-            ("job: rent", rate * rent_h, "USD per job"),
-        ]
-        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
-        if per_job_gap > 0:
-            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
-    if utilization is not None:
-        own_total = capex + years * utilization * energy
-        rent_total = years * utilization * HOURS_PER_YEAR * rent_per_owned_hour
-        rows += [
-            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
-            ("at your utilisation: rented total", rent_total, f"USD over {years:g} years for the same work"),
-        ]
-    if u_star is not None:
-        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"))
-        rows.append(("break-even at full use", m_star, "months"))
-    if u_star is None:
-        verdict = "rent: renting the same work costs less than the owned cluster's electricity alone"
-    elif u_star > 1:
-        verdict = (f"rent: buying pays off only above {u_star:.0%} utilisation over {years:g} years, i.e. never; "
-                   f"at full use it takes {m_star:.1f} months")
-    elif utilization is not None:
-        verdict = (f"{'buy' if utilization >= u_star else 'rent'}: break-even at {u_star:.0%} utilisation over "
-                   f"{years:g} years ({m_star:.1f} months at full use); yours is {utilization:.0%}")
-    else:
-        verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
-                   f"(break-even after {m_star:.1f} months at full use); rent otherwise")
-    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
-        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
-                    f"{capacity['label']}): renting the same work takes "
-                    f"{ratio:.2f} rented hours per owned hour")
+    rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
+        capex, energy, t_own, rate, rent["throughput_samples_per_s"], years=years, utilization=utilization,
+        hours=opts.hours, work=samples, unit="sample", capacity=capacity)
+    hours = opts.hours
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
                      capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity)
 
