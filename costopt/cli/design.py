@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -102,11 +103,19 @@ def solve(
 
     mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
                 "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
-    if workload is None and any(mix_only.values()):
-        name = next(k for k, v in mix_only.items() if v)
-        _fail(InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name), fmt.value)
+    try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
+        for name, v in (("--time-limit", time_limit), ("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, True, "", positive=True)
+        if workload is None and any(mix_only.values()):
+            name = next(k for k, v in mix_only.items() if v)
+            raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
+        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
         return
-    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
+    if llm:
         from costopt.search.llm_search import solve_llm
         from costopt.cli.llm import print_solve
 
