@@ -342,10 +342,14 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if isinstance(v, float):
-            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        if k == "bom":  # its own table below
+            continue
+        if isinstance(v, float) or v is None:
+            v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
+    if d.get("bom"):
+        c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "
