@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -37,7 +38,7 @@ def solve(
     model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
     strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
     reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
@@ -100,9 +101,17 @@ def solve(
     """Best design for the money, with ranked alternatives and why the winner wins."""
     mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
                 "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
-    if workload is None and any(mix_only.values()):
-        name = next(k for k, v in mix_only.items() if v)
-        _fail(InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name), fmt.value)
+    try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
+        for name, v in (("--time-limit", time_limit), ("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, True, "", positive=True)
+        if workload is None and any(mix_only.values()):
+            name = next(k for k, v in mix_only.items() if v)
+            raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
+        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
         return
     if workload is not None:
         from costopt.search import multijob
@@ -228,7 +237,7 @@ def predict(
     stack: str = typer.Option("auto", help="Communication stack: auto | nccl | mpi | grpc | gloo (auto: ps -> grpc, "
                               "all-reduce on the CPU -> mpi, else nccl)."),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch."),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML."),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
@@ -245,6 +254,7 @@ def predict(
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
+    vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -258,7 +268,7 @@ def predict(
     try:
         d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
                            seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
-                           checkpointing=checkpointing, batch_per_gpu=batch_per_gpu, precision=precision,
+                           checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
                            reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
                            chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
                            grad_accum=grad_accum, stack=stack, today=as_of)
@@ -286,10 +296,14 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if isinstance(v, float):
-            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        if k == "bom":  # its own table below
+            continue
+        if isinstance(v, float) or v is None:
+            v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
+    if d.get("bom"):
+        c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "

@@ -67,7 +67,7 @@ def range_sentence(d: dict) -> str:
     text = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                         f"from the {d.get('range_basis')}", unit="tokens/s")
     if d.get("hours_to_train_low") is not None:
-        text += (f"; {d['tokens_to_train']:,.3g} tokens in {d['hours_to_train']:,.0f} hours "
+        text += (f"; {d['tokens_to_train']:,.0f} tokens in {d['hours_to_train']:,.0f} hours "
                  f"(80% range {d['hours_to_train_low']:,.0f}-{d['hours_to_train_high']:,.0f})")
     return text
 
