@@ -25,6 +25,12 @@ _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_effi
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
 
 
+def _is_llm(model, model_config, strategy, tokens) -> bool:
+    from costopt.search.engine import is_llm
+
+    return is_llm(model, model_config, strategy, tokens)
+
+
 def _refuse(options: dict[str, tuple[bool, str]]) -> None:
     """Exit 2 on the first option given that this path cannot honour: `--name: why` (never ignored)."""
     for name, (given, why) in options.items():
@@ -107,7 +113,7 @@ def solve(
         if workload is None and any(mix_only.values()):
             name = next(k for k, v in mix_only.items() if v)
             raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
-        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        llm = workload is None and _is_llm(model, model_config, strategy, tokens)
         for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
             only_for(name, v, llm, "transformer models (see costopt models)")
     except CostoptError as exc:
