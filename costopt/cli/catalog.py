@@ -108,6 +108,8 @@ def catalog_import(
     name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
     price_date: Optional[str] = typer.Option(None, "--price-date",
                                              help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
+    pricing: str = typer.Option("on-demand", help="on-demand (Price; SpotPrice kept as spot_usd_per_hour) | spot "
+                                "(SpotPrice is the price, with the interruption terms)."),
 ) -> None:
     """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
     try:
@@ -127,7 +129,7 @@ def catalog_import(
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
                                           default_network_gbps=default_network_gbps, name=name, date=price_date,
-                                          base_ref=base_ref, provider=provider)
+                                          base_ref=base_ref, provider=provider, pricing=pricing)
         # check the new catalog before it replaces anything: written beside --out, loaded, then renamed
         # (so a relative base resolves as it will from --out)
         probe = out.parent / f".{out.name}.check.toml"

@@ -214,6 +214,20 @@ def out_option(out, alias):
     return out if out is not None else alias
 
 
+def only_for(name: str, value: Any, applies: bool, what: str, *, positive: bool = False) -> None:
+    """An option given where it cannot apply is an error, never ignored: `name` (given as `value`) works
+    only for `what`. `positive`: it must also be a number > 0 (checked first, so -8 is named as such)."""
+    from costopt.core import checks
+    from costopt.core.errors import InputError
+
+    if value is None:
+        return
+    if positive:
+        checks.positive(name, value)
+    if not applies:
+        raise InputError(f"{name} applies only to {what}", field=name.lstrip("-").replace("-", "_"))
+
+
 def one_line(message: str) -> str:
     """A message as one line: newlines and other control characters (from a user's id or file name)
     are shown escaped instead of breaking the line."""

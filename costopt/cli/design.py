@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -22,6 +23,13 @@ _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are coun
                       "date used is printed, so a rerun with it gives the same output.")
 _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s", "t_compute_s",
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
+
+
+def _refuse(options: dict[str, tuple[bool, str]]) -> None:
+    """Exit 2 on the first option given that this path cannot honour: `--name: why` (never ignored)."""
+    for name, (given, why) in options.items():
+        if given:
+            raise InputError(f"{name}: {why}", field=name.lstrip("-").split(" ")[0].replace("-", "_"))
 
 
 @app.command()
@@ -41,8 +49,10 @@ def solve(
     max_power_kw: Optional[float] = typer.Option(None, help="Power envelope (kW, nameplate)."),
     max_nodes: Optional[int] = typer.Option(None, help="Most nodes."),
     max_rack_units: Optional[float] = typer.Option(None, help="Most rack units."),
-    min_throughput: Optional[float] = typer.Option(None, help="Samples/s target (objective cost)."),
-    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size within this time."),
+    min_throughput: Optional[float] = typer.Option(None, help="Throughput target in the workload's unit: samples/s, or "
+                                                   "tokens/s for a transformer; every design shown meets it."),
+    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size (a transformer: --tokens) "
+                                                   "within this time, at --confidence."),
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
     tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
@@ -83,27 +93,77 @@ def solve(
     max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
                                                 "instances of any one type (default: the catalog's cap per type, "
                                                 "e.g. AWS's 64-instance Capacity Block)."),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="Meet the throughput target (--deadline-hours, "
+                                               "--min-throughput) with this probability, from each design's 80% range: "
+                                               "0.5 = the point estimate, 0.9 = the low end (p10). Default: 0.9 with a "
+                                               "deadline, else 0.5."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
     from costopt.perf.llm import is_llm_request
 
-    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
+    mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
+                "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
+    try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
+        for name, v in (("--time-limit", time_limit), ("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, True, "", positive=True)
+        if workload is None and any(mix_only.values()):
+            name = next(k for k, v in mix_only.items() if v)
+            raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
+        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
+    if llm:
         from costopt.search.llm_search import solve_llm
         from costopt.cli.llm import print_solve
 
         try:
-            if fmt is Fmt.csv:
-                raise InputError("large-model solves support --format table or json")
+            _refuse({
+                "--format csv": (fmt is Fmt.csv, "large-model solves support --format table or json"),
+                "--batch-per-gpu": (batch_per_gpu is not None, "the large-model path sizes its micro-batch per layout; "
+                                    "set the global batch with --global-batch (sequences)"),
+                "--grad-accum": (grad_accum != 1, "the large-model path derives gradient accumulation from "
+                                 "--global-batch / (dp x micro-batch)"),
+                "--reduce-on": (bool(reduce_on), "the large-model path reduces gradients on the GPUs (NCCL collectives)"),
+                "--stack": (stack != "auto", "the large-model path models NCCL collectives only"),
+                "--overlap": (overlap != "wfbp", "the large-model path overlaps data-parallel communication by its "
+                              "fitted overlap fraction (data/llm_defaults.toml)"),
+                "--system": (system is not None, "the large-model path uses its own fitted defaults "
+                             "(data/llm_defaults.toml), not data-parallel system parameters"),
+                "--profile": (profile is not None, "a zoo profile is data-parallel; describe a transformer with "
+                              "--model-config FILE.toml"),
+                "--epochs": (epochs is not None, "a transformer's work is --tokens (tokens to train), not epochs"),
+                "--dataset-size": (dataset_size is not None, "a transformer's work is --tokens (tokens to train)"),
+                "--wide": (wide, "the large-model table has one width (every column); --format json has every field"),
+            })
             res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
                             max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
+                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances,
+                            max_power_kw=max_power_kw, max_rack_units=max_rack_units, min_throughput=min_throughput,
+                            deadline_hours=deadline_hours, confidence=confidence, tco_years=tco_years,
+                            support_years=support_years, hours=hours, today=as_of)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
-        print_solve(res, fmt.value)
+        print_solve(res, fmt.value, bom=bom)
         return
+    if workload is None:
+        try:
+            _refuse({
+                "--seq-len": (seq_len is not None, f"applies to transformers (--model llama3_70b, --model-config); "
+                              f"'{model}' is a data-parallel zoo model"),
+                "--global-batch": (global_batch is not None, "applies to transformers; a data-parallel model's global "
+                                   "batch is --batch-per-gpu x --grad-accum x GPUs"),
+                "--confidence": (confidence is not None and deadline_hours is None and min_throughput is None,
+                                 "applies to a throughput target: give --deadline-hours or --min-throughput"),
+            })
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
     if workload is not None:
         from costopt.search import multijob
 
@@ -148,7 +208,7 @@ def solve(
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
-            max_instances=max_instances,
+            max_instances=max_instances, confidence=confidence,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)

@@ -72,7 +72,7 @@ def range_sentence(d: dict) -> str:
     return text
 
 
-def print_solve(res: dict, fmt: str) -> None:
+def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
     if fmt == "json":
         typer.echo(_json_dump(res))
         return
@@ -93,6 +93,23 @@ def print_solve(res: dict, fmt: str) -> None:
     if res.get("capacity"):
         c.print(res["capacity"]["sentence"])
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
+    c.print(f"Global batch: {res['global_batch_rule']}.")
+    c.print(f"Cost: {res['cost_basis']}" + (f"; limits: {', '.join(f'{k} {v:g}' for k, v in res['limits'].items())}"
+                                            if res.get("limits") else "") + ".")
+    if res["solver"].get("target_rule"):
+        t = f"Target: {res['solver']['target_rule']}"
+        if b.get("hours_to_train_at_confidence") is not None:
+            t += (f"; the pick trains {res['tokens_to_train']:,.3g} tokens in {b['hours_to_train_at_confidence']:,.0f} "
+                  f"hours at that confidence")
+        c.print(t + ".")
+    if b.get("oldest_price_date"):
+        c.print(f"Parts: oldest price in the design {b['oldest_price_date']} (age counted to {res['as_of']})"
+                + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
+    if bom and b.get("bom"):
+        from costopt.cli.common import _bom_table
+
+        c.print(_bom_table(b["bom"], f"Bill of materials ({res['cost_basis']}, total = capex "
+                                     f"{_fmt_money(b['capex_usd'])})"))
 
 
 

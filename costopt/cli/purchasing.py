@@ -169,6 +169,10 @@ def compare(
         m = cmp.margin
         c.print(f"Winner: {w.label} — {m['throughput_gain']:+.1%} throughput vs {m['runner_up']} "
                 f"({m['cost_difference_usd']:+,.0f} USD cost, {m['usd_per_sample_per_s_ratio'] - 1:+.1%} cost per sample/s)")
+    if cmp.held_equal:
+        c.print(cmp.held_equal)
+    for w in cmp.price_warnings:
+        c.print(f"Warning: {w}")
     for pc in cmp.price_cuts:
         unit = "USD per hour" if pc.part_kind == "instance" else "USD per unit"
         if pc.needed_price is None:
@@ -244,6 +248,10 @@ def rent_vs_buy(
             s = f"{v:,.1f}"
         t.add_row(what, s, unit)
     c.print(t)
+    if r.held_equal:
+        c.print(r.held_equal)
+    for w in r.price_warnings:
+        c.print(f"Warning: {w}")
     c.print(f"Verdict: {r.verdict}")
 
 

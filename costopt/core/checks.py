@@ -130,7 +130,7 @@ def path_like(name: str, v: Any, *, optional: bool = True) -> None:
         raise InputError(f"{name} must be a file path, got {shown(v)}", field=name)
 
 
-_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+_DATE = re.compile(r"^([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?\Z")  # ASCII digits only (\d takes "２")
 
 
 def date(name: str, v: Any) -> str:
@@ -150,7 +150,7 @@ def as_of(v: Any) -> _dt.date | None:
     """The day price ages are counted to (`--as-of`): None (today), a `datetime.date`, or YYYY-MM-DD."""
     if v is None or (isinstance(v, _dt.date) and not isinstance(v, _dt.datetime)):
         return v
-    if not (isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.strip())):
+    if not (isinstance(v, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v.strip())):
         raise InputError(f"--as-of must be a date YYYY-MM-DD, got {shown(v)}", field="as_of")
     date("--as-of", v.strip())
     return _dt.date.fromisoformat(v.strip())

@@ -180,6 +180,11 @@ class Chassis(Sourced, LifeCycled):
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
     max_nodes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     max_nodes_source: str = ""
+    rental_pricing: str = ""
+    min_rental_hours: NonNegativeFloat = 0.0
+    rental_increment_hours: NonNegativeFloat = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
 
 class Nic(Sourced, LifeCycled):
@@ -262,11 +267,20 @@ class Instance(Sourced):
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
     region: str = ""
+    pricing: Literal["on-demand", "spot", "capacity-block", "reserved"] = "on-demand"
+    min_rental_hours: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    rental_increment_hours: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
     @model_validator(mode="after")
     def _cap_sourced(self):
         if self.max_instances is not None and not self.max_instances_source.strip():
             raise ValueError("max_instances needs max_instances_source (where the cap comes from)")
+        if (self.min_rental_hours or self.rental_increment_hours) and not self.rental_terms_source.strip():
+            raise ValueError("min_rental_hours / rental_increment_hours need rental_terms_source (where the terms come from)")
+        if self.pricing == "spot" and not self.interruption_note.strip():
+            raise ValueError("a spot price needs interruption_note (what an interruption costs the job)")
         return self
 
 

@@ -218,6 +218,13 @@ class Chassis(Sourced, LifeCycled):
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
     max_nodes: int | None = None
     max_nodes_source: str = ""
+    # a rented node: how it is sold (cost.py `billed_hours`): pricing tier, the shortest rental billed
+    # and the step rentals are billed in (0: none / continuous), and the source of those terms
+    rental_pricing: str = ""
+    min_rental_hours: float = 0.0
+    rental_increment_hours: float = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
 
 @dataclass(**_RECORD)
@@ -317,6 +324,12 @@ class Instance(Sourced):
     vcpus: float | None = None
     memory_gib: float | None = None
     region: str = ""
+    # how the price is sold: on-demand | spot | capacity-block | reserved (savings plan / commitment)
+    pricing: str = "on-demand"
+    min_rental_hours: float = 0.0  # the shortest rental billed (capacity block 24; 1-yr plan 8766)
+    rental_increment_hours: float = 0.0  # rentals are billed in whole steps of this (0: continuous)
+    rental_terms_source: str = ""
+    interruption_note: str = ""  # spot / preemptible: what an interruption means
 
 
 @dataclass(**_RECORD)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from costopt.hardware.catalog import Catalog
 from costopt.hardware.catalog_schema import error_location
@@ -45,8 +45,16 @@ class _Strict(BaseModel):
 
 
 class _Float(_Strict):
-    # TOML integers are fine where a float is expected (budget_usd = 500000)
+    # TOML integers are fine where a float is expected (budget_usd = 500000); booleans are not numbers
+    # (lax mode would read `budget_usd = true` as 1.0)
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v, info):
+        if isinstance(v, bool) and cls.model_fields[info.field_name].annotation is not bool:
+            raise ValueError(f"must be a number, not {str(v).lower()}")
+        return v
 
 
 class MixInfo(_Strict):
