@@ -47,6 +47,7 @@ from costopt.search.design_space import NO_NIC
 from costopt.search.llm_search import OWNED_YEARS, LlmSearch, choose_llm, search_llm
 from costopt.search.llm_table import llm_frame
 from costopt.search.solver import objective_values
+from costopt.purchase.rental import _compare_held_equal, _price_warnings
 
 NO_BUDGET = 1e15  # the rented side of rent vs buy is not limited by the purchase budget: no node bound from money
 
@@ -97,10 +98,10 @@ def _check_exclusions(job: LlmJob, cats: list[Catalog]) -> None:
 
 
 def priced(found: LlmSearch, basis: CostBasis) -> LlmSearch:
-    """The search with cost_usd on `basis` (module docstring); designs whose purchase (owned) or rent
-    (rented) exceeds the budget are no longer offered."""
+    """The search with cost_usd on `basis` (module docstring); the budget limits the purchase (owned) or the
+    rent (rented): `cost.within_budget` on the spend, which the choice applies (search/limits.py)."""
     costs = price_on_basis(found.costs, found.ev.timing.tokens_per_s, basis)
-    return dataclasses.replace(found, costs=costs, offered=found.offered & within_budget(costs, found.budget))
+    return dataclasses.replace(found, costs=costs, basis=basis)
 
 
 def _index(found: LlmSearch, rec: dict) -> int:
@@ -157,9 +158,12 @@ class LlmComparison:
     winner: int
     margin: dict[str, Any]
     price_cuts: list[LlmPriceCut] = field(default_factory=list)
+    held_equal: str = ""  # what every catalog's pick shares: model, job, calendar, each rental's terms
+    price_warnings: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"kind": "large-model", "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
+                "held_equal": self.held_equal, "price_warnings": self.price_warnings,
                 "tokens_to_train": self.tokens, "global_batch_sequences": self.global_batch_sequences,
                 "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
                               "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None,
@@ -174,7 +178,7 @@ def _score(objective: str, rec: dict) -> float:
 
 
 def _best_score(found: LlmSearch, objective: str) -> float:
-    ok = found.ok & (found.costs.cost_usd <= found.budget)
+    ok = found.ok & within_budget(found.costs, found.budget)  # the purchase (owned) or the rent within the budget
     if not ok.any():
         return -math.inf
     idx = np.flatnonzero(ok)
@@ -288,7 +292,31 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
     cuts = [price_cut_llm(answers[i], scores[w], job, budget, basis) for i in order[1:]
             if price_cuts and answers[i].best is not None]
     name = answers[w].result["model"]
-    return LlmComparison(name, float(budget), job.objective, job.tokens, int(gb), answers, w, margin, cuts)
+    held = _compare_held(answers, name, job, hours, years, utilization, int(gb))
+    warnings = _price_warnings([a.best for a in answers if a.best is not None])
+    return LlmComparison(name, float(budget), job.objective, job.tokens, int(gb), answers, w, margin, cuts, held,
+                         warnings)
+
+
+@dataclass
+class _HeldOptions:
+    """What `rental._compare_held_equal` reads of a request, for a large-model job (its work: tokens)."""
+
+    precision: str
+    samples: float | None
+    hours: float | None
+    years: float
+    utilization: float
+
+
+def _compare_held(answers, model: str, job: LlmJob, hours, years: float, utilization: float, gb: int) -> str:
+    """The data-parallel compare's held-equal sentence, its work counted in tokens, plus the sequence and batch."""
+    text = _compare_held_equal(answers, model, _HeldOptions(job.precision, job.tokens if hours is None else None,
+                                                            hours, years, utilization))
+    if job.tokens is not None and hours is None:
+        text = text.replace(f"({job.tokens:,.0f} samples)", f"({job.tokens:,.0f} tokens)")
+    seq = answers[0].best["seq_len"] if answers[0].best else None
+    return text + (f"; sequence length {seq:,}" if seq else "") + f"; global batch {gb:,} sequences"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -301,6 +329,7 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
                     utilization: float | None = None, hours: float | None = None):
     """Buy the best owned design for the budget, or rent the same large-model job by the hour?"""
     from costopt.purchase.purchasing import RentVsBuy, rent_buy_arithmetic
+    from costopt.purchase.rental import _held_equal, rental_terms
 
     job.check()
     checks.budget(budget)
@@ -339,15 +368,23 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     rent = rent_res["best"]
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
+    terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])  # billed by the provider's terms
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         buy["capex_usd"], energy, t_own, rate, rent["tokens_per_s"], years=years, utilization=utilization,
-        hours=hours, work=job.tokens, unit="token", capacity=capacity)
+        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms)
+    held = _held_equal(buy_res["model"], job, years, utilization, job.tokens, ratio, terms)
+    if job.tokens is not None:  # the sentence counts the job's work in its unit
+        held = held.replace(f"({job.tokens:,.0f} samples;", f"({job.tokens:,.0f} tokens;")
+    held += (f"; the same sequence length ({buy['seq_len']:,}) and global batch (the default "
+             f"{owned.global_batch:,} sequences)" if not owned.exact_batch else
+             f"; the same sequence length ({buy['seq_len']:,}) and global batch ({owned.global_batch:,} sequences)")
     if not fast.any():
         verdict += (f"; no rented design is as fast as the purchase: the fastest ({rent['tokens_per_s']:,.0f} tokens/s) "
                     f"takes {ratio:.2f} rented hours per owned hour of work")
     r = RentVsBuy(buy_res["model"], float(budget), years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent,
                   rate, ratio, buy["capex_usd"], energy, u_star, m_star, utilization, hours, job.tokens, rows, verdict,
-                  capacity)
+                  capacity, held, terms["pricing"], terms["min_hours"], terms["interruption"],
+                  _price_warnings([buy, rent]))
     r.kind = "large-model"  # type: ignore[attr-defined]
     return r
 
@@ -377,7 +414,7 @@ def table_basis(cat: Catalog, job: LlmJob, hours: float | None, tco_years: float
 def ranked_table_llm(found: LlmSearch, basis: CostBasis, tokens: float | None, years: float = OWNED_YEARS) -> pd.DataFrame:
     """Every design that fits, is offered and within the budget, best first (module docstring)."""
     c, thr = found.costs, found.ev.timing.tokens_per_s
-    idx = np.flatnonzero(found.ok & (c.cost_usd <= found.budget))
+    idx = np.flatnonzero(found.ok & within_budget(c, found.budget))
     rank = found.space.order_rank()
     idx = idx[np.lexsort((rank[idx], c.cost_usd[idx], objective_values(found.objective, c.cost_usd[idx], thr[idx])))]
     df = llm_frame(found, idx, basis, tokens, years)
