@@ -38,7 +38,7 @@ def solve(
     model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
     strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
     reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
@@ -276,7 +276,7 @@ def predict(
     stack: str = typer.Option("auto", help="Communication stack: auto | nccl | mpi | grpc | gloo (auto: ps -> grpc, "
                               "all-reduce on the CPU -> mpi, else nccl)."),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch."),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML."),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
@@ -293,6 +293,7 @@ def predict(
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
+    vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -311,7 +312,7 @@ def predict(
                             checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                             nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
-                            tokens=tokens)
+                            tokens=tokens, vp=vp)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
