@@ -52,17 +52,19 @@ def test_bound_by_hand_for_b200():
     assert np.allclose(u[space.nodes == 1], 8 * per_gpu, rtol=1e-12)
 
 
-@pytest.mark.parametrize("model,gpus", [("llama3_8b", ["l40s", "h100-sxm", "a100-sxm-40gb"]),
-                                        ("llama3_70b", ["b200", "h200-nvl", "mi300x"])])
-def test_bound_holds_for_every_design_and_layout(model, gpus):
+@pytest.mark.parametrize("model,gpus,precision", [("llama3_8b", ["l40s", "h100-sxm", "a100-sxm-40gb"], "amp_bf16"),
+                                                  ("llama3_70b", ["b200", "h200-nvl", "mi300x"], "amp_bf16"),
+                                                  ("llama3_8b", ["h100-sxm", "b200", "l40s"], "fp8"),
+                                                  ("llama3_70b", ["b300", "b200"], "nvfp4")])
+def test_bound_holds_for_every_design_and_layout(model, gpus, precision):
     cfg = load_llm_model(model)
     space = enumerate_designs(load_catalog(None), max_nodes=5, strategies=("ring",), gpu_ids=gpus)
     layouts = all_layouts()
     n, n_lay = len(space), len(layouts.tp)
     design, k = np.tile(np.arange(n), n_lay), np.repeat(np.arange(n_lay), n)
     ev = evaluate_layouts(cfg, space.take(design), Layout(*(getattr(layouts, f)[k] for f in FIELDS)),
-                          precision="amp_bf16", global_batch=512)
-    u = tokens_per_s_bound(cfg, space, "amp_bf16")[design]
+                          precision=precision, global_batch=512)
+    u = tokens_per_s_bound(cfg, space, precision)[design]
     ran = ev.valid & np.isfinite(ev.timing.tokens_per_s)
     assert ran.sum() > 1000
     assert np.all(ev.timing.tokens_per_s[ran] <= u[ran])

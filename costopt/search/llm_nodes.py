@@ -16,9 +16,12 @@ Every term of A and of the element-wise part is smallest with no activation chec
 with t), and 1/e_att ≤ 1/max(e_att, e_mm) covers designs without FlashAttention (their attention runs
 at e_mm). So, per design,
 
-    U = G·M / ( [(F_model − F_att)·S(h, 1)/e_mm + F_att/max(e_att, e_mm)]/peak + c_bw·h·L/(B_mem·e_mem) )
+    U = G·M / ( (F_model − F_att)·S(h, 1)·(q/(peak_lp·e_lp) + (1 − q)/(peak·e_mm)) + F_att/(peak·max(e_att, e_mm))
+                + [c_bw + k_cast·n_cast·(1 − β)]·h·L/(B_mem·e_mem) )
 
-bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
+with a low precision's (fp8, mxfp8, nvfp4) share q = (1 − β)·(1 − P_emb/P) of the weight GEMMs at its
+peak and fraction and its cast bytes k_cast = 2 + 2w + k_amax per element (bf16 designs: q = 0, no cast),
+as step.py has them; neither depends on the layout or the node count. It bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
 every design x layout of a space, and the search re-checks it on every design it times).
 
 Two passes (a design's group is its GPU type and whether the part filter offers it, so the pick, the
@@ -49,8 +52,8 @@ import numpy as np
 
 from costopt.perf.llm.arch import ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design,
-                                       default_llm_params, evaluate_layouts, gpu_generation, matmul_fraction,
-                                       peak_flops)
+                                       bf16_peak_flops, default_llm_params, evaluate_layouts, gpu_generation,
+                                       low_precision_of, matmul_fraction, peak_flops)
 from costopt.perf.llm.step import LlmParams, gemm_shape_slowdown
 from costopt.search.design_space import DesignSpace
 from costopt.search.solver import TIE_REL_TOL, objective_values
@@ -64,8 +67,11 @@ def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: st
     tensor-core path for `precision` (nothing runs there)."""
     params = params or default_llm_params()
     by_id = {g.id: g for g in space.gpus}
-    peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])
+    peak_lp = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])  # nan: no path, runs nowhere
+    peak = np.array([bf16_peak_flops(g, precision) or np.nan for g in space.gpus])
+    peak = np.where(np.isfinite(peak), peak, peak_lp)
     e_mm = np.array([matmul_fraction(g, params, by_id) for g in space.gpus])
+    e_lp = np.array([matmul_fraction(g, params, by_id, precision) for g in space.gpus])
     e_att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
                       for g in space.gpus])
     e_bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus]) * params.memory_bandwidth_fraction
@@ -73,8 +79,16 @@ def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: st
     f_model, f_att = float(arch.model_flops_per_token[0]), float(arch.attention_flops_per_token[0])
     h, L = float(arch.hidden[0]), float(arch.layers[0])
     shape = float(gemm_shape_slowdown(h, 1.0, params.gemm_shape_dims))
-    a = (f_model - f_att) * shape / e_mm + f_att / np.maximum(e_att, e_mm)
-    per_gpu = 1.0 / (a / peak + params.elementwise_bytes_per_token_per_hidden * h * L / e_bw)
+    lp = low_precision_of(precision, params)
+    if lp is None:
+        q, cast, w_time = 0.0, 0.0, 1.0 / (peak * e_mm)
+    else:
+        emb = 0.0 if arch.embedding_params is None else float(arch.embedding_params[0])
+        q = lp.share * (1.0 - emb / float(arch.params[0]))
+        cast = (2.0 + 2.0 * lp.bytes_per_element + lp.amax_bytes) * params.cast_elements_per_token_per_hidden * lp.share
+        w_time = q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)
+    per_gpu = 1.0 / ((f_model - f_att) * shape * w_time + f_att / (peak * np.maximum(e_att, e_mm))
+                     + (params.elementwise_bytes_per_token_per_hidden + cast) * h * L / e_bw)
     per_gpu = np.where(np.isfinite(per_gpu), per_gpu, 0.0)
     return per_gpu[space.gpu_idx] * space.total_gpus
 
@@ -112,7 +126,7 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
                        group: np.ndarray, *, objective: str, precision: str, global_batch: int,
                        layouts: Layout | None = None, min_tokens_per_s: float | None = None,
                        qualifies: Callable[[LlmEvaluation], np.ndarray] | None = None,
-                       params: LlmParams | None = None) -> NodeSearch:
+                       params: LlmParams | None = None, hold_batch: bool = False) -> NodeSearch:
     """The two passes of the module docstring over `space` (every integer node count).
 
     `cost` is each design's cost on the solve's basis, `admissible` marks the designs every limit known
@@ -128,7 +142,8 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     layouts = layouts or all_layouts()
     bound = tokens_per_s_bound(cfg, space, precision, params)
     run = lambda sub: best_layout_per_design(cfg, space.take(sub), precision=precision,  # noqa: E731
-                                             global_batch=global_batch, params=params, layouts=layouts)
+                                             global_batch=global_batch, params=params, layouts=layouts,
+                                             hold_batch=hold_batch)
     first = np.flatnonzero(first_pass(space, admissible))
     ev1 = run(first)
     n_grp = int(group.max()) + 1 if len(group) else 1
@@ -162,5 +177,6 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     order = np.argsort(keep, kind="stable")
     keep = keep[order]
     lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS))
-    ev = evaluate_layouts(cfg, space.take(keep), lay, precision=precision, global_batch=global_batch, params=params)
+    ev = evaluate_layouts(cfg, space.take(keep), lay, precision=precision, global_batch=global_batch, params=params,
+                          hold_batch=hold_batch)
     return NodeSearch(keep, ev, int(len(space) - len(keep)), int(len(first)), held)

@@ -35,7 +35,8 @@ from costopt.perf.intervals import range_phrase
 from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
-                       default_llm_params, design_record, evaluate_layouts, mamf_fraction)
+                       default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
+                       require_precision_somewhere)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -116,7 +117,7 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     s = ev.space
     params = default_llm_params()
     by_id = {g.id: g for g in s.gpus}
-    mamf = np.array([mamf_fraction(g, params, by_id)[0] for g in s.gpus], dtype=np.float64)
+    mamf = np.array([mamf_fraction(g, params, by_id, ev.precision)[0] for g in s.gpus], dtype=np.float64)
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
     return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx])
@@ -136,11 +137,12 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
-    Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees, precision)."""
+    Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
+    (exit 2) when the GPU lacks the precision's format."""
     for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
-                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node)):
+                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp)):
         count(name, v)
     positive("tokens", tokens)
     if global_batch is not None:
@@ -149,6 +151,9 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     s = _strategy(strategy)
     cat = _catalog(catalog)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, "ring", "gpu", chassis, nics_per_node)
+    lacking = lacks_precision(space.gpus[int(space.gpu_idx[0])], precision)
+    if lacking:
+        raise InputError(f"--precision {precision}: {lacking}", field="precision")
     gb = global_batch or default_global_batch(cfg)
     ckpts = CHECKPOINTING if checkpointing is None else (checkpointing,)
     for c in ckpts:
@@ -157,7 +162,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c))), precision=precision, global_batch=gb)
+                                            one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
+                         hold_batch=global_batch is not None)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
@@ -177,6 +183,10 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                                                                                          "a smaller --micro-batch or --checkpointing full")
             msg = (f"{cfg.name} ({cfg.params / 1e9:.1f} B parameters) does not fit with {s} on {gpu}: "
                    f"{_memory_phrase(rec)}; {hint}")
+        elif reason.startswith("the global batch"):
+            msg = (f"{cfg.name} cannot hold --global-batch {gb:,} on {rec['total_gpus']} x {gpu}: data-parallel degree "
+                   f"{rec['dp']} x micro-batch {rec['micro_batch']} = {rec['dp'] * rec['micro_batch']:,} sequences "
+                   f"does not divide it; choose a global batch that is a multiple of it, or other --tp/--pp/--micro-batch")
         else:
             msg = f"{cfg.name} cannot run as asked on {gpu}: {reason}"
         raise InfeasibleError(msg, nearest=None, reason="memory" if "memory" in reason else "layout")
@@ -272,7 +282,9 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
+    require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
+    hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
     # no per-job horizon on this basis, so no cost depends on throughput: priced before any timing
     costs = price_on_basis(evaluate_costs(space, cat.site, facility=cat.facility, support_years=support_years),
@@ -284,13 +296,13 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                                    space.gpu_idx * 2 + offered, objective=objective, precision=precision,
                                    global_batch=gb, layouts=layouts,
                                    min_tokens_per_s=request.target if request is not None else None,
-                                   qualifies=_qualifies(request))
+                                   qualifies=_qualifies(request), hold_batch=hold)
         space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
         costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     else:
-        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold)
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev), basis, float(support_years), False, skipped)
+                     design_ranges(ev), basis, float(support_years), hold, skipped)
 
 
 def _admissible(costs: Costs, budget: float, request: Request | None) -> np.ndarray:
