@@ -12,8 +12,8 @@ independent of the batch: t_step = smax(H_s, G_s).
 Evidence (the estimate's `source` and `basis` say which one was used):
 
 (a) measured: the model was profiled on this GPU (zoo file or `--profile`). H, g per phase are fitted to the
-    measured batch sweep (host_gpu.fit_phase), with a weak prior on g at the roofline below, so a sweep that
-    is host-bound at every measured batch does not leave g free; the estimate at any batch is the fitted
+    measured batch sweep (host_gpu.fit_phase); where the sweep does not tell g (host-bound at every measured
+    batch, host_gpu.identified false) a weak prior holds g at the roofline below instead of leaving it free; the estimate at any batch is the fitted
     curve (source `measured` at a measured batch, `interpolated` inside the sweep, `extrapolated` outside).
 (c) roofline: any other GPU X. The reference GPU's fitted H is kept; its GPU time is moved by the ratio of
     the two GPUs' rooflines for this model:
@@ -543,8 +543,9 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
                 phases.append(PhaseSplit(0.0, 0.0, t[0] / b[0]))
                 continue
             phases.append(fit_phase(b, t, 0.0, p))
-        else:
-            phases.append(fit_phase(b, t, k, p, g_prior=g0 * share, g_min=g_min * share, sigma=sigma))
+        else:  # the roofline prior only where the sweep does not tell g (host-bound at every batch)
+            prior = g0 * share
+            phases.append(fit_phase(b, t, k, p, g_prior=prior, g_min=g_min * share, sigma=sigma))
     hs, gs = step_split([ms_to_s(q.step_ms) for q in pts], p)
     out = Split(phases[0], phases[1], hs, gs, tuple(b))
     _SPLITS[key] = out
