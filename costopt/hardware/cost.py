@@ -55,6 +55,8 @@ class Costs:
     racks: np.ndarray | None = None  # racks, each with its PDUs
     support_usd_per_year: np.ndarray | None = None  # support contract per year (whole cents)
     support_years: float = 0.0
+    min_rental_hours: np.ndarray | None = None  # rented designs: the shortest rental billed (0: none)
+    rental_increment_hours: np.ndarray | None = None  # rented designs: rentals billed in steps of this (0: continuous)
 
 
 def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = None,
@@ -104,6 +106,8 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
     buildable = (M <= 1) | (node_ports <= P * P / 2.0)
     hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
     rented = hourly > 0
+    min_rent = np.array([c.min_rental_hours if c.usd_per_hour else 0.0 for c in space.chassis])[space.chassis_idx]
+    rent_step = np.array([c.rental_increment_hours if c.usd_per_hour else 0.0 for c in space.chassis])[space.chassis_idx]
     usd_per_hour = M * hourly
     if rented.any():
         zero = np.zeros_like(capex)
@@ -117,7 +121,7 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
         support = np.where(rented, zero, support)
         buildable = buildable | rented
     return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
-                 support, float(support_years))
+                 support, float(support_years), min_rent, rent_step)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,7 +136,8 @@ class CostBasis:
     Horizon h (hours of use): `hours`, or per job the design's own time to train,
     h_d = samples / τ_d / 3600 (τ_d its throughput in samples/s); no horizon when neither is given.
 
-        rented d:  cost = usd_per_hour_d × h            (no horizon: USD per hour)
+        rented d:  cost = usd_per_hour_d × billed(h)    (no horizon: USD per hour; billed(h) = `billed_hours`,
+                   at least the provider's minimum term, in its billing steps)
         owned d:   cost = capex_d + tco_years × E_d     (a purchase; E_d electricity per year at average draw)
         owned d, amortised on the horizon (`amortize_years` Y and `utilization` u, used when owned and
         rented designs are compared):
@@ -209,6 +214,24 @@ def horizon_hours(basis: CostBasis, throughput: np.ndarray) -> np.ndarray | None
     return None
 
 
+def billed_hours(hours: np.ndarray, min_hours: np.ndarray | None, step_hours: np.ndarray | None) -> np.ndarray:
+    """Hours a rental of `hours` is billed for, by the provider's terms (per design):
+
+        billed = max(min_hours, ⌈hours / step⌉ · step)      (step > 0: e.g. Capacity Blocks, whole days)
+        billed = max(min_hours, hours)                       (step = 0: billed by the second)
+
+    A rental is never billed for less than its minimum term: 69 seconds of a 24-hour Capacity Block
+    cost 24 hours. (1e-9 keeps an exact multiple of the step from rounding up by float noise.)"""
+    h = np.asarray(hours, dtype=np.float64)
+    if step_hours is None and min_hours is None:
+        return h
+    step = np.zeros_like(h) if step_hours is None else np.asarray(step_hours, dtype=np.float64)
+    lo = np.zeros_like(h) if min_hours is None else np.asarray(min_hours, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stepped = np.where(step > 0, np.ceil(h / np.where(step > 0, step, 1.0) - 1e-9) * step, h)
+    return np.maximum(stepped, lo)
+
+
 def price_on_basis(costs: Costs, throughput: np.ndarray, basis: CostBasis) -> Costs:
     """`costs` (from `evaluate_costs`) with `cost_usd` (and `spend_usd`) on `basis`; see `CostBasis`."""
     h = horizon_hours(basis, throughput)
@@ -220,7 +243,8 @@ def price_on_basis(costs: Costs, throughput: np.ndarray, basis: CostBasis) -> Co
         spend = costs.capex_usd.copy()
     rented = costs.rented if costs.rented is not None else np.zeros(len(owned_cost), dtype=bool)
     hourly = costs.usd_per_hour if costs.usd_per_hour is not None else np.zeros(len(owned_cost))
-    rent = hourly * (h if h is not None else 1.0)
+    # rent over a horizon: billed by the provider's terms (never less than the minimum term); per hour: the rate
+    rent = hourly * (billed_hours(h, costs.min_rental_hours, costs.rental_increment_hours) if h is not None else 1.0)
     cost = np.where(rented, rent, owned_cost)
     if spend is not None:
         spend = np.where(rented, rent, spend)

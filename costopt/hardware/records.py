@@ -117,6 +117,13 @@ class Gpu(Sourced, LifeCycled):
     tflops_tf32: float | None = None
     tflops_fp16: float | None = None
     tflops_bf16: float | None = None
+    # dense fp8 (fp8, mxfp8) and fp4 (nvfp4, mxfp4) tensor-core peaks and the formats the GPU trains in
+    # at them (catalog_schema.Gpu); read by the large-model path only (perf/llm/evaluate.py)
+    tflops_fp8: float | None = None
+    tflops_fp4: float | None = None
+    low_precision_formats: list[str] = field(default_factory=list)
+    low_precision_source: str | None = None
+    low_precision_date: str | None = None
     tdp_w: float
     gpu_link: str  # none | nvlink1..nvlink5 | infinity-fabric
     gpu_link_gbs: float  # per GPU, per direction, GB/s; 0 when the only path is PCIe
@@ -218,6 +225,13 @@ class Chassis(Sourced, LifeCycled):
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
     max_nodes: int | None = None
     max_nodes_source: str = ""
+    # a rented node: how it is sold (cost.py `billed_hours`): pricing tier, the shortest rental billed
+    # and the step rentals are billed in (0: none / continuous), and the source of those terms
+    rental_pricing: str = ""
+    min_rental_hours: float = 0.0
+    rental_increment_hours: float = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
 
 @dataclass(**_RECORD)
@@ -250,7 +264,7 @@ class Site(_Record):
     source: str = (
         "electricity: EIA 2025 US industrial average via epoch-research/training-cost-trends energy.py "
         "(2025-06-20); PUE 1.5: enterprise colocation range 1.5-1.6 (SemiAnalysis via Epoch); average "
-        "draw 0.75 of server TDP (Epoch energy.py) — shared/research/hardware_facts.md §6, §7e"
+        "draw 0.75 of server TDP (Epoch energy.py) — docs/sources.md §6, §7e"
     )
     date: str = "2025-06-20"
 
@@ -317,6 +331,12 @@ class Instance(Sourced):
     vcpus: float | None = None
     memory_gib: float | None = None
     region: str = ""
+    # how the price is sold: on-demand | spot | capacity-block | reserved (savings plan / commitment)
+    pricing: str = "on-demand"
+    min_rental_hours: float = 0.0  # the shortest rental billed (capacity block 24; 1-yr plan 8766)
+    rental_increment_hours: float = 0.0  # rentals are billed in whole steps of this (0: continuous)
+    rental_terms_source: str = ""
+    interruption_note: str = ""  # spot / preemptible: what an interruption means
 
 
 @dataclass(**_RECORD)
