@@ -23,6 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
 
+# `--force` of the commands that write --out: a read-only output file may be replaced (core/checks.py)
+FORCE = typer.Option(False, "--force", help="Replace --out even if it is read-only (a FIFO, device or other "
+                     "special file is never replaced).")
+
+
 class Fmt(str, Enum):
     table = "table"
     json = "json"
@@ -35,11 +40,12 @@ class PredictFmt(str, Enum):
 
 
 def _console() -> "Console":
-    from rich.console import Console
+    from costopt.cli.tables import FitConsole
 
-    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
+    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns. Tables are laid
+    # out so that no number or id is cut at that width (cli/tables.py: fixed widths, or split into parts).
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
-    return Console(width=width, highlight=False)
+    return FitConsole(width=width, highlight=False)
 
 
 _PLAIN = re.compile(r"[ -Z\\\]-~]*")  # printable ASCII without "[" (rich markup)
@@ -99,11 +105,13 @@ def _fmt_money(v: float | None) -> str:
 
 
 def _fmt_number(v: float) -> str:
-    """A plain number, never in scientific notation (thousands separated; small values to 4 significant digits)."""
-    if not math.isfinite(v):
-        return str(v)
-    if v == 0 or abs(v) >= 1000:
-        return f"{v:,.1f}".removesuffix(".0")
+    """The tables' one number format, never scientific notation: a thousands separator; a whole number from
+    1,000 up and for an integral value (19,439; 17; 203,709,480); 4 significant figures below 1,000 (20.45,
+    0.9032, 0.005097); '-' for a missing or non-finite value."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0 or abs(v) >= 1000 or float(v).is_integer():
+        return f"{v:,.0f}"
     decimals = max(0, 3 - math.floor(math.log10(abs(v))))
     return f"{v:,.{decimals}f}"
 
