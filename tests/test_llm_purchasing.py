@@ -231,6 +231,10 @@ def test_report_has_rent_or_buy_section():
     (["rent-vs-buy", "--model", "llama3_70b", "--budget", "5e6", "--cloud", AWS, "--system", VENDOR_A], "--system"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--batch-per-gpu", "4"], "--batch-per-gpu"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--max-instances", "4"], "--max-instances"),
+    (["export", "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--utilization", "0.5"],
+     "--utilization"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--hours", "4", "--out", "x.html"], "--hours"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--overlap", "full", "--out", "x.html"], "--overlap"),
     # transformer options on a data-parallel model
