@@ -100,6 +100,12 @@ def test_compare_owned_against_cloud_on_one_job(owned_vs_cloud):
     assert k["cost_usd"] <= BUDGET  # the budget limits the rent of the job
     assert cloud.cost_basis == "USD per training job (rent x time to train)"
     assert k["nodes"] <= 64  # AWS's Capacity Block cap per instance type (the catalog's max_instances)
+    # the owned loser's price cut: at that GPU price a design within the same budget (capex) matches the rent
+    if owned_vs_cloud.answers[owned_vs_cloud.winner] is cloud:
+        (pc,) = owned_vs_cloud.price_cuts
+        d = pc.design_at_needed_price
+        assert 0 < pc.needed_price < pc.current_price
+        assert d["capex_usd"] <= BUDGET and d["tokens_per_s"] >= k["tokens_per_s"] * (1 - 1e-9)
 
 
 def test_compare_cloud_needs_the_job_or_hours():

@@ -107,6 +107,10 @@ def run_compare(catalogs, j, budget: float, *, hours, tco_years, years, utilizat
         m = cmp.margin
         c.print(f"Winner: {w.label} — {m['throughput_gain']:+.1%} tokens/s vs {m['runner_up']} "
                 f"({m['cost_difference_usd']:+,.0f} USD cost, {m['usd_per_token_per_s_ratio'] - 1:+.1%} cost per token/s)")
+    if cmp.held_equal:
+        c.print(cmp.held_equal)
+    for warning in cmp.price_warnings:
+        c.print(f"Warning: {warning}")
     for pc in cmp.price_cuts:
         unit = "USD per hour" if pc.part_kind == "instance" else "USD per unit"
         if pc.needed_price is None:
@@ -149,6 +153,10 @@ def run_rent_vs_buy(j, budget: float, cloud, catalog, *, years, utilization, hou
             s = f"{v:,.1f}"
         t.add_row(what, s, unit)
     c.print(t)
+    if r.held_equal:
+        c.print(r.held_equal)
+    for warning in r.price_warnings:
+        c.print(f"Warning: {warning}")
     c.print(f"Verdict: {r.verdict}")
 
 
