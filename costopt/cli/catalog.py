@@ -14,7 +14,8 @@ from costopt.purchase import purchasing as P
 from costopt.hardware.catalog import load_catalog
 from costopt.core.checks import output_path, write_text
 from costopt.core.errors import CostoptError, InputError
-from costopt.cli.common import PredictFmt, _console, _fail, _fmt_money, _json_dump
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, PredictFmt, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
 
@@ -110,8 +111,10 @@ def catalog_import(
                                              help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
     pricing: str = typer.Option("on-demand", help="on-demand (Price; SpotPrice kept as spot_usd_per_hour) | spot "
                                 "(SpotPrice is the price, with the interruption terms)."),
+    force: bool = FORCE,
 ) -> None:
     """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     try:
         mapping = {}
         for m in gpu_map or []:

@@ -23,6 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
 
+# `--force` of the commands that write --out: a read-only output file may be replaced (core/checks.py)
+FORCE = typer.Option(False, "--force", help="Replace --out even if it is read-only (a FIFO, device or other "
+                     "special file is never replaced).")
+
+
 class Fmt(str, Enum):
     table = "table"
     json = "json"

@@ -82,7 +82,9 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
     c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
             "--include consumer,legacy,eol opens them)")
-    c.print(designs_table([res["best"], *res["best_per_gpu"]], "Best design of each GPU type (large-model path)",
+    gb = (f"global batch {res['global_batch_sequences']:,} sequences held exactly" if res.get("global_batch_rule", "")
+          .startswith("held") else f"global batch about {res['global_batch_sequences']:,} sequences")
+    c.print(designs_table([res["best"], *res["best_per_gpu"]], f"Best design of each GPU type (large-model path, {gb})",
                           bool(res.get("tokens_to_train"))))
     c.print(f"Why: {res['why']}")
     b = res["best"]
