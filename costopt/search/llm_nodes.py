@@ -27,10 +27,10 @@ every design x layout of a space, and the search re-checks it on every design it
 Two passes (a design's group is its GPU type and whether the part filter offers it, so the pick, the
 best design of every other GPU type and the best left-out design are all exact):
 
-1. time the designs of the node grid (1, 2, 3, 4, 6, 8, 12, ...: NODE_GRID) and, per (GPU, chassis, NIC,
-   NICs per node) family, its largest node count that the limits admit (`admissible`: budget, buildable
-   fabric, and any other limit known before timing); each group's incumbent v* is its best objective
-   value (solver.py's v: −τ, c/τ or c) among its admissible designs that fit;
+1. time, per (GPU, chassis, NIC, NICs per node) family, its two largest node counts that the limits
+   admit (`admissible`: budget, buildable fabric, and any other limit known before timing; a family with
+   none, its counts on the grid 1, 2, 3, 4, 6, 8, 12, ...: NODE_GRID); each group's incumbent v* is its
+   best objective value (solver.py's v: −τ, c/τ or c) among its admissible designs that fit;
 2. every other design j is timed unless its group has an incumbent and even at its bound it cannot
    reach a tie: v(c_j, U_j) > v* + tol·|v*| (tol = solver.TIE_REL_TOL; v is non-increasing in τ, so
    v(c_j, U_j) ≤ v(c_j, τ_j)), or U_j is below the throughput floor. A design the limits do not admit is
@@ -99,15 +99,21 @@ def _families(space: DesignSpace) -> np.ndarray:
     return np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def first_pass(space: DesignSpace, admissible: np.ndarray) -> np.ndarray:
-    """Pass 1 (module docstring): the node grid, and each family's largest admissible node count."""
-    seed = np.isin(space.nodes, NODE_GRID)
+def first_pass(space: DesignSpace, admissible: np.ndarray, top: int = 2) -> np.ndarray:
+    """Pass 1 (module docstring): each family's `top` largest admissible node counts (throughput grows
+    with the node count, so these are the likely incumbents); a family with none admissible, its grid
+    counts (NODE_GRID)."""
     fam = _families(space)
+    seed = np.zeros(len(space), dtype=bool)
     idx = np.flatnonzero(admissible)
     if len(idx):
-        order = idx[np.lexsort((space.nodes[idx], fam[idx]))]
-        last = np.r_[fam[order][1:] != fam[order][:-1], True]
-        seed[order[last]] = True
+        order = idx[np.lexsort((-space.nodes[idx], fam[idx]))]  # per family, largest count first
+        f = fam[order]
+        start = np.r_[0, np.flatnonzero(f[1:] != f[:-1]) + 1]
+        rank_in = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
+        seed[order[rank_in < top]] = True
+    none = ~np.isin(fam, fam[idx])
+    seed |= none & np.isin(space.nodes, NODE_GRID)
     return seed
 
 
