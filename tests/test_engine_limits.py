@@ -136,3 +136,50 @@ def test_confidence_needs_a_target():
     rc, _, err = cli("solve", "--budget", 200000, "--model", "inception_v3", "--confidence", 0.9)
     assert rc == 2 and "--confidence" in err
     assert not math.isnan(0.0)
+
+
+def test_global_batch_is_held_exactly_by_every_design():
+    res = solve_llm(5e6, "llama3_70b", tokens=1e12, global_batch=512, **LLM)
+    assert res["global_batch_rule"].startswith("held exactly")
+    for d in [res["best"], *res["best_per_gpu"]]:
+        assert d["dp"] * d["micro_batch"] * d["grad_accum"] == 512 == d["global_batch_sequences"]
+
+
+def test_a_design_that_cannot_hold_the_global_batch_is_infeasible_with_the_reason():
+    from costopt.search.llm_search import predict_llm
+
+    # 6 nodes x 8 = 48 GPUs, tp 2: dp = 24; 512 / 24 = 21.3 micro-batches, not whole: refused
+    with pytest.raises(InfeasibleError, match="24 x micro-batch 1 = 24 sequences does not divide"):
+        predict_llm("llama3_70b", "b200", 8, 6, "ib-ndr", "fsdp", tp=2, global_batch=512)
+    # 8 nodes: dp = 32, 512 / 32 = 16 micro-batches of 1
+    d = predict_llm("llama3_70b", "b200", 8, 8, "ib-ndr", "fsdp", tp=2, global_batch=512)
+    assert (d["dp"], d["grad_accum"], d["global_batch_sequences"]) == (32, 16, 512)
+    # without --global-batch the default (4M tokens = 512 sequences of 8,192) is a target: 48 GPUs train
+    # ceil(512 / 24) = 22 micro-batches = 528 sequences
+    d = predict_llm("llama3_70b", "b200", 8, 6, "ib-ndr", "fsdp", tp=2)
+    assert (d["dp"], d["grad_accum"], d["global_batch_sequences"]) == (24, 22, 528)
+
+
+def test_python_api_takes_a_large_model():
+    import costopt
+
+    r = costopt.solve(5_000_000, "llama3_70b", tokens=1e12, max_power_kw=100, gpus=["b200", "h200-sxm"], max_nodes=16)
+    assert isinstance(r, costopt.LlmSolveResult) and r.best["power_kw"] <= 100
+    assert r.best["tokens_per_s_low"] < r.best["tokens_per_s"] < r.best["tokens_per_s_high"]
+    # the bill of materials sums to the capex (hardware/bom.py's rule), to the cent
+    assert sum(line["subtotal_usd"] for line in r.best["bom"]) == pytest.approx(r.best["capex_usd"], abs=0.01)
+    d = costopt.predict("llama3_70b", "b200", 8, 8, "ib-ndr", "fsdp", tp=2, tokens=1e12)
+    # hours to train = tokens / tokens/s / 3600
+    assert d["hours_to_train"] == pytest.approx(1e12 / d["tokens_per_s"] / 3600.0, rel=1e-12)
+    with pytest.raises(InputError, match="--epochs"):
+        costopt.solve(5_000_000, "llama3_70b", tokens=1e12, epochs=3)
+    with pytest.raises(InputError, match="--global-batch"):
+        costopt.solve(200_000, "inception_v3", global_batch=512)
+    with pytest.raises(InputError, match="--tp"):
+        costopt.predict("inception_v3", "b200", 8, 2, "ib-ndr", "ring", tp=2)
+
+
+def test_solve_bom_prints_a_large_model_bill():
+    rc, out, _ = cli("solve", "--budget", 5000000, "--model", "llama3_70b", "--tokens", "1e12", "--gpu", "b200",
+                     "--max-nodes", 4, "--bom")
+    assert rc == 0 and "Bill of materials" in out and "GPU: NVIDIA B200" in out

@@ -51,9 +51,9 @@ def catalog_show(
                 "price date", "estimates"):
         t.add_column(col, overflow="fold")  # 120 columns: a long cell folds, none is cut
     for g in cat.gpu:
-        t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:g}", f"{g.memory_bandwidth_gbs:g}",
-                  f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}", g.best_training_precision(), f"{g.gpu_link_gbs:g}",
-                  f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
+        t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:,g}", f"{g.memory_bandwidth_gbs:,g}",
+                  f"{g.tflops_fp32:,g}", f"{g.tflops_bf16 or 0:,g}", g.best_training_precision(), f"{g.gpu_link_gbs:,g}",
+                  f"{g.tdp_w:,g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
     c.print(t)
     if cat.is_cloud:  # its chassis and NICs are built from the instances above
         return
@@ -62,13 +62,13 @@ def catalog_show(
         t.add_column(col, overflow="fold")
     for ch in cat.chassis:
         t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
-                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
+                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:,g}", str(ch.rack_units), ", ".join(ch.estimates))
     c.print(t)
     t = Table(title="NICs", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
         t.add_column(col, overflow="fold")
     for n in cat.nic:
-        t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
+        t.add_row(n.id, n.name, f"{n.line_rate_gbps:,g}", n.transport, f"{n.latency_us:,g}", _fmt_money(n.price_usd),
                   _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
     c.print(t)
     s = cat.site
@@ -90,7 +90,7 @@ def _instance_table(c, cat) -> None:
         ch = cat.chassis_by_id[i.id]
         est = [short.get(e, e) for e in list(i.estimates) + (["max_instances"] if "max_nodes" in ch.estimates else [])]
         t.add_row(i.id, i.gpu, str(i.gpu_count), f"${i.usd_per_hour:,.2f}", f"${i.usd_per_hour / i.gpu_count:,.3f}",
-                  f"{i.network_gbps:g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
+                  f"{i.network_gbps:,g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
                   i.price_date, ", ".join(est) or "-")
     c.print(t)
 

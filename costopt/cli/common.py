@@ -58,16 +58,18 @@ def _neutral(obj: Any) -> Any:
 
 
 def _console() -> "Console":
-    """The console every command prints with: rich markup and emoji codes off (a `[red]` or `:x:` in a
-    catalog's text is shown as written), and control characters / bidi overrides removed from what it
-    prints (an ESC in a catalog name cannot reach the terminal as an escape sequence)."""
-    from rich.console import Console
+    """The console every command prints with: tables laid out so that no number or id is cut
+    (cli/tables.py); rich markup and emoji codes off (a `[red]` or `:x:` in a catalog's text is shown as
+    written), and control characters / bidi overrides removed from what it prints (an ESC in a catalog
+    name cannot reach the terminal as an escape sequence)."""
+    from costopt.cli.tables import FitConsole
 
-    class SafeConsole(Console):
+    class SafeConsole(FitConsole):
         def print(self, *objects: Any, **kwargs: Any) -> None:
             super().print(*(_neutral(o) for o in objects), **kwargs)
 
-    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
+    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns. Tables are laid
+    # out so that no number or id is cut at that width (cli/tables.py: fixed widths, or split into parts).
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
     return SafeConsole(width=width, highlight=False, markup=False, emoji=False)
 
@@ -129,11 +131,13 @@ def _fmt_money(v: float | None) -> str:
 
 
 def _fmt_number(v: float) -> str:
-    """A plain number, never in scientific notation (thousands separated; small values to 4 significant digits)."""
-    if not math.isfinite(v):
-        return str(v)
-    if v == 0 or abs(v) >= 1000:
-        return f"{v:,.1f}".removesuffix(".0")
+    """The tables' one number format, never scientific notation: a thousands separator; a whole number from
+    1,000 up and for an integral value (19,439; 17; 203,709,480); 4 significant figures below 1,000 (20.45,
+    0.9032, 0.005097); '-' for a missing or non-finite value."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0 or abs(v) >= 1000 or float(v).is_integer():
+        return f"{v:,.0f}"
     decimals = max(0, 3 - math.floor(math.log10(abs(v))))
     return f"{v:,.{decimals}f}"
 

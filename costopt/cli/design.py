@@ -25,6 +25,12 @@ _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_effi
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
 
 
+def _is_llm(model, model_config, strategy, tokens) -> bool:
+    from costopt.search.engine import is_llm
+
+    return is_llm(model, model_config, strategy, tokens)
+
+
 def _refuse(options: dict[str, tuple[bool, str]]) -> None:
     """Exit 2 on the first option given that this path cannot honour: `--name: why` (never ignored)."""
     for name, (given, why) in options.items():
@@ -99,8 +105,6 @@ def solve(
                                                "deadline, else 0.5."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
-    from costopt.perf.llm import is_llm_request
-
     mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
                 "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
     try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
@@ -109,61 +113,12 @@ def solve(
         if workload is None and any(mix_only.values()):
             name = next(k for k, v in mix_only.items() if v)
             raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
-        llm = workload is None and is_llm_request(model, model_config, strategy, tokens, list_models())
+        llm = workload is None and _is_llm(model, model_config, strategy, tokens)
         for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
             only_for(name, v, llm, "transformer models (see costopt models)")
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
-    if llm:
-        from costopt.search.llm_search import solve_llm
-        from costopt.cli.llm import print_solve
-
-        try:
-            _refuse({
-                "--format csv": (fmt is Fmt.csv, "large-model solves support --format table or json"),
-                "--batch-per-gpu": (batch_per_gpu is not None, "the large-model path sizes its micro-batch per layout; "
-                                    "set the global batch with --global-batch (sequences)"),
-                "--grad-accum": (grad_accum != 1, "the large-model path derives gradient accumulation from "
-                                 "--global-batch / (dp x micro-batch)"),
-                "--reduce-on": (bool(reduce_on), "the large-model path reduces gradients on the GPUs (NCCL collectives)"),
-                "--stack": (stack != "auto", "the large-model path models NCCL collectives only"),
-                "--overlap": (overlap != "wfbp", "the large-model path overlaps data-parallel communication by its "
-                              "fitted overlap fraction (data/llm_defaults.toml)"),
-                "--system": (system is not None, "the large-model path uses its own fitted defaults "
-                             "(data/llm_defaults.toml), not data-parallel system parameters"),
-                "--profile": (profile is not None, "a zoo profile is data-parallel; describe a transformer with "
-                              "--model-config FILE.toml"),
-                "--epochs": (epochs is not None, "a transformer's work is --tokens (tokens to train), not epochs"),
-                "--dataset-size": (dataset_size is not None, "a transformer's work is --tokens (tokens to train)"),
-                "--wide": (wide, "the large-model table has one width (every column); --format json has every field"),
-            })
-            res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
-                            global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
-                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances,
-                            max_power_kw=max_power_kw, max_rack_units=max_rack_units, min_throughput=min_throughput,
-                            deadline_hours=deadline_hours, confidence=confidence, tco_years=tco_years,
-                            support_years=support_years, hours=hours, today=as_of)
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_solve(res, fmt.value, bom=bom)
-        return
-    if workload is None:
-        try:
-            _refuse({
-                "--seq-len": (seq_len is not None, f"applies to transformers (--model llama3_70b, --model-config); "
-                              f"'{model}' is a data-parallel zoo model"),
-                "--global-batch": (global_batch is not None, "applies to transformers; a data-parallel model's global "
-                                   "batch is --batch-per-gpu x --grad-accum x GPUs"),
-                "--confidence": (confidence is not None and deadline_hours is None and min_throughput is None,
-                                 "applies to a throughput target: give --deadline-hours or --min-throughput"),
-            })
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
     if workload is not None:
         from costopt.search import multijob
 
@@ -200,9 +155,16 @@ def solve(
         else:
             multijob.render(mres, _console(), timings=timings)
         return
+    from costopt.search import engine
+
     try:
-        res = api.solve(
-            budget, model, objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
+        if engine.is_llm(model, model_config, strategy, tokens):
+            _refuse({"--format csv": (fmt is Fmt.csv, "large-model solves support --format table or json"),
+                     "--wide": (wide, "the large-model table has one width (every column); --format json has "
+                                "every field")})
+        res = engine.solve(
+            budget, model, tokens=tokens, model_config=model_config, seq_len=seq_len, global_batch=global_batch,
+            objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
@@ -212,6 +174,11 @@ def solve(
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if isinstance(res, engine.LlmSolveResult):
+        from costopt.cli.llm import print_solve
+
+        print_solve(res.data, fmt.value, bom=bom)
         return
     if fmt is Fmt.json:
         typer.echo(_json_dump(res.to_json_dict()))
@@ -303,30 +270,23 @@ def predict(
     as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
-    from costopt.perf.llm import is_llm_request
+    from costopt.search import engine
 
-    if is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from costopt.search.llm_search import predict_llm
-        from costopt.cli.llm import print_predict
-
-        try:
-            d = predict_llm(model, gpu, gpus_per_node, nodes, nic, strategy, tp=tp, pp=pp, micro_batch=micro_batch,
-                            checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
-                            nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
-                            tokens=tokens, vp=vp)
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_predict(d, fmt.value)
-        return
+    llm = engine.is_llm(model, model_config, strategy, tokens)
     try:
-        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
-                        precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
-                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
-                        nics_per_node=nics_per_node, grad_accum=grad_accum, stack=stack, today=as_of)
+        d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
+                           seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
+                           checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
+                           reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
+                           chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
+                           grad_accum=grad_accum, stack=stack, today=as_of)
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if llm:
+        from costopt.cli.llm import print_predict
+
+        print_predict(d, fmt.value)
         return
     why = api.infeasible_reason(d)
     if why is not None:  # no throughput for a design that cannot run: exit 1 with the reason
@@ -344,10 +304,14 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if isinstance(v, float):
-            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        if k == "bom":  # its own table below
+            continue
+        if isinstance(v, float) or v is None:
+            v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
+    if d.get("bom"):
+        c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "

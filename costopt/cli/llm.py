@@ -67,7 +67,7 @@ def range_sentence(d: dict) -> str:
     text = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                         f"from the {d.get('range_basis')}", unit="tokens/s")
     if d.get("hours_to_train_low") is not None:
-        text += (f"; {d['tokens_to_train']:,.3g} tokens in {d['hours_to_train']:,.0f} hours "
+        text += (f"; {d['tokens_to_train']:,.0f} tokens in {d['hours_to_train']:,.0f} hours "
                  f"(80% range {d['hours_to_train_low']:,.0f}-{d['hours_to_train_high']:,.0f})")
     return text
 
@@ -82,7 +82,9 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
     c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
             "--include consumer,legacy,eol opens them)")
-    c.print(designs_table([res["best"], *res["best_per_gpu"]], "Best design of each GPU type (large-model path)",
+    gb = (f"global batch {res['global_batch_sequences']:,} sequences held exactly" if res.get("global_batch_rule", "")
+          .startswith("held") else f"global batch about {res['global_batch_sequences']:,} sequences")
+    c.print(designs_table([res["best"], *res["best_per_gpu"]], f"Best design of each GPU type (large-model path, {gb})",
                           bool(res.get("tokens_to_train"))))
     c.print(f"Why: {res['why']}")
     b = res["best"]

@@ -84,7 +84,7 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
              f"per GPU of {b['memory_limit_gb']:.1f} GB usable ({b['gpu_memory_gb']:g} GB card); "
              f"{b['hours_per_1e9_tokens']:,.2f} hours and {_money(per_1e9, True)} per 1e9 tokens")
     if tokens:
-        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
+        intro += (f"; {tokens:,.0f} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
                   + (f"; 80% range {_span(b, 'hours_to_train', '{:,.0f}')} hours" if b.get("hours_to_train_low") else "")
                   + f") for {_money(b['cost_to_train_usd'], cloud)}")
     intro += f". Why: {res['why']}"

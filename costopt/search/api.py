@@ -23,7 +23,7 @@ from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.cloud_facts import capacity_summary
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
-from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
+from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis
 from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle

@@ -161,7 +161,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb)
+                                            one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
+                         hold_batch=global_batch is not None)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
@@ -181,6 +182,10 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                                                                                          "a smaller --micro-batch or --checkpointing full")
             msg = (f"{cfg.name} ({cfg.params / 1e9:.1f} B parameters) does not fit with {s} on {gpu}: "
                    f"{_memory_phrase(rec)}; {hint}")
+        elif reason.startswith("the global batch"):
+            msg = (f"{cfg.name} cannot hold --global-batch {gb:,} on {rec['total_gpus']} x {gpu}: data-parallel degree "
+                   f"{rec['dp']} x micro-batch {rec['micro_batch']} = {rec['dp'] * rec['micro_batch']:,} sequences "
+                   f"does not divide it; choose a global batch that is a multiple of it, or other --tp/--pp/--micro-batch")
         else:
             msg = f"{cfg.name} cannot run as asked on {gpu}: {reason}"
         raise InfeasibleError(msg, nearest=None, reason="memory" if "memory" in reason else "layout")
@@ -272,13 +277,14 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+    hold = global_batch is not None  # a global batch asked for is held exactly by every design
+    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold)
     basis = CostBasis(tco_years=tco_years, hours=hours)
     costs = price_on_basis(evaluate_costs(space, cat.site, facility=cat.facility, support_years=support_years),
                            ev.timing.tokens_per_s, basis)
     offered = parts.design_reasons(space) == KEPT
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev), basis, float(support_years), False)
+                     design_ranges(ev), basis, float(support_years), hold)
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
