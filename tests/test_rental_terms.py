@@ -16,6 +16,7 @@ from costopt.core.units import HOURS_PER_YEAR
 from costopt.hardware.catalog import load_catalog
 from costopt.hardware.cost import billed_hours
 from costopt.purchase import purchasing as P
+from hand_tco import whole_cost_without_power
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR_A = str(ROOT / "catalogs" / "vendor-a-datacenter-2026.toml")
@@ -100,9 +101,15 @@ def test_rent_vs_buy_capacity_blocks_hand_break_even():
     r = P.rent_vs_buy("vgg16", 300_000, CB, VENDOR_A, years=3, utilization=0.3,
                       opts=P.Options(precision="amp_bf16", **JOB))
     assert r.rent["chassis"] == "p5e.48xlarge" and r.rent_usd_per_hour == pytest.approx(39.80)
-    C, E, ratio = r.capex_usd, r.energy_usd_per_year_full_use, r.work_ratio
-    # e.g. C = 299,860, E = 8,308.72, ratio 1: 299,860 / (26,298 x (39.80 - 0.94783)) = 0.2935
-    assert r.breakeven_utilization == pytest.approx(C / (3 * HOURS_PER_YEAR * (39.80 * ratio - E / HOURS_PER_YEAR)))
+    E, ratio = r.energy_usd_per_year_full_use, r.work_ratio
+    # C = the whole cost of owning but electricity over 3 years (hand_tco.py): capex 299,860, 8 GPUs, 10.2 kW ->
+    # 299,860 + 1,600 + 43,155.51 + 71,585.64 + 53,974.80 + 19,200 - 89,958 = 399,417.95
+    # u* = 399,417.95 / (26,298 x (39.80 - 8,308.72 / 8,766)) = 0.3909
+    C = whole_cost_without_power(r.capex_usd, r.buy["power_kw"], r.buy["total_gpus"], 3)
+    assert C == pytest.approx(399_417.95, abs=0.05)
+    assert r.breakeven_utilization == pytest.approx(C / (3 * HOURS_PER_YEAR * (39.80 * ratio - E / HOURS_PER_YEAR)),
+                                                    rel=1e-7)
+    assert r.breakeven_utilization == pytest.approx(0.3909, abs=1e-4)
     rows = {w: v for w, v, _ in r.rows}
     # one job alone (1.41 h) is billed a whole day: 24 x 39.80 = $955.20
     assert rows["job: rented hours billed, one job alone"] == 24.0
