@@ -340,9 +340,13 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     rent = rent_res["best"]
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
+    from costopt.hardware.cost import tco_breakdown
+    from costopt.purchase.rental import rental_terms
+    terms = rental_terms(cloud_cat.chassis_by_id.get(rent.get("chassis")))  # the rental's minimum term, billing steps
+    owned_terms = tco_breakdown(owned.costs, _index(owned, buy), years, 0.0)  # the whole cost of owning
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         buy["capex_usd"], energy, t_own, rate, rent["tokens_per_s"], years=years, utilization=utilization,
-        hours=hours, work=job.tokens, unit="token", capacity=capacity)
+        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms, owned=owned_terms)
     if not fast.any():
         verdict += (f"; no rented design is as fast as the purchase: the fastest ({rent['tokens_per_s']:,.0f} tokens/s) "
                     f"takes {ratio:.2f} rented hours per owned hour of work")
