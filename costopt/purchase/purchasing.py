@@ -498,7 +498,10 @@ def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, 
         ("buy: throughput", t_own, per),
         ("buy: capex per unit of throughput", capex / t_own, f"USD per {unit}/s"),
         ("rent: price", rate, "USD per hour"),
-        ("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})"),
+        (("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})")
+         if terms["min_hours"] >= 1 else
+         ("rent: minimum term", terms["min_hours"] * 60.0,
+          f"minutes ({terms['pricing']}, {terms['step_text']}; {terms['source']})")),
         ("rent: throughput", t_rent, per),
         ("rent: price per unit of throughput", 1000.0 * rate / t_rent, f"USD per hour per 1,000 {per}"),
         ("rent: cost of one owned-cluster hour of work", rv["rent_per_work_hour"],

@@ -149,7 +149,7 @@ def _compare_held_equal(answers: list[Any], model: str, opts: Any) -> str:
             rented.append(f"{a.label}: {t['pricing']}, minimum {_hours_text(t['min_hours']) if t['min_hours'] else 'none'}, "
                           f"{t['step_text']}")
     owned = any(a.best is not None and not a.catalog.is_cloud for a in answers)
-    cal = (f"; owned designs: capex over {opts.years:g} years at {opts.utilization:.0%} use plus electricity"
+    cal = (f"; owned designs: the whole cost of owning over {opts.years:g} years at {opts.utilization:.0%} use"
            if owned and rented else "")
     return (f"Held equal: model {model}, precision {opts.precision}, {use}{cal}"
             + (f"; rentals: {'; '.join(rented)}" if rented else ""))
