@@ -105,6 +105,12 @@ def test_compare_owned_against_cloud_on_one_job(owned_vs_cloud):
     assert k["cost_usd"] <= BUDGET  # the budget limits the rent of the job
     assert cloud.cost_basis == "USD per training job (rent x time to train)"
     assert k["nodes"] <= 64  # AWS's Capacity Block cap per instance type (the catalog's max_instances)
+    # the owned loser's price cut: at that GPU price a design within the same budget (capex) matches the rent
+    if owned_vs_cloud.answers[owned_vs_cloud.winner] is cloud:
+        (pc,) = owned_vs_cloud.price_cuts
+        d = pc.design_at_needed_price
+        assert 0 < pc.needed_price < pc.current_price
+        assert d["capex_usd"] <= BUDGET and d["tokens_per_s"] >= k["tokens_per_s"] * (1 - 1e-9)
 
 
 def test_compare_cloud_needs_the_job_or_hours():
@@ -128,11 +134,18 @@ def test_rent_vs_buy_same_job_both_sides(rvb):
     assert k["tokens_per_s"] >= b["tokens_per_s"]  # the cheapest rented design at least as fast
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the large-model search does not hold --global-batch exactly yet "
-                   "(a design trains dp x micro-batch x accumulation sequences, rounded up); the engine's fix")
-def test_rent_vs_buy_same_global_batch_both_sides(rvb):
-    # 4M tokens / 8,192 per sequence = 512 sequences (the default global batch), on both sides
-    assert rvb.buy["global_batch_sequences"] == rvb.rent["global_batch_sequences"] == 512
+def test_rent_vs_buy_holds_a_given_global_batch_on_both_sides():
+    r = L.rent_vs_buy_llm(L.LlmJob(model="llama3_70b", tokens=TOKENS, global_batch=512), BUDGET, AWS)
+    for d in (r.buy, r.rent):  # dp x micro-batch x accumulation = 512 sequences on each side
+        assert d["global_batch_sequences"] == 512
+        assert d["dp"] * d["micro_batch"] * d["grad_accum"] == 512
+    assert "global batch (512 sequences, held exactly)" in r.held_equal
+
+
+def test_rent_vs_buy_says_when_the_default_batch_is_rounded(rvb):
+    if rvb.buy["global_batch_sequences"] != rvb.rent["global_batch_sequences"]:
+        assert "--global-batch holds one exactly" in rvb.held_equal
+        assert f"{rvb.rent['global_batch_sequences']:,} rented" in rvb.held_equal
 
 
 def test_rent_vs_buy_break_even_holds_on_the_rows(rvb):
@@ -233,6 +246,10 @@ def test_report_has_rent_or_buy_section():
     (["rent-vs-buy", "--model", "llama3_70b", "--budget", "5e6", "--cloud", AWS, "--system", VENDOR_A], "--system"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--batch-per-gpu", "4"], "--batch-per-gpu"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--max-instances", "4"], "--max-instances"),
+    (["export", "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--utilization", "0.5"],
+     "--utilization"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--hours", "4", "--out", "x.html"], "--hours"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--overlap", "full", "--out", "x.html"], "--overlap"),
     # transformer options on a data-parallel model
@@ -243,3 +260,18 @@ def test_options_the_path_cannot_honour_are_refused(args, named):
     rc, out, err = run_cli(*args)
     assert rc == 2, (out, err)
     assert named in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_with_a_model_config_file(tmp_path):
+    """--model-config FILE takes the large-model path of compare like a zoo transformer."""
+    cfg = tmp_path / "my8b.toml"
+    cfg.write_text((ROOT / "costopt" / "data" / "llm" / "llama3_8b.toml").read_text())
+    rc, out, err = run_cli("compare", VENDOR_A, VENDOR_B, "--model-config", cfg, "--tokens", "1e11", "--budget",
+                           "1000000", "--format", "json", "--no-price-cut")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["kind"] == "large-model" and d["tokens_to_train"] == 1e11
+    for c in d["catalogs"]:
+        assert c["best"]["capex_usd"] <= 1_000_000
+        assert c["best"]["hours_to_train"] == pytest.approx(1e11 / c["best"]["tokens_per_s"] / 3600, rel=1e-8)
+    assert d["price_cuts"] == []

@@ -48,6 +48,10 @@ def test_catalog_import_region_is_one_string(tmp_path, region):
         w.writerow(["p5.48xlarge", "H100", "8", "192", "2048", "", "98.32", "", region, "a"])
     out = tmp_path / "out.toml"
     rc, text = _cli("catalog", "import", prices, "-o", out, "--price-date", "2025-03-17", "--region", region)
+    if "\x00" in region:  # a NUL makes the price list a binary file: refused where it is read (core/files.py)
+        assert rc == 2 and "a NUL byte" in text and len(text.strip().splitlines()) == 1, text
+        assert not out.exists()
+        return
     assert rc == 0, text
     doc = tomllib.loads(out.read_text(encoding="utf-8"))
     assert set(doc) == {"catalog", "instance"}
@@ -136,3 +140,12 @@ def test_csv_legend_reads_back_exactly():
     back = list(csv.reader(io.StringIO(_legend_csv(rows), newline="")))
     assert back[0] == ["kind", "name", "value", "meaning"]
     assert [tuple(r) for r in back[1:]] == rows
+
+
+def test_toml_writer_round_trips_every_hostile_string():
+    # the writer catalog import uses (tomli-w), NUL and escape sequences included: tomllib reads back each
+    import tomli_w
+
+    doc = {"catalog": {"name": HOSTILE[1], "description": HOSTILE[3]},
+           "instance": [{"id": f"i{i}", "region": s, "source": s[::-1]} for i, s in enumerate(HOSTILE)]}
+    assert tomllib.loads(tomli_w.dumps(doc)) == doc

@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -24,13 +25,26 @@ _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_effi
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
 
 
+def _is_llm(model, model_config, strategy, tokens) -> bool:
+    from costopt.search.engine import is_llm
+
+    return is_llm(model, model_config, strategy, tokens)
+
+
+def _refuse(options: dict[str, tuple[bool, str]]) -> None:
+    """Exit 2 on the first option given that this path cannot honour: `--name: why` (never ignored)."""
+    for name, (given, why) in options.items():
+        if given:
+            raise InputError(f"{name}: {why}", field=name.lstrip("-").split(" ")[0].replace("-", "_"))
+
+
 @app.command()
 def solve(
     budget: Optional[float] = typer.Option(None, help="Budget in USD (capex, or TCO with --tco-years)."),
     model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
     strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
     reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
@@ -41,8 +55,10 @@ def solve(
     max_power_kw: Optional[float] = typer.Option(None, help="Power envelope (kW, nameplate)."),
     max_nodes: Optional[int] = typer.Option(None, help="Most nodes."),
     max_rack_units: Optional[float] = typer.Option(None, help="Most rack units."),
-    min_throughput: Optional[float] = typer.Option(None, help="Samples/s target (objective cost)."),
-    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size within this time."),
+    min_throughput: Optional[float] = typer.Option(None, help="Throughput target in the workload's unit: samples/s, or "
+                                                   "tokens/s for a transformer; every design shown meets it."),
+    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size (a transformer: --tokens) "
+                                                   "within this time, at --confidence."),
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
     tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
@@ -83,26 +99,25 @@ def solve(
     max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
                                                 "instances of any one type (default: the catalog's cap per type, "
                                                 "e.g. AWS's 64-instance Capacity Block)."),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="Meet the throughput target (--deadline-hours, "
+                                               "--min-throughput) with this probability, from each design's 80% range: "
+                                               "0.5 = the point estimate, 0.9 = the low end (p10). Default: 0.9 with a "
+                                               "deadline, else 0.5."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
-    from costopt.perf.llm import is_llm_request
-
-    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from costopt.search.llm_search import solve_llm
-        from costopt.cli.llm import print_solve
-
-        try:
-            if fmt is Fmt.csv:
-                raise InputError("large-model solves support --format table or json")
-            res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
-                            global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
-                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_solve(res, fmt.value)
+    mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
+                "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
+    try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
+        for name, v in (("--time-limit", time_limit), ("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, True, "", positive=True)
+        if workload is None and any(mix_only.values()):
+            name = next(k for k, v in mix_only.items() if v)
+            raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
+        llm = workload is None and _is_llm(model, model_config, strategy, tokens)
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
         return
     if workload is not None:
         from costopt.search import multijob
@@ -140,24 +155,38 @@ def solve(
         else:
             multijob.render(mres, _console(), timings=timings)
         return
+    from costopt.search import engine
+
     try:
-        res = api.solve(
-            budget, model, objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
+        if engine.is_llm(model, model_config, strategy, tokens):
+            _refuse({"--format csv": (fmt is Fmt.csv, "large-model solves support --format table or json"),
+                     "--wide": (wide, "the large-model table has one width (every column); --format json has "
+                                "every field")})
+        res = engine.solve(
+            budget, model, tokens=tokens, model_config=model_config, seq_len=seq_len, global_batch=global_batch,
+            objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
-            max_instances=max_instances,
+            max_instances=max_instances, confidence=confidence,
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if isinstance(res, engine.LlmSolveResult):
+        from costopt.cli.llm import print_solve
+
+        print_solve(res.data, fmt.value, bom=bom)
         return
     if fmt is Fmt.json:
         typer.echo(_json_dump(res.to_json_dict()))
         return
     if fmt is Fmt.csv:
-        typer.echo(res.table.to_csv(index=False, float_format=plain_number), nl=False)
+        from costopt.core.neutral import spreadsheet_frame
+
+        typer.echo(spreadsheet_frame(res.table).to_csv(index=False, float_format=plain_number), nl=False)
         return
     c = _console()
     budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"
@@ -227,7 +256,7 @@ def predict(
     stack: str = typer.Option("auto", help="Communication stack: auto | nccl | mpi | grpc | gloo (auto: ps -> grpc, "
                               "all-reduce on the CPU -> mpi, else nccl)."),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch."),
-    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32)"),
+    precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML."),
     system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
@@ -244,6 +273,7 @@ def predict(
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
+    vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -251,30 +281,23 @@ def predict(
     as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
-    from costopt.perf.llm import is_llm_request
+    from costopt.search import engine
 
-    if is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from costopt.search.llm_search import predict_llm
-        from costopt.cli.llm import print_predict
-
-        try:
-            d = predict_llm(model, gpu, gpus_per_node, nodes, nic, strategy, tp=tp, pp=pp, micro_batch=micro_batch,
-                            checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
-                            nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
-                            tokens=tokens)
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_predict(d, fmt.value)
-        return
+    llm = engine.is_llm(model, model_config, strategy, tokens)
     try:
-        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
-                        precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
-                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
-                        nics_per_node=nics_per_node, grad_accum=grad_accum, stack=stack, today=as_of)
+        d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
+                           seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
+                           checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
+                           reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
+                           chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
+                           grad_accum=grad_accum, stack=stack, today=as_of)
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if llm:
+        from costopt.cli.llm import print_predict
+
+        print_predict(d, fmt.value)
         return
     why = api.infeasible_reason(d)
     if why is not None:  # no throughput for a design that cannot run: exit 1 with the reason
@@ -292,10 +315,14 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if isinstance(v, float):
-            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        if k == "bom":  # its own table below
+            continue
+        if isinstance(v, float) or v is None:
+            v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
+    if d.get("bom"):
+        c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "

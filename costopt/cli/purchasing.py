@@ -16,7 +16,8 @@ from rich.table import Table
 
 from costopt.purchase import purchasing as P
 from costopt.core.checks import output_path
-from costopt.cli.common import _console, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from costopt.core.errors import CostoptError, InputError
 
@@ -281,10 +282,12 @@ def report(
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = _MAX_INSTANCES,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
+    force: bool = FORCE,
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
     strategies fit at which GPU memory size."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     from costopt.purchase import report as R
     from costopt.perf.llm import is_llm_request
     from costopt.perf.workload import list_models
@@ -387,8 +390,10 @@ def export(
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
     max_instances: Optional[int] = _MAX_INSTANCES,
+    force: bool = FORCE,
 ) -> None:
     """Every feasible design within the budget, ranked, for spreadsheets (csv, xlsx, json)."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     if _llm(model, model_config, strategy, tokens):
         from costopt.cli import llm_purchasing as L
 

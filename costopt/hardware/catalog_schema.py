@@ -118,6 +118,15 @@ class Gpu(Sourced, LifeCycled):
     tflops_tf32: PositiveFloat | None = None
     tflops_fp16: PositiveFloat | None = None
     tflops_bf16: PositiveFloat | None = None
+    # dense low-precision tensor-core peaks (no sparsity) and the training formats the GPU runs at them:
+    # fp8 (E4M3/E5M2, per-tensor scaling as Transformer Engine does it), mxfp8 (OCP block-scaled, 32
+    # elements per scale), nvfp4 (NVIDIA 4-bit, 16 per scale), mxfp4 (OCP 4-bit block-scaled);
+    # tflops_fp8 is the rate of fp8 and mxfp8, tflops_fp4 that of nvfp4 and mxfp4
+    tflops_fp8: PositiveFloat | None = None
+    tflops_fp4: PositiveFloat | None = None
+    low_precision_formats: list[Literal["fp8", "mxfp8", "nvfp4", "mxfp4"]] = []
+    low_precision_source: Annotated[str, Field(min_length=1)] | None = None
+    low_precision_date: Date | None = None
     tdp_w: PositiveFloat
     gpu_link: Literal["none", "nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "infinity-fabric"]
     gpu_link_gbs: NonNegativeFloat  # per GPU, per direction, GB/s; 0 when the only path is PCIe
@@ -145,6 +154,17 @@ class Gpu(Sourced, LifeCycled):
             raise ValueError("gpu_link_gbs must be 0 when gpu_link is 'none'")
         if self.gpu_link != "none" and self.gpu_link_gbs <= 0:
             raise ValueError(f"gpu_link_gbs must be > 0 for gpu_link '{self.gpu_link}'")
+        return self
+
+    @model_validator(mode="after")
+    def _low_precision_consistent(self):
+        f = set(self.low_precision_formats)
+        if (self.tflops_fp8 is not None) != bool(f & {"fp8", "mxfp8"}):
+            raise ValueError("tflops_fp8 and an fp8/mxfp8 entry in low_precision_formats go together")
+        if (self.tflops_fp4 is not None) != bool(f & {"nvfp4", "mxfp4"}):
+            raise ValueError("tflops_fp4 and an nvfp4/mxfp4 entry in low_precision_formats go together")
+        if bool(f) != (self.low_precision_source is not None) or bool(f) != (self.low_precision_date is not None):
+            raise ValueError("low_precision_formats, low_precision_source and low_precision_date go together")
         return self
 
     @model_validator(mode="after")

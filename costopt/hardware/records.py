@@ -117,6 +117,13 @@ class Gpu(Sourced, LifeCycled):
     tflops_tf32: float | None = None
     tflops_fp16: float | None = None
     tflops_bf16: float | None = None
+    # dense fp8 (fp8, mxfp8) and fp4 (nvfp4, mxfp4) tensor-core peaks and the formats the GPU trains in
+    # at them (catalog_schema.Gpu); read by the large-model path only (perf/llm/evaluate.py)
+    tflops_fp8: float | None = None
+    tflops_fp4: float | None = None
+    low_precision_formats: list[str] = field(default_factory=list)
+    low_precision_source: str | None = None
+    low_precision_date: str | None = None
     tdp_w: float
     gpu_link: str  # none | nvlink1..nvlink5 | infinity-fabric
     gpu_link_gbs: float  # per GPU, per direction, GB/s; 0 when the only path is PCIe

@@ -94,7 +94,8 @@ def key(kind: str, path: Path, modules: tuple[str, ...]) -> str | None:
     from costopt.core.version import __version__
 
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
             return None
         content = path.read_bytes()
         if modules not in _code:

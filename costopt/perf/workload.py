@@ -29,6 +29,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, Gpu
 from costopt.perf.compute import PRECISIONS, PROFILE_PRECISION, ZOO_DIR, ComputeEstimate, ProfilePoint, estimate
 from costopt.core.errors import InputError
+from costopt.core.files import read_json
 from costopt.core.units import gb_to_bytes
 
 GRADIENT_BYTES_PER_PARAM = 4  # fp32 gradients (AMP keeps fp32 master weights and gradients)
@@ -273,12 +274,7 @@ def _load_path(path: str) -> Workload:
 @lru_cache(maxsize=64)
 def _load_path_cached(path: str, stamp: tuple[int, int]) -> Workload:
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not valid JSON: {exc}", field="profile") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}", field="profile") from None
+    data = read_json(p, "profile file", field="profile")  # regular, bounded, UTF-8, nesting bounded
     if not isinstance(data, dict):
         raise InputError(f"{p}: expected a JSON object", field="profile")
     return _parse_workload(data, str(p))

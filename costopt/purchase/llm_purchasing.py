@@ -37,17 +37,17 @@ import numpy as np
 import pandas as pd
 
 from costopt.core import checks
-from costopt.core.checks import count, non_negative, positive
+from costopt.core.checks import non_negative, positive
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.core.units import HOURS_PER_YEAR
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.catalog_schema import Catalog as CatalogSchema
 from costopt.hardware.cost import CostBasis, evaluate_costs, price_on_basis, within_budget
-from costopt.perf.llm.arch import CHECKPOINTING
-from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.search.design_space import NO_NIC
 from costopt.search.llm_search import OWNED_YEARS, LlmSearch, choose_llm, search_llm
+from costopt.search.llm_table import llm_frame
 from costopt.search.solver import objective_values
+from costopt.purchase.rental import _compare_held_equal, _price_warnings
 
 NO_BUDGET = 1e15  # the rented side of rent vs buy is not limited by the purchase budget: no node bound from money
 
@@ -98,10 +98,10 @@ def _check_exclusions(job: LlmJob, cats: list[Catalog]) -> None:
 
 
 def priced(found: LlmSearch, basis: CostBasis) -> LlmSearch:
-    """The search with cost_usd on `basis` (module docstring); designs whose purchase (owned) or rent
-    (rented) exceeds the budget are no longer offered."""
+    """The search with cost_usd on `basis` (module docstring); the budget limits the purchase (owned) or the
+    rent (rented): `cost.within_budget` on the spend, which the choice applies (search/limits.py)."""
     costs = price_on_basis(found.costs, found.ev.timing.tokens_per_s, basis)
-    return dataclasses.replace(found, costs=costs, offered=found.offered & within_budget(costs, found.budget))
+    return dataclasses.replace(found, costs=costs, basis=basis)
 
 
 def _index(found: LlmSearch, rec: dict) -> int:
@@ -158,9 +158,14 @@ class LlmComparison:
     winner: int
     margin: dict[str, Any]
     price_cuts: list[LlmPriceCut] = field(default_factory=list)
+    held_equal: str = ""  # what every catalog's pick shares: model, job, calendar, each rental's terms
+    price_warnings: list[str] = field(default_factory=list)
+    exact_batch: bool = False  # every pick holds the global batch exactly (--global-batch given)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"kind": "large-model", "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
+                "held_equal": self.held_equal, "price_warnings": self.price_warnings,
+                "global_batch_exact": self.exact_batch,
                 "tokens_to_train": self.tokens, "global_batch_sequences": self.global_batch_sequences,
                 "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
                               "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None,
@@ -175,7 +180,7 @@ def _score(objective: str, rec: dict) -> float:
 
 
 def _best_score(found: LlmSearch, objective: str) -> float:
-    ok = found.ok & (found.costs.cost_usd <= found.budget)
+    ok = found.ok & within_budget(found.costs, found.budget)  # the purchase (owned) or the rent within the budget
     if not ok.any():
         return -math.inf
     idx = np.flatnonzero(ok)
@@ -257,14 +262,22 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
             raise InputError(f"{cat.path}: a cloud catalog is priced per hour; give --tokens (the job) or --hours "
                              "so its cost is comparable with a purchase")
     amortize = any(c.is_cloud for c in cats) and not all(c.is_cloud for c in cats)
+    if hours is not None and not any(c.is_cloud for c in cats):
+        raise InputError("--hours prices rented designs; none of the catalogs is a cloud catalog", field="hours")
+    if tco_years and all(c.is_cloud for c in cats):
+        raise InputError("--tco-years adds electricity to owned designs; every catalog is a cloud catalog",
+                         field="tco_years")
+    if utilization != 1.0 and not amortize:
+        raise InputError("--utilization: only when an owned catalog is compared with a cloud one (the purchase is "
+                         "then amortised over --years at that use)", field="utilization")
     basis = CostBasis(tco_years=tco_years, hours=hours, samples=job.tokens if hours is None else None,
                       amortize_years=years if amortize else None, utilization=utilization)
     answers: list[LlmCatalogAnswer] = []
-    gb = None
+    gb, exact = None, False
     for cat in cats:
         label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
         found = priced(job.search(cat, budget), basis)
-        gb = found.global_batch
+        gb, exact = found.global_batch, found.exact_batch
         try:
             res = choose_llm(found, tokens=job.tokens, top=5, years=years)
             res["best"]["cost_basis"] = basis.label(cat.is_cloud)
@@ -289,7 +302,35 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
     cuts = [price_cut_llm(answers[i], scores[w], job, budget, basis) for i in order[1:]
             if price_cuts and answers[i].best is not None]
     name = answers[w].result["model"]
-    return LlmComparison(name, float(budget), job.objective, job.tokens, int(gb), answers, w, margin, cuts)
+    held = _compare_held(answers, name, job, hours, years, utilization, int(gb), exact)
+    warnings = _price_warnings([a.best for a in answers if a.best is not None])
+    return LlmComparison(name, float(budget), job.objective, job.tokens, int(gb), answers, w, margin, cuts, held,
+                         warnings, exact)
+
+
+@dataclass
+class _HeldOptions:
+    """What `rental._compare_held_equal` reads of a request, for a large-model job (its work: tokens)."""
+
+    precision: str
+    samples: float | None
+    hours: float | None
+    years: float
+    utilization: float
+
+
+def _compare_held(answers, model: str, job: LlmJob, hours, years: float, utilization: float, gb: int,
+                  exact: bool) -> str:
+    """The data-parallel compare's held-equal sentence, its work counted in tokens, plus the sequence and batch."""
+    text = _compare_held_equal(answers, model, _HeldOptions(job.precision, job.tokens if hours is None else None,
+                                                            hours, years, utilization))
+    if job.tokens is not None and hours is None:
+        text = text.replace(f"({job.tokens:,.0f} samples)", f"({job.tokens:,.0f} tokens)")
+    seq = answers[0].best["seq_len"] if answers[0].best else None
+    return text + (f"; sequence length {seq:,}" if seq else "") + (
+        f"; global batch {gb:,} sequences, held exactly" if exact else
+        f"; global batch about {gb:,} sequences (the default, about 4M tokens; each design rounds it to its "
+        "data-parallel degree: --global-batch holds one exactly)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -302,6 +343,7 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
                     utilization: float | None = None, hours: float | None = None):
     """Buy the best owned design for the budget, or rent the same large-model job by the hour?"""
     from costopt.purchase.purchasing import RentVsBuy, rent_buy_arithmetic
+    from costopt.purchase.rental import _held_equal, rental_terms
 
     job.check()
     checks.budget(budget)
@@ -341,18 +383,23 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
     from costopt.hardware.cost import tco_breakdown
-    from costopt.purchase.rental import rental_terms
-    terms = rental_terms(cloud_cat.chassis_by_id.get(rent.get("chassis")))  # the rental's minimum term, billing steps
+    terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])  # billed by the provider's terms
     owned_terms = tco_breakdown(owned.costs, _index(owned, buy), years, 0.0)  # the whole cost of owning
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         buy["capex_usd"], energy, t_own, rate, rent["tokens_per_s"], years=years, utilization=utilization,
         hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms, owned=owned_terms)
-    if not fast.any():
-        verdict += (f"; no rented design is as fast as the purchase: the fastest ({rent['tokens_per_s']:,.0f} tokens/s) "
-                    f"takes {ratio:.2f} rented hours per owned hour of work")
+    held = _held_equal(buy_res["model"], job, years, utilization, job.tokens, ratio, terms)
+    if job.tokens is not None:  # the sentence counts the job's work in its unit
+        held = held.replace(f"({job.tokens:,.0f} samples;", f"({job.tokens:,.0f} tokens;")
+    held += f"; the same sequence length ({buy['seq_len']:,})" + (
+        f" and global batch ({owned.global_batch:,} sequences, held exactly)" if owned.exact_batch else
+        f"; a global batch of about {owned.global_batch:,} sequences (the default, about 4M tokens), each design "
+        f"rounding it to its data-parallel degree ({buy['global_batch_sequences']:,} bought, "
+        f"{rent['global_batch_sequences']:,} rented; --global-batch holds one exactly)")
     r = RentVsBuy(buy_res["model"], float(budget), years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent,
                   rate, ratio, buy["capex_usd"], energy, u_star, m_star, utilization, hours, job.tokens, rows, verdict,
-                  capacity)
+                  capacity, held, terms["pricing"], terms["min_hours"], terms["interruption"],
+                  _price_warnings([buy, rent]))
     r.kind = "large-model"  # type: ignore[attr-defined]
     return r
 
@@ -382,68 +429,11 @@ def table_basis(cat: Catalog, job: LlmJob, hours: float | None, tco_years: float
 def ranked_table_llm(found: LlmSearch, basis: CostBasis, tokens: float | None, years: float = OWNED_YEARS) -> pd.DataFrame:
     """Every design that fits, is offered and within the budget, best first (module docstring)."""
     c, thr = found.costs, found.ev.timing.tokens_per_s
-    idx = np.flatnonzero(found.ok & (c.cost_usd <= found.budget))
+    idx = np.flatnonzero(found.ok & within_budget(c, found.budget))
     rank = found.space.order_rank()
     idx = idx[np.lexsort((rank[idx], c.cost_usd[idx], objective_values(found.objective, c.cost_usd[idx], thr[idx])))]
     df = llm_frame(found, idx, basis, tokens, years)
     df.insert(0, "rank", np.arange(1, len(idx) + 1))
-    return df
-
-
-def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float | None,
-              years: float = OWNED_YEARS) -> pd.DataFrame:
-    """The rows `idx` of a large-model table, built from the search's arrays (the fields of
-    `choose_llm`'s records that a spreadsheet holds, with their units in the names)."""
-    s, ev, c, rng = found.space, found.ev, found.costs, found.ranges
-    lay, tm = ev.layout, ev.timing
-    ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
-    G, M = s.gpus_per_node[idx], s.nodes[idx]
-    tp, pp = lay.tp[idx], lay.pp[idx]
-    dp = (G * M) // (tp * pp)
-    mb, ga = lay.micro_batch[idx], ev.grad_accum[idx]
-    has_nic = s.nic_idx[idx] != NO_NIC
-    rented = (c.usd_per_hour[idx] > 0) if c.usd_per_hour is not None else np.zeros(len(idx), dtype=bool)
-    hourly = c.usd_per_hour[idx] if c.usd_per_hour is not None else np.zeros(len(idx))
-    x, lo, hi = tm.tokens_per_s[idx], rng.low[idx], rng.high[idx]
-    h9 = 1e9 / x / 3600.0
-    owned_per_hour = (c.capex_usd[idx] / years + c.energy_usd_per_year[idx]) / HOURS_PER_YEAR
-    usd9 = np.where(rented, hourly, owned_per_hour) * h9
-    ckpt = np.array(CHECKPOINTING, dtype=object)[lay.ckpt[idx]]
-    gflop = {k: ev.cfg.hardware_flops_per_token(k) / 1e9 for k in CHECKPOINTING}
-    df = pd.DataFrame({
-        "gpu": ids(s.gpus)[s.gpu_idx[idx]], "chassis": ids(s.chassis)[s.chassis_idx[idx]],
-        "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
-        "nic": np.array([n.id for n in s.nics] + [None], dtype=object)[np.where(has_nic, s.nic_idx[idx], len(s.nics))],
-        "nics_per_node": np.where(has_nic, s.nics_per_node[idx], 0),
-        "strategy": np.array(LLM_STRATEGIES, dtype=object)[lay.strategy[idx]], "tp": tp, "pp": pp, "dp": dp,
-        "micro_batch": mb, "grad_accum": ga, "global_batch_sequences": ga * mb * np.maximum(dp, 1),
-        "seq_len": np.full(len(idx), ev.cfg.seq_len), "activation_checkpointing": ckpt,
-        "precision": np.full(len(idx), ev.precision, dtype=object),
-        "cost_usd": c.cost_usd[idx], "usd_per_hour": hourly,
-        "cost_basis": np.where(rented, basis.label(True), basis.label(False)),
-        "capex_usd": c.capex_usd[idx], "energy_usd_per_year": c.energy_usd_per_year[idx],
-        "power_kw": c.power_kw[idx], "rack_units": c.rack_units[idx],
-        "tokens_per_s": x, "tokens_per_s_low": lo, "tokens_per_s_high": hi,
-        "tokens_per_s_per_gpu": tm.tokens_per_s_per_gpu[idx], "mfu": tm.mfu[idx],
-        "mfu_low": tm.mfu[idx] * lo / x, "mfu_high": tm.mfu[idx] * hi / x,
-        "memory_per_gpu_gb": ev.memory_per_gpu_bytes[idx] / 1e9, "memory_model_states_gb": ev.memory_states_bytes[idx] / 1e9,
-        "memory_activations_gb": (ev.memory_per_gpu_bytes[idx] - ev.memory_states_bytes[idx]) / 1e9,
-        "memory_limit_gb": ev.memory_limit_bytes[idx] / 1e9,
-        "gpu_memory_gb": np.array([g.memory_gb for g in s.gpus], dtype=np.float64)[s.gpu_idx[idx]],
-        "t_step_s": tm.t_step_s[idx], "t_compute_s": tm.t_compute_s[idx], "t_pipeline_bubble_s": tm.t_bubble_s[idx],
-        "t_data_parallel_exposed_s": tm.t_dp_exposed_s[idx], "t_tensor_parallel_s": tm.t_tp_s[idx],
-        "t_pipeline_p2p_s": tm.t_pp_s[idx], "t_optimizer_s": tm.t_opt_s[idx],
-        "bottleneck": tm.bound[idx].astype(str).astype(object),
-        "hours_per_1e9_tokens": h9, "usd_per_1e9_tokens": usd9,
-    })
-    if tokens is not None:
-        hours = tokens / x / 3600.0
-        df["hours_to_train"] = hours
-        df["hours_to_train_low"], df["hours_to_train_high"] = hours * x / hi, hours * x / lo
-        df["cost_to_train_usd"] = np.where(rented, hourly * hours, c.cost_usd[idx])
-    df["compute_source"] = "roofline"
-    df["compute_basis"] = [f"roofline: {gflop[k]:.1f} GFLOP/token (checkpointing {k}); an estimate, not a "
-                           "measurement on this GPU" for k in ckpt]
     return df
 
 
@@ -478,6 +468,12 @@ def export_llm(catalog: str | Path | Catalog | None, job: LlmJob, budget: float,
     if job.max_instances is not None and not cat.is_cloud:
         raise InputError(f"--max-instances: {cat.path or cat.catalog.name} is not a cloud catalog (use --max-nodes)",
                          field="max_instances")
+    if hours is not None and not cat.is_cloud:
+        raise InputError(f"--hours prices rented designs; {cat.path or cat.catalog.name} is an owned catalog",
+                         field="hours")
+    if tco_years and cat.is_cloud:
+        raise InputError(f"--tco-years adds electricity to owned designs; {cat.path} is a cloud catalog",
+                         field="tco_years")
     basis = table_basis(cat, job, hours, tco_years)
     found = priced(job.search(cat, budget), basis)
     table = ranked_table_llm(found, basis, job.tokens)

@@ -84,7 +84,7 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
              f"per GPU of {b['memory_limit_gb']:.1f} GB usable ({b['gpu_memory_gb']:g} GB card); "
              f"{b['hours_per_1e9_tokens']:,.2f} hours and {_money(per_1e9, True)} per 1e9 tokens")
     if tokens:
-        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
+        intro += (f"; {tokens:,.0f} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
                   + (f"; 80% range {_span(b, 'hours_to_train', '{:,.0f}')} hours" if b.get("hours_to_train_low") else "")
                   + f") for {_money(b['cost_to_train_usd'], cloud)}")
     intro += f". Why: {res['why']}"
@@ -316,10 +316,10 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
     intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {_layout(b)}) from {r.owned_catalog}, "
              f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "
              f"{_layout(k)}) from {r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour, "
-             f"{_tokens_phrase(k)}, for the same job (global batch {b['global_batch_sequences']:,} sequences of "
-             f"{b['seq_len']:,} tokens" + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over "
-             f"{r.years:g} years. Verdict: {r.verdict}.")
+             f"{_tokens_phrase(k)}, for the same job (sequences of {b['seq_len']:,} tokens"
+             + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
     sec = Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
+    sec.notes.append(r.held_equal + ".")
     sec.notes.append("Break-even utilisation u* = capex / (years x 8,766 h x (rent per hour x T_own / T_rent - "
                      "electricity per hour)): the rented side is scaled by the ratio of tokens/s so both do the same "
                      "work (purchase/purchasing.py, rent_buy_arithmetic).")

@@ -30,6 +30,7 @@ fastest rented one, scaled by T_own/T_rent so both do the same work):
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from costopt.search import api
 from costopt.search.api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import enumerate_designs
+from costopt.core.files import read_input_text
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.part_filter import KEPT, PartFilter
@@ -652,14 +654,15 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     p = Path(csv_path)
     if not p.exists():
         raise InputError(f"price list not found: {p}", field="price_list")
-    if date is not None and (not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)):
+    if date is not None and (not isinstance(date, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", date)):
         raise InputError(f"--price-date {checks.shown(date)}: use YYYY-MM-DD (the date the prices were taken)",
                          field="price_date")
     if date is not None:
         checks.date("--price-date", date)
     positive("default network Gb/s (--default-network-gbps)", default_network_gbps)
+    text = read_input_text(p, "price list", "csv", field="price_list")  # a regular UTF-8 file, bounded
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except Exception as exc:  # pandas raises many kinds on malformed CSV
         raise InputError(f"{p}: not a readable CSV: {exc}") from None
     missing = [c for c in VMS_COLUMNS if c not in df.columns]

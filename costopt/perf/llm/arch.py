@@ -80,6 +80,11 @@ class TransformerConfig:
         return L * (att + ffn + 2 * h) + h + emb
 
     @property
+    def embedding_params(self) -> int:
+        """P_emb = V·h, twice when untied (the input table and the output projection)."""
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
     def attention_flops_per_token(self) -> float:
         """12·L·h·s: the attention-score FLOPs of forward + backward per token."""
         return float(ArchArrays.of(self).attention_flops_per_token[0])
@@ -112,6 +117,7 @@ class ArchArrays:
     vocab: np.ndarray
     seq_len: np.ndarray
     params: np.ndarray
+    embedding_params: np.ndarray | None = None  # V·h (·2 untied); None: taken as 0
 
     @classmethod
     def of(cls, cfgs: "list[TransformerConfig] | TransformerConfig", n: int | None = None) -> "ArchArrays":
@@ -121,7 +127,8 @@ class ArchArrays:
         else:
             seq = list(cfgs)
             col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
-        return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"))
+        return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"),
+                   col("embedding_params"))
 
     @property
     def attention_flops_per_token(self) -> np.ndarray:

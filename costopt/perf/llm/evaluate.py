@@ -3,7 +3,10 @@
 A design = hardware (gpu, chassis → G GPUs per node, M nodes, NIC × NICs per node, as in
 design_space.py) + layout (strategy ∈ ddp|zero1|zero2|fsdp|hsdp, tensor degree t, pipeline degree p,
 micro-batch b, activation checkpointing). The global batch B (sequences) is fixed by the user (or
-the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉.
+the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉. A
+global batch the user gives is held exactly (`hold_batch`): a layout runs only when d·b·m = B, i.e.
+d·b divides B; the default is a target, each design training the smallest multiple of d·b at or
+above it.
 
 Search: the layouts are a few hundred; for each layout every hardware design is evaluated in one
 numpy pass (a loop over layouts, never over designs), and each hardware design keeps its fastest
@@ -38,17 +41,39 @@ MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 # Node counts searched for large models: 1-2 significant bits (1, 2, 3, 4, 6, 8, 12, ...), so a search
 # over GPUs x chassis x NICs x layouts stays small; `predict` takes any count.
 NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
-_PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8"}
+_PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8", "mxfp8": "tflops_fp8",
+                    "nvfp4": "tflops_fp4"}
+# Precisions whose weight GEMMs run below 16 bits (step.py, memory.py): the GPU must list the format in
+# its catalog entry's `low_precision_formats`
+LOW_PRECISIONS = ("fp8", "mxfp8", "nvfp4")
 # GPU generation by catalog id prefix, for catalogs whose GPUs carry no `architecture` field
 _GENERATION_BY_PREFIX = (("a100", "ampere"), ("a10", "ampere"), ("a40", "ampere"), ("rtx-3090", "ampere"),
                          ("h100", "hopper"), ("h200", "hopper"), ("gh200", "hopper"), ("b200", "blackwell"),
                          ("b300", "blackwell"), ("gb200", "blackwell"))
 
 
+@dataclass(frozen=True)
+class LowPrecision:
+    """A low-precision design's constants (data/llm_defaults.toml [low_precision]; step.py's symbols)."""
+
+    name: str
+    share: float  # 1 − β: share of the blocks' linear-layer FLOPs run in the low precision
+    bytes_per_element: float  # w
+    amax_bytes: float  # k_amax
+
+
+def low_precision_of(precision: str, params: LlmParams) -> LowPrecision | None:
+    """The constants of `precision` when its GEMMs run below 16 bits, else None."""
+    if precision not in LOW_PRECISIONS:
+        return None
+    c = params.low_precision[precision]
+    return LowPrecision(precision, 1.0 - c["bf16_linear_share"], c["bytes_per_element"], c["amax_read_bytes"])
+
+
 @lru_cache(maxsize=1)
 def default_llm_params() -> LlmParams:
     d = read_toml(DEFAULTS_FILE, "large-model defaults")
-    comp, links, mem, fit = d["compute"], d["links"], d["memory"], d["fit"]
+    comp, links, mem, fit, lowp = d["compute"], d["links"], d["memory"], d["fit"], d["low_precision"]
     def per_generation(prefix: str) -> dict[str, float]:
         return {k.removeprefix(prefix): float(v) for k, v in comp.items()
                 if k.startswith(prefix) and k != prefix + "default"}
@@ -72,7 +97,13 @@ def default_llm_params() -> LlmParams:
         collective_hbm_bytes_per_byte_all_gather=float(links["collective_hbm_bytes_per_byte_all_gather"]),
         collective_hbm_bytes_per_byte_reduce_scatter=float(links["collective_hbm_bytes_per_byte_reduce_scatter"]),
         collective_hbm_bytes_per_byte_all_reduce=float(links["collective_hbm_bytes_per_byte_all_reduce"]),
-        fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})")
+        fit_note=f"fitted on {fit['rows']} rows, {fit['date']} ({fit['tool']})",
+        mamf_fraction_fp8={str(k): float(v) for k, v in comp["mamf_fraction_fp8"].items()},
+        low_precision={p: {k: float(lowp[f"{k}_{p}"]) for k in ("bytes_per_element", "bf16_linear_share", "amax_read_bytes")}
+                       for p in LOW_PRECISIONS},
+        cast_elements_per_token_per_hidden=float(lowp["cast_elements_per_token_per_hidden"]),
+        saved_linear_input_elements=float(lowp["saved_linear_input_elements"]),
+        low_precision_param_gather=bool(lowp["low_precision_param_gather"]))
 
 
 def gpu_generation(gpu: Gpu) -> str:
@@ -85,10 +116,21 @@ def gpu_generation(gpu: Gpu) -> str:
     return "other"
 
 
-def mamf_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> tuple[float, str]:
+def mamf_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None, precision: str = "amp_bf16") -> tuple[float, str]:
     """The GPU's maximum achievable matmul fraction of its dense peak and where it comes from:
     measured for this GPU, else the mean of its generation's measured GPUs, else the mean of all
-    measured (an estimate). `catalog_gpus` (id -> Gpu) tells the generation of the listed ids."""
+    measured (an estimate). `catalog_gpus` (id -> Gpu) tells the generation of the listed ids.
+    Low precisions: the measured fp8 fraction ([compute.mamf_fraction_fp8]), else the bf16 one times the
+    mean fp8/bf16 ratio of the GPUs measured in both (an estimate); nvfp4 and mxfp8 take the fp8 figure."""
+    if precision in LOW_PRECISIONS:
+        fp8 = params.mamf_fraction_fp8
+        note = "" if precision == "fp8" else f" (no {precision} measurement: the fp8 figure, an estimate)"
+        if gpu.id in fp8:
+            return fp8[gpu.id], f"measured maximum achievable fp8 matmul rate of the {gpu.id}{note}"
+        both = [k for k in sorted(fp8) if k in params.mamf_fraction]
+        ratio = sum(fp8[k] / params.mamf_fraction[k] for k in both) / len(both)
+        base, where = mamf_fraction(gpu, params, catalog_gpus)
+        return base * ratio, f"{where} x {ratio:.3f}, the mean fp8/bf16 ratio of measured GPUs (estimate){note}"
     table = params.mamf_fraction
     if gpu.id in table:
         return table[gpu.id], f"measured maximum achievable matmul rate of the {gpu.id}"
@@ -110,17 +152,54 @@ def _generation_of_id(gpu_id: str, catalog_gpus) -> str:
     return "other"
 
 
-def matmul_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None) -> float:
+def matmul_fraction(gpu: Gpu, params: LlmParams, catalog_gpus=None, precision: str = "amp_bf16") -> float:
     """e_mm = matmul_share_of_mamf x mamf_fraction (data/llm_defaults.toml), never above 1."""
-    return min(1.0, params.matmul_share_of_mamf * mamf_fraction(gpu, params, catalog_gpus)[0])
+    return min(1.0, params.matmul_share_of_mamf * mamf_fraction(gpu, params, catalog_gpus, precision)[0])
+
+
+def check_precision(precision: str) -> None:
+    if precision not in _PRECISION_FIELD:
+        raise InputError(f"precision '{precision}' is not a large-model training precision "
+                         f"(choose from {', '.join(_PRECISION_FIELD)})", field="precision")
+
+
+def lacks_precision(gpu: Gpu, precision: str) -> str | None:
+    """What the GPU lacks to train in `precision` (None: it has it): the words of an exit-2 message."""
+    check_precision(precision)
+    if precision in LOW_PRECISIONS:
+        if precision not in (getattr(gpu, "low_precision_formats", None) or []):
+            has = ", ".join(getattr(gpu, "low_precision_formats", None) or []) or "none"
+            return (f"the {gpu.id} has no {precision} tensor-core path (its catalog entry lists low-precision "
+                    f"formats: {has})")
+        return None
+    if getattr(gpu, _PRECISION_FIELD[precision], None) is None:
+        return f"the {gpu.id} has no {precision} tensor-core peak in the catalog"
+    return None
+
+
+def require_precision_somewhere(gpus, precision: str) -> None:
+    """A search in a low precision needs at least one GPU that has the format: else exit 2 naming it."""
+    check_precision(precision)
+    gpus = list(gpus)
+    if gpus and all(lacks_precision(g, precision) for g in gpus):
+        raise InputError(f"--precision {precision}: none of the GPUs searched ({', '.join(g.id for g in gpus)}) has a "
+                         f"{precision} tensor-core path in the catalog", field="precision")
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
-    field = _PRECISION_FIELD.get(precision)
-    if field is None:
-        raise InputError(f"precision '{precision}' is not a large-model training precision "
-                         f"(choose from {', '.join(_PRECISION_FIELD)})", field="precision")
-    v = getattr(gpu, field, None)
+    """Dense peak FLOP/s of the precision's weight GEMMs (fp8 and mxfp8: tflops_fp8, nvfp4: tflops_fp4);
+    None where the GPU lacks the format."""
+    check_precision(precision)
+    if lacks_precision(gpu, precision):
+        return None
+    v = getattr(gpu, _PRECISION_FIELD[precision], None)
+    return None if v is None else float(v) * 1e12
+
+
+def bf16_peak_flops(gpu: Gpu, precision: str) -> float | None:
+    """The 16-bit peak the rest of a step runs at (attention core, embeddings, LM head): fp16's for
+    amp_fp16, bf16's otherwise."""
+    v = gpu.tflops_fp16 if precision == "amp_fp16" else gpu.tflops_bf16
     return None if v is None else float(v) * 1e12
 
 
@@ -131,6 +210,7 @@ class Layout:
     pp: np.ndarray
     micro_batch: np.ndarray
     ckpt: np.ndarray  # index into CHECKPOINTING
+    vp: np.ndarray | None = None  # virtual pipeline stages per GPU (interleaved schedule); None: 1
 
 
 @dataclass
@@ -153,9 +233,11 @@ class LlmEvaluation:
 def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
     gi = space.gpu_idx
     peak = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
+    peak_hi = np.array([bf16_peak_flops(g, precision) or np.nan for g in space.gpus])[gi]
     bw = np.array([g.memory_bandwidth_gbs * 1e9 for g in space.gpus])[gi]
     by_id = {g.id: g for g in space.gpus}
     frac = np.array([matmul_fraction(g, params, by_id) for g in space.gpus])[gi]
+    frac_lp = np.array([matmul_fraction(g, params, by_id, precision) for g in space.gpus])[gi]
     att = np.array([params.attention_fraction.get(gpu_generation(g), params.attention_fraction_default)
                     for g in space.gpus])[gi]
     mem = np.array([g.memory_gb * 1e9 for g in space.gpus])[gi]
@@ -171,16 +253,19 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
                          for n in space.nics] + [0.0])
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
     node = nic_rate[ni] * space.nics_per_node
-    return {"peak": peak, "bw": bw, "frac": frac, "att": att, "mem": mem, "intra": intra[gi, space.chassis_idx],
-            "node": np.where(node > 0, node, np.inf)}
+    return {"peak": peak, "peak_hi": peak_hi, "bw": bw, "frac": frac, "frac_lp": frac_lp, "att": att, "mem": mem,
+            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf)}
 
 
 # Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
 # Codes in the search, sentences in the output; `{precision}` is filled in.
 WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
-           "hybrid sharding needs more than one node", "does not fit in GPU memory")
-_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _NO_FIT = range(1, len(WHY_NOT))
+           "hybrid sharding needs more than one node",
+           "virtual pipeline stages need pp > 1 and the layers divisible by pp x vp", "does not fit in GPU memory",
+           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
+_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
+    1, len(WHY_NOT))
 
 
 @dataclass
@@ -203,8 +288,17 @@ class _Sizing:
         return self.why == 0
 
 
+def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
+    """Interleaving needs a pipeline (p > 1) and L divisible by p·vp (every chunk the same layers)."""
+    if layout.vp is None:
+        return np.zeros(len(p), dtype=bool)
+    v = layout.vp.astype(np.float64)
+    return (v > 1) & ((p < 2) | (np.mod(layers, p * v) != 0))
+
+
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
-            global_batch: int | np.ndarray, params: LlmParams) -> _Sizing:
+            global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None,
+            hold_batch: bool = False) -> _Sizing:
     """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
     peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
     (GPU, G, M) triples and times only the pairs that fit."""
@@ -214,13 +308,22 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     why = np.zeros(len(N), dtype=np.int8)
     for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
-                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2))):
+                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2)),
+                      (_BAD_VP, _bad_vp(layout, p, arch.layers))):
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
     d = np.maximum(np.round(d), 1.0)
     grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
+        held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
+        why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
     shard_group = np.minimum(d, np.maximum(G / t, 1.0))
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p)
-    used = states + activation_bytes(arch, b, t, layout.ckpt)
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p,
+                               lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                               lowp_param_gather=params.low_precision_param_gather)
+    used = states + activation_bytes(arch, b, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
+                                     saved_linear_input_elements=params.saved_linear_input_elements)
     limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
     return _Sizing(why, d, grad_accum, used, states, limit)
@@ -228,30 +331,40 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
             grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
-            flash_attention: np.ndarray | None = None) -> StepTiming:
-    return step_time(arch, params, peak_flops=peak, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
-                     attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
-                     gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
-                     pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
-                     grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention)
+            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None) -> StepTiming:
+    """`peak` is the precision's peak (masked where the design cannot run); a low-precision design runs
+    its bf16 parts at `hw["peak_hi"]`."""
+    vp = 1.0 if layout.vp is None else layout.vp.astype(np.float64)
+    common = dict(mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
+                  attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
+                  gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
+                  pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
+                  grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp)
+    if lp is None:
+        return step_time(arch, params, peak_flops=peak, **common)
+    hi = np.where(np.isfinite(hw["peak_hi"]), hw["peak_hi"], peak)
+    return step_time(arch, params, peak_flops=hi, lowp_peak_flops=peak, lowp_matmul_fraction=hw["frac_lp"],
+                     lowp_share=lp.share, lowp_bytes=lp.bytes_per_element, lowp_amax_bytes=lp.amax_bytes, **common)
 
 
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
-                     flash_attention: np.ndarray | None = None) -> LlmEvaluation:
+                     flash_attention: np.ndarray | None = None, hold_batch: bool = False) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
+    `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
     `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
     params = params or default_llm_params()
     arch = cfg if isinstance(cfg, ArchArrays) else ArchArrays.of(cfg, len(space))
     hw = _hardware_arrays(space, precision, params)
+    lp = low_precision_of(precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch)
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
                          size.limit, size.fits, valid, sentences[size.why])
@@ -268,7 +381,7 @@ _LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 
 
 def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
-    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS))
+    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k])
 
 
 @dataclass
@@ -289,7 +402,7 @@ class TripleSizing:
 
 def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
                  params: LlmParams | None = None, keep_sizes: bool = False,
-                 chunk_elements: int = 400_000) -> TripleSizing:
+                 chunk_elements: int = 400_000, hold_batch: bool = False) -> TripleSizing:
     """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
     distinct triple (a few hundred triples instead of thousands of designs)."""
     params = params or default_llm_params()
@@ -312,7 +425,8 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
         ks = np.arange(start, min(n_lay, start + per))
         tri = np.tile(np.arange(n_tri), len(ks))
         size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
-                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params)
+                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params,
+                       low_precision_of(precision, params), hold_batch)
         out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
         if keep_sizes:
             out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
@@ -324,7 +438,8 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
 
 def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
                     precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
-                    params: LlmParams | None = None, chunk_elements: int = 400_000) -> tuple[np.ndarray, np.ndarray]:
+                    params: LlmParams | None = None, chunk_elements: int = 400_000,
+                    hold_batch: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
     layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
     per design and layout group (default: one group) the fastest fitting layout, the lowest index
@@ -354,8 +469,11 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         lay = _layout_take(layouts, lay_k)
         hw_pair = {k: v[design] for k, v in hw.items()}
         arch = ArchArrays.of(cfg, len(design))
-        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params)
-        thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params).tokens_per_s
+        lp = low_precision_of(precision, params)
+        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp,
+                       hold_batch)
+        thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params,
+                      lp=lp).tokens_per_s
         # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
         g = grp[lay_k]
         cell = design * n_grp + g
@@ -370,9 +488,10 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000) -> LlmEvaluation:
+                           chunk_elements: int = 400_000, hold_batch: bool = False) -> LlmEvaluation:
     """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
-    layout index. Designs with no layout that fits keep layout 0 (and say why).
+    layout index. Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only
+    layouts whose dp x micro-batch divides the global batch fit (`--global-batch` held exactly).
 
     Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
     distinct (GPU, G, M) triples), then `fastest_fitting` (step time of the pairs that fit). Every
@@ -382,11 +501,11 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
     params = params or default_llm_params()
     layouts = layouts or all_layouts()
     sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
-                         chunk_elements=chunk_elements)
+                         chunk_elements=chunk_elements, hold_batch=hold_batch)
     _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
-                                params=params, chunk_elements=chunk_elements)
+                                params=params, chunk_elements=chunk_elements, hold_batch=hold_batch)
     return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
-                            global_batch=global_batch, params=params)
+                            global_batch=global_batch, params=params, hold_batch=hold_batch)
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
@@ -402,7 +521,7 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     t, p = int(lay.tp[i]), int(lay.pp[i])
     ok = bool(ev.fits[i])
     nan = float("nan")
-    return {
+    rec = {
         "gpu": g.id, "chassis": s.chassis[s.chassis_idx[i]].id, "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
         "nic": nic, "nics_per_node": int(s.nics_per_node[i]) if nic else 0,
         "strategy": LLM_STRATEGIES[lay.strategy[i]], "tp": t, "pp": p, "dp": (G * M) // (t * p),
@@ -424,15 +543,31 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "t_optimizer_s": float(tm.t_opt_s[i]),
         "bottleneck": str(tm.bound[i]),
         "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
-                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus)} of the {g.id} {ev.precision} peak; "
-                          f"an estimate, not a measurement on this GPU"),
+                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus, ev.precision)} of the {g.id} "
+                          f"{ev.precision} peak{_lowp_note(ev)}; an estimate, not a measurement on this GPU"),
+        "mfu_basis": (f"model FLOPs 6·P + 12·L·h·s = {ev.cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (PaLM "
+                      f"convention: no recompute) over the {g.id}'s dense {ev.precision} peak "
+                      f"{(peak_flops(g, ev.precision) or float('nan')) / 1e12:,.0f} TFLOP/s"),
+        "mfu_bf16_peak": (float(tm.tokens_per_s_per_gpu[i]) * ev.cfg.model_flops_per_token
+                          / (bf16_peak_flops(g, ev.precision) or float("nan")) if ok else nan),
     }
+    if lay.vp is not None:
+        rec["vp"] = int(lay.vp[i])
+    return rec
 
 
-def _mm_note(g: Gpu, gpus) -> str:
+def _mm_note(g: Gpu, gpus, precision: str = "amp_bf16") -> str:
     p = default_llm_params()
-    frac, where = mamf_fraction(g, p, {x.id: x for x in gpus})
+    frac, where = mamf_fraction(g, p, {x.id: x for x in gpus}, precision)
     return f"{min(1.0, p.matmul_share_of_mamf * frac):.0%} ({p.matmul_share_of_mamf:.2f} x {frac:.3f}, {where})"
+
+
+def _lowp_note(ev: LlmEvaluation) -> str:
+    lp = low_precision_of(ev.precision, default_llm_params())
+    if lp is None:
+        return ""
+    return (f" ({lp.share:.0%} of the blocks' linear layers; attention core, embeddings, LM head, norms and the "
+            f"optimizer in bf16/fp32; {lp.bytes_per_element:g} bytes per element with scales, cast traffic charged)")
 
 
 def tokens_to_train_hours(tokens: float, tokens_per_s: float) -> float:

@@ -32,6 +32,20 @@ training stacks, never store the a·s² attention scores, so the 5·a·s/h term 
     (Korthikanti §4.2.3), whatever p is (for m ≥ p micro-batches).
     logits: 4·s·b·V / t bytes on the last stage (fp32 logits for the loss).
 
+Low precision (fp8, mxfp8, nvfp4; w bytes per element with scales, q the share of weights whose GEMMs
+run in it, step.py): Transformer Engine keeps row- and column-wise low-precision copies of those
+weights, 2·w·q·P_s bytes; where weights are all-gathered in the low precision (zero1, zero2 with
+`low_precision_param_gather`) the copies replace the bf16 working weights, (2·w − 2)·q·P_s. fsdp/hsdp:
+unchanged (the gathered layers hold the low-precision copies in place of the bf16 ones; at w = 1 the
+same bytes). Activations: the inputs of the four block GEMMs saved for backward (7 of the 34 bytes' worth
+of elements: 1 + 1 + 1 + 4 per s·b·h) are kept at w bytes instead of 2:
+
+    A_layer(low precision) = A_layer − 7·(2 − w)·(1 − β)·s·b·h/t       (none, selective; full: the
+                                                                       recompute buffer likewise)
+
+Interleaved pipelines (v virtual stages) are sized as 1F1B: the first stage's extra (p−1)/(p·v) of a
+micro-batch's chunks is left out (an estimate that under-counts by that share).
+
 A design fits when states + activations + logits + reserve ≤ memory_gb, the reserve being a fixed
 part (CUDA context, NCCL buffers) plus a fraction of the card for allocator fragmentation
 (`reserve_gb`, `reserve_fraction` in data/llm_defaults.toml).
@@ -51,17 +65,23 @@ GRAD_BYTES = 2  # bf16 / fp16 gradients held per parameter
 
 
 def model_state_bytes(params_per_rank: np.ndarray, strategy: np.ndarray, dp: np.ndarray, shard_group: np.ndarray,
-                      layers_per_stage: np.ndarray) -> np.ndarray:
-    """Bytes of weights, gradients and optimizer states per GPU (module docstring)."""
+                      layers_per_stage: np.ndarray, lowp_share=0.0, lowp_bytes=2.0,
+                      lowp_param_gather: bool = True) -> np.ndarray:
+    """Bytes of weights, gradients and optimizer states per GPU (module docstring). `lowp_share` is q
+    (0 for bf16 designs), `lowp_bytes` w."""
     P = np.asarray(params_per_rank, dtype=np.float64)
     d = np.asarray(dp, dtype=np.float64)
     g = np.asarray(shard_group, dtype=np.float64)
     full = (WEIGHT_BYTES + GRAD_BYTES + ADAM_STATE_BYTES) * P
     gathered = 2.0 * WEIGHT_BYTES * P / np.asarray(layers_per_stage, dtype=np.float64)
+    q = np.asarray(lowp_share, dtype=np.float64)
+    w = np.asarray(lowp_bytes, dtype=np.float64)
+    lp_ddp = 2.0 * w * q * P  # row- and column-wise low-precision copies
+    lp_zero = (2.0 * w - WEIGHT_BYTES) * q * P if lowp_param_gather else lp_ddp  # they replace the bf16 weights
     per_strategy = np.stack([
-        full,                                                             # ddp
-        (WEIGHT_BYTES + GRAD_BYTES) * P + ADAM_STATE_BYTES * P / d,       # zero1
-        WEIGHT_BYTES * P + (GRAD_BYTES + ADAM_STATE_BYTES) * P / d,       # zero2
+        full + lp_ddp,                                                    # ddp
+        (WEIGHT_BYTES + GRAD_BYTES) * P + ADAM_STATE_BYTES * P / d + lp_zero,  # zero1
+        WEIGHT_BYTES * P + (GRAD_BYTES + ADAM_STATE_BYTES) * P / d + lp_zero,  # zero2
         full / d + gathered,                                              # fsdp
         full / g + gathered,                                              # hsdp
     ])
@@ -69,14 +89,18 @@ def model_state_bytes(params_per_rank: np.ndarray, strategy: np.ndarray, dp: np.
 
 
 def activation_bytes(arch: ArchArrays, micro_batch: np.ndarray, tp: np.ndarray, ckpt: np.ndarray,
-                     attention_scores_stored: bool = False) -> np.ndarray:
-    """Activation bytes per GPU on the first pipeline stage (1F1B), logits included (module docstring)."""
+                     attention_scores_stored: bool = False, lowp_linear_share=0.0, lowp_bytes=2.0,
+                     saved_linear_input_elements: float = 7.0) -> np.ndarray:
+    """Activation bytes per GPU on the first pipeline stage (1F1B), logits included (module docstring).
+    `lowp_linear_share` is 1 − β of a low-precision design (0 for bf16), `lowp_bytes` w."""
     s, h, L = arch.seq_len, arch.hidden, arch.layers
     b = np.asarray(micro_batch, dtype=np.float64)
     t = np.asarray(tp, dtype=np.float64)
     per_elem = 34.0 + (5.0 * arch.heads * s / h if attention_scores_stored else 0.0)
-    a_none = per_elem * s * b * h / t
-    a_sel = 34.0 * s * b * h / t
+    saved = saved_linear_input_elements * (2.0 - np.asarray(lowp_bytes, dtype=np.float64)) \
+        * np.asarray(lowp_linear_share, dtype=np.float64)
+    a_none = (per_elem - saved) * s * b * h / t
+    a_sel = (34.0 - saved) * s * b * h / t
     a_full = 2.0 * s * b * h / t
     per_layer = np.choose(np.asarray(ckpt), [a_none, a_sel, a_full])
     recompute_buffer = np.where(np.asarray(ckpt) == 2, a_none, 0.0)

@@ -32,7 +32,37 @@ Optimizer update, once per step, memory-bound, on the parameters a GPU owns:
     k_opt = 30 bytes per parameter (fused mixed-precision Adam: read master, m, v, fp32 grad; write
             master, m, v and the 16-bit weight)
 
-Pipeline bubble (1F1B, Narayanan et al. 2021): the step's compute is m·T_mb·(1 + (p−1)/m).
+Pipeline bubble (1F1B, Narayanan et al. 2021): the step's compute is m·T_mb·(1 + (p−1)/m). With the
+interleaved schedule of v virtual stages (model chunks) per GPU (Narayanan et al. 2021 §2.2.2) the bubble
+shrinks v-fold and the point-to-point traffic grows v-fold:
+
+    T_bubble = m·T_mb·(p−1)/(v·m)
+
+Low precision (fp8, mxfp8, nvfp4: the design's GEMM precision; data/llm_defaults.toml [low_precision]).
+Only the weight GEMMs of the transformer blocks change; the attention core (softmax, QKᵀ, A·V), norms,
+element-wise work, embeddings, LM head and optimizer stay in bf16/fp32. Of the weight-GEMM FLOPs
+F_w = F_hw − F_att a share
+
+    q = (1 − P_emb/P)·(1 − β)        P_emb = V·h (·2 untied), β = the share of block linears kept in bf16
+
+runs at the low-precision peak peak_lp·e_lp, e_lp = η·MAMF_lp(gpu)/S (MAMF_lp: the GPU's measured fp8
+matmul fraction), the rest at the bf16 peak·e_mm:
+
+    T_matmul = [F_w·S·(q/(peak_lp·e_lp') + (1−q)/(peak·e_mm')) + F_att/(peak·e_att)]·b·s/(t·p)
+               (e' = the fraction before the shape slowdown S)
+
+Every element that enters a low-precision GEMM is cast first: read in bf16 (2 bytes), written row-wise
+and column-wise (the transposed copy the weight-gradient GEMM reads, 2·w bytes, w = bytes per element
+with scales), plus one more read for the amax where the scale is the tensor's current amax (k_amax):
+
+    T_cast = (2 + 2w + k_amax)·n_cast·h·L·(1 − β)·b·s·(F_hw/F_model)/(t·p) / (B_mem·e_mem)   per micro-batch
+    n_cast = 16 elements per token per layer per h (the four GEMMs' inputs forward, 7h, and output
+             gradients backward, 9h)
+
+and the weights once per step (cached across the step's micro-batches): (2 + 2w)·q·P_s/z bytes, added to
+T_opt. With low-precision parameter gathering (`low_precision_param_gather`), zero1/zero2/fsdp/hsdp
+all-gather weights at w bytes per parameter of the q share instead of 2: X_ag = (2·(1 − q) + w·q)·P_s.
+Gradients are reduced in fp32 as in bf16 training. bf16 designs: q = 0, no cast term.
 
 Collectives (bus-bandwidth model, as nccl-tests reports it): a reduce-scatter or all-gather of X
 bytes per GPU over a group of g ranks in a node and M_d nodes takes
@@ -61,17 +91,19 @@ Tensor parallel: 4 all-reduces of b·s·h·2 bytes per layer per micro-batch (2 
 6 with full recompute), on NVLink/PCIe inside the node, not overlapped:
     T_tp = m·(L/p)·n_ar·[2(t−1)/t·b·s·h·2 / B_intra + 2(t−1)·α]
 Pipeline point-to-point: each micro-batch sends b·s·h·2/t bytes forward and as many back at every
-stage boundary, over the node's NICs (stages are whole nodes when p > 1 and M > 1):
-    T_pp = (m + p − 1)·2·b·s·h·2/t / (B_node/G)
+stage boundary (v times under the interleaved schedule: every model chunk has its boundary), over the
+node's NICs (stages are whole nodes when p > 1 and M > 1):
+    T_pp = (v·m + p − 1)·2·b·s·h·2/t / (B_node/G)
 
-    T_step = m·T_mb·(1 + (p−1)/m) + exposed(dp) + T_tp + T_pp + T_opt
-    tokens/s = d·m·b·s / T_step;  MFU = tokens/s · F_model / (N · peak)
+    T_step = m·T_mb + T_bubble + exposed(dp) + T_tp + T_pp + T_opt
+    tokens/s = d·m·b·s / T_step;  MFU = tokens/s · F_model / (N · peak_mfu)
+    (peak_mfu: the dense peak of the design's GEMM precision: bf16, or fp8 / fp4 for low-precision designs)
     hardware bound: tokens/s per GPU ≤ peak / F_hw (checked, never exceeded by construction: e_mm ≤ 1)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -105,6 +137,13 @@ class LlmParams:
     collective_hbm_bytes_per_byte_reduce_scatter: float
     collective_hbm_bytes_per_byte_all_reduce: float
     fit_note: str = ""
+    # measured fp8 MAMF per GPU id (data/llm_defaults.toml [compute.mamf_fraction_fp8])
+    mamf_fraction_fp8: dict = field(default_factory=dict)
+    # per low precision (fp8, mxfp8, nvfp4): bytes per element, bf16 linear share, amax read bytes
+    low_precision: dict = field(default_factory=dict)
+    cast_elements_per_token_per_hidden: float = 16.0
+    saved_linear_input_elements: float = 7.0
+    low_precision_param_gather: bool = True
 
 
 @dataclass
@@ -138,8 +177,13 @@ def gemm_shape_slowdown(h, t, c):
 
 def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_per_s, matmul_fraction, attention_fraction,
               intra_bytes_per_s, node_bytes_per_s, gpus_per_node, nodes, strategy, tp, pp, micro_batch,
-              grad_accum, ckpt, flash_attention=None) -> StepTiming:
-    """Arrays in, arrays out (one element per design); see the module docstring for every term."""
+              grad_accum, ckpt, flash_attention=None, lowp_peak_flops=None, lowp_matmul_fraction=None,
+              lowp_share=0.0, lowp_bytes=2.0, lowp_amax_bytes=0.0, virtual_stages=1.0) -> StepTiming:
+    """Arrays in, arrays out (one element per design); see the module docstring for every term.
+
+    bf16 designs leave the low-precision arguments at their defaults (q = `lowp_share` = 0: no cast
+    term, weights gathered at 2 bytes). `lowp_share` is the share 1 − β of the blocks' linears that run
+    in the low precision; q multiplies it by 1 − P_emb/P here."""
     G = np.asarray(gpus_per_node, dtype=np.float64)
     M = np.asarray(nodes, dtype=np.float64)
     t = np.asarray(tp, dtype=np.float64)
@@ -164,17 +208,28 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     e_mm = np.asarray(matmul_fraction, dtype=np.float64)
     e_att = np.where(flash, np.asarray(attention_fraction, dtype=np.float64), e_mm)
     e_bw = np.asarray(mem_bw_bytes_per_s, dtype=np.float64) * params.memory_bandwidth_fraction
-    t_matmul = ((f_hw - f_att) * gemm_shape_slowdown(h, t, params.gemm_shape_dims) / e_mm + f_att / e_att) \
-        * b * s / (t * p) / peak
+    beta_c = np.asarray(lowp_share, dtype=np.float64)  # 1 − β
+    q = beta_c * (1.0 - (0.0 if arch.embedding_params is None else arch.embedding_params) / arch.params)
+    peak_lp = peak if lowp_peak_flops is None else np.asarray(lowp_peak_flops, dtype=np.float64)
+    e_lp = e_mm if lowp_matmul_fraction is None else np.asarray(lowp_matmul_fraction, dtype=np.float64)
+    slow = gemm_shape_slowdown(h, t, params.gemm_shape_dims)
+    t_matmul = ((f_hw - f_att) * slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)) + f_att / (peak * e_att)) \
+        * b * s / (t * p)
     t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
     k_score = params.unfused_attention_bytes_per_score \
         + np.where(ck > 0, params.unfused_attention_recompute_bytes_per_score, 0.0)
     t_elem = t_elem + np.where(flash, 0.0, k_score * arch.heads / t * s * s * b * L / p / e_bw)
+    w_lp = np.asarray(lowp_bytes, dtype=np.float64)
+    k_cast = np.where(q > 0, 2.0 + 2.0 * w_lp + np.asarray(lowp_amax_bytes, dtype=np.float64), 0.0)
+    t_cast = k_cast * params.cast_elements_per_token_per_hidden * h * L * beta_c * b * s * (f_hw / f_model) \
+        / (t * p) / e_bw
+    t_elem = t_elem + t_cast
     t_mb = t_matmul + t_elem
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
     t_compute = m * t_mb
-    t_bubble = t_compute * (p - 1.0) / m
+    v = np.asarray(virtual_stages, dtype=np.float64)
+    t_bubble = t_compute * (p - 1.0) / (v * m)
 
     P_s = arch.params / (t * p)
     o = params.overlap_fraction
@@ -183,13 +238,14 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     coll = lambda x, f, gg=g, md=m_d: _collective_s(x, f, gg, md, t, b_intra, b_node, alpha)  # noqa: E731
     ar_grad = coll(4 * P_s, 2.0)
     rs_grad = coll(4 * P_s, 1.0)
-    ag_w = coll(2 * P_s, 1.0)
+    w_gather = np.where(q > 0, 2.0 * (1.0 - q) + w_lp * q, 2.0) if params.low_precision_param_gather else 2.0
+    ag_w = coll(w_gather * P_s, 1.0)
     ddp = np.maximum(ar_grad - o * t_bwd, 0.0)
     zero = np.maximum(rs_grad - o * t_bwd, 0.0) + np.maximum(ag_w - o * t_fwd, 0.0)
     fsdp_mb = np.maximum(ag_w - o * t_fwd, 0.0) + np.maximum(ag_w + rs_grad - o * t_bwd, 0.0)
     fsdp = m * fsdp_mb
     one = np.ones_like(m_d)
-    ag_in = coll(2 * P_s, 1.0, g, one)
+    ag_in = coll(w_gather * P_s, 1.0, g, one)
     rs_in = coll(4 * P_s, 1.0, g, one)
     across = _collective_s(4 * P_s / g, 2.0, one, m_d, t * g, b_intra, b_node, alpha)  # one shard per GPU, G of them per node
     hsdp = m * (np.maximum(ag_in - o * t_fwd, 0.0) + np.maximum(ag_in + rs_in - o * t_bwd, 0.0)) \
@@ -200,9 +256,9 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     kag, krs, kar = (params.collective_hbm_bytes_per_byte_all_gather, params.collective_hbm_bytes_per_byte_reduce_scatter,
                      params.collective_hbm_bytes_per_byte_all_reduce)
     ring = (d - 1.0) / d
-    sharded_mb = (2.0 * kag * 2.0 * P_s + krs * 4.0 * P_s)  # fsdp micro-batch: gather twice, reduce-scatter once
-    hbm = np.choose(strat, [kar * 4.0 * P_s * ring, (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring,
-                            (krs * 4.0 * P_s + kag * 2.0 * P_s) * ring, m * sharded_mb * ring,
+    sharded_mb = (2.0 * kag * w_gather * P_s + krs * 4.0 * P_s)  # fsdp micro-batch: gather twice, reduce-scatter once
+    hbm = np.choose(strat, [kar * 4.0 * P_s * ring, (krs * 4.0 * P_s + kag * w_gather * P_s) * ring,
+                            (krs * 4.0 * P_s + kag * w_gather * P_s) * ring, m * sharded_mb * ring,
                             m * sharded_mb * (g - 1.0) / g + kar * 4.0 * P_s / g * (m_d - 1.0) / m_d])
     t_dp = t_dp + hbm / e_bw
     t_dp = np.where(d > 1, t_dp, 0.0)
@@ -211,14 +267,14 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s * h * 2.0 / b_intra
                                                  + 2.0 * (t - 1.0) * alpha), 0.0)
     per_gpu_net = np.where(M > 1, b_node / G, b_intra)
-    t_pp = np.where(p > 1, (m + p - 1.0) * 2.0 * b * s * h * 2.0 / t / per_gpu_net, 0.0)
+    t_pp = np.where(p > 1, (v * m + p - 1.0) * 2.0 * b * s * h * 2.0 / t / per_gpu_net, 0.0)
 
     shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
-    t_opt = params.optimizer_bytes_per_param * P_s / shard / e_bw
+    t_opt = (params.optimizer_bytes_per_param * P_s + np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s) / shard / e_bw
     t_step = t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
     tokens = d * m * b * s / t_step
     per_gpu = tokens / N
-    mfu = per_gpu * f_model / peak
+    mfu = per_gpu * f_model / peak_lp
     parts = np.stack([t_compute - m * t_elem, m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp])
     labels = np.array(["compute", "memory-bandwidth", "data-parallel", "tensor-parallel", "pipeline"])
     bound = labels[np.argmax(parts, axis=0)]

@@ -1,0 +1,202 @@
+"""Low-precision (fp8, mxfp8, nvfp4) training and the interleaved pipeline schedule on the large-model path
+(costopt/perf/llm/step.py, memory.py, evaluate.py): each term against a number worked out by hand here.
+
+tools/mutants.toml plants mutants in these terms and runs this file: keep it fast."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from costopt.cli.main import app
+from costopt.hardware.catalog import load_catalog
+from costopt.perf.llm.arch import ArchArrays, TransformerConfig
+from costopt.perf.llm.evaluate import default_llm_params, low_precision_of, mamf_fraction, peak_flops
+from costopt.perf.llm.memory import activation_bytes, model_state_bytes
+from costopt.perf.llm.step import step_time
+
+# P = 1e8 (published count), V = 1000, h = 1024, untied: P_emb = 2·1000·1024 = 2,048,000,
+# so q = (1 − β)·(1 − P_emb/P) = 1 − 0.02048 = 0.97952 for fp8 (β = 0)
+TINY = TransformerConfig("tiny", layers=2, hidden=1024, heads=8, kv_heads=8, ffn_hidden=4096, vocab=1000,
+                         seq_len=1000, params_override=100_000_000)
+Q = 0.97952
+
+
+def _params():
+    p = default_llm_params()
+    return replace(p, elementwise_bytes_per_token_per_hidden=100.0, memory_bandwidth_fraction=0.5,
+                   collective_latency_us=0.0, overlap_fraction=1.0, optimizer_bytes_per_param=0.0,
+                   collective_hbm_bytes_per_byte_all_gather=0.0, collective_hbm_bytes_per_byte_reduce_scatter=0.0,
+                   collective_hbm_bytes_per_byte_all_reduce=0.0, gemm_shape_dims=0.0,
+                   cast_elements_per_token_per_hidden=16.0, low_precision_param_gather=True)
+
+
+def _step(G=1, M=1, strategy=0, tp=1, pp=1, b=2, m=1, ckpt=0, lowp=True, w=1.0, amax=0.0, share=1.0, vp=1.0,
+          params=None):
+    one = lambda v: np.array([v], dtype=float)  # noqa: E731
+    low = dict(lowp_peak_flops=one(2e15), lowp_matmul_fraction=one(0.4), lowp_share=share, lowp_bytes=w,
+               lowp_amax_bytes=amax) if lowp else {}
+    return step_time(ArchArrays.of(TINY, 1), params or _params(), peak_flops=one(1e15), mem_bw_bytes_per_s=one(1e12),
+                     matmul_fraction=one(0.5), attention_fraction=one(0.25), intra_bytes_per_s=one(1e9),
+                     node_bytes_per_s=one(1e9), gpus_per_node=one(G), nodes=one(M), strategy=np.array([strategy]),
+                     tp=one(tp), pp=one(pp), micro_batch=one(b), grad_accum=one(m), ckpt=np.array([ckpt]),
+                     flash_attention=np.array([True]), virtual_stages=one(vp), **low)
+
+
+# by hand, b = 2 sequences of 1,000 tokens on one GPU, fp8 (w = 1, no amax pass):
+# F_w = 6·1e8 = 600,000,000 per token; at fp8: q·F_w = 587,712,000, at bf16: 12,288,000; F_att = 24,576,000
+# matmul: (587,712,000/(2e15·0.4) + 12,288,000/(1e15·0.5) + 24,576,000/(1e15·0.25))·2000
+#       = (7.3464e-7 + 2.4576e-8 + 9.8304e-8)·2000 = 8.5752e-7·2000 = 1.71504 ms
+# element-wise: 100·1024·2 layers·2000 / (1e12·0.5) = 0.8192 ms
+# cast: (2 + 2·1 + 0)·16·1024·2 layers·1·2000 / 5e11 = 0.524288 ms
+# weights cast once per step: (2 + 2·1)·q·P / 5e11 = 4·97,952,000 / 5e11 = 0.783616 ms (in T_opt)
+T_MB_FP8 = 1.71504e-3 + 0.8192e-3 + 0.524288e-3
+T_WCAST = 0.783616e-3
+
+
+def test_fp8_gemm_split_cast_and_weight_cast_by_hand():
+    st = _step()
+    assert st.t_compute_s[0] == pytest.approx(T_MB_FP8, rel=1e-12)
+    assert st.t_opt_s[0] == pytest.approx(T_WCAST, rel=1e-12)
+    assert st.t_step_s[0] == pytest.approx(T_MB_FP8 + T_WCAST, rel=1e-12)
+    # MFU over the fp8 peak: 2000 tokens · F_model (624,576,000) / t_step / 2e15
+    assert st.mfu[0] == pytest.approx(2000 * 624_576_000 / (T_MB_FP8 + T_WCAST) / 2e15, rel=1e-12)
+    # a current-scaling amax read adds 2 bytes per cast element: (6/4)·0.524288 ms
+    assert _step(amax=2.0).t_compute_s[0] == pytest.approx(T_MB_FP8 + 0.5 * 0.524288e-3, rel=1e-12)
+
+
+def test_bf16_design_has_no_cast_term():
+    # the same design in bf16: (600,000,000/0.5 + 24,576,000/0.25)·2000/1e15 = 2.596608 ms + 0.8192 ms
+    st = _step(lowp=False)
+    assert st.t_step_s[0] == pytest.approx(2.596608e-3 + 0.8192e-3, rel=1e-12)
+
+
+def test_nvfp4_keeps_a_bf16_share_by_hand():
+    # β = 0.15: q = 0.85·0.97952 = 0.832592; w = 0.5625, amax 2
+    # matmul: (600e6·0.832592/(8e14) + 600e6·0.167408/(5e14) + 24,576,000/2.5e14)·2000
+    #       = (6.24444e-7 + 2.008896e-7 + 9.8304e-8)·2000 = 1.8472752 ms
+    # cast: (2 + 1.125 + 2)·16·1024·2·0.85·2000/5e11 = 285,491,200/5e11 = 0.5709824 ms
+    st = _step(share=0.85, w=0.5625, amax=2.0)
+    assert st.t_compute_s[0] == pytest.approx(1.8472752e-3 + 0.8192e-3 + 0.5709824e-3, rel=1e-12)
+    # weights: (2 + 1.125)·0.832592·1e8/5e11 = 0.52037 ms
+    assert st.t_opt_s[0] == pytest.approx(3.125 * 0.832592e8 / 5e11, rel=1e-12)
+
+
+def test_low_precision_param_gather_by_hand():
+    # fsdp over 2 GPUs in a node (1e9 B/s), overlap 1: per micro-batch exposed = 2·AG + RS − T_mb
+    # fp8 all-gather bytes (2·(1 − q) + q)·P = 1.02048e8: AG = 0.5·1.02048e8/1e9 = 0.051024 s
+    # RS of fp32 gradients 4P: 0.5·4e8/1e9 = 0.2 s;  T_mb (the GPU's compute, as above) = 3.058528 ms
+    st = _step(G=2, strategy=3)
+    assert st.t_dp_exposed_s[0] == pytest.approx(2 * 0.051024 + 0.2 - T_MB_FP8, rel=1e-12)
+    # the weights owned by one GPU are cast once per step: half of 0.783616 ms
+    assert st.t_opt_s[0] == pytest.approx(T_WCAST / 2, rel=1e-12)
+    # without low-precision gathering the weights move in bf16: AG = 0.1 s
+    st = _step(G=2, strategy=3, params=replace(_params(), low_precision_param_gather=False))
+    assert st.t_dp_exposed_s[0] == pytest.approx(2 * 0.1 + 0.2 - T_MB_FP8, rel=1e-12)
+
+
+def test_interleaved_pipeline_bubble_and_p2p_by_hand():
+    # pp 2 on 2 GPUs of a node, m = 4 micro-batches, bf16: the bubble is m·T_mb·(p − 1)/(v·m)
+    # T_mb per stage = 3.415808 ms / 2 = 1.707904 ms
+    t_mb = (2.596608e-3 + 0.8192e-3) / 2
+    one = _step(G=2, pp=2, m=4, lowp=False)
+    two = _step(G=2, pp=2, m=4, lowp=False, vp=2.0)
+    assert one.t_bubble_s[0] == pytest.approx(4 * t_mb / 4, rel=1e-12)
+    assert two.t_bubble_s[0] == pytest.approx(4 * t_mb / (2 * 4), rel=1e-12)
+    # p2p: (v·m + p − 1)·2·b·s·h·2/t / 1e9: v = 1: 5·8,192,000/1e9 = 40.96 ms; v = 2: 9·8,192,000/1e9 = 73.728 ms
+    assert one.t_pp_s[0] == pytest.approx(0.04096, rel=1e-12)
+    assert two.t_pp_s[0] == pytest.approx(0.073728, rel=1e-12)
+
+
+def test_low_precision_memory_by_hand():
+    P = np.array([1e8])
+    zero1, ddp, fsdp = np.array([1]), np.array([0]), np.array([3])
+    d, g, ls = np.array([4.0]), np.array([4.0]), np.array([2.0])
+    # zero1 over 4: 4P + 12P/4 = 7e8 in bf16; fp8 copies (2·1)·q·P replace the 2·q·P bf16 weights: 7e8
+    assert model_state_bytes(P, zero1, d, g, ls)[0] == pytest.approx(7e8)
+    assert model_state_bytes(P, zero1, d, g, ls, lowp_share=Q, lowp_bytes=1.0)[0] == pytest.approx(7e8)
+    # without low-precision gathering they are added: + 2·0.97952e8 = 1.95904e8
+    assert model_state_bytes(P, zero1, d, g, ls, lowp_share=Q, lowp_bytes=1.0,
+                             lowp_param_gather=False)[0] == pytest.approx(8.95904e8)
+    # nvfp4 copies (2·0.5625 = 1.125 bytes) in place of 2: 7e8 − 0.875·0.97952e8 = 6.142920e8
+    assert model_state_bytes(P, zero1, d, g, ls, lowp_share=Q, lowp_bytes=0.5625)[0] == pytest.approx(6.14292e8)
+    # ddp keeps its bf16 weights and adds the copies: 16P + 1.95904e8
+    assert model_state_bytes(P, ddp, d, g, ls, lowp_share=Q, lowp_bytes=1.0)[0] == pytest.approx(1.795904e9)
+    # fsdp unchanged: 16P/4 + 2·2·P/2 = 4e8 + 2e8
+    assert model_state_bytes(P, fsdp, d, g, ls, lowp_share=Q, lowp_bytes=1.0)[0] == pytest.approx(6e8)
+    # activations, no checkpointing: 34·s·b·h per layer in bf16 = 34·2,048,000 = 69,632,000; fp8 keeps the
+    # 7 saved GEMM inputs at 1 byte: 27·2,048,000 = 55,296,000; 2 layers + fp32 logits 4·1000·2·1000 = 8e6
+    arch = ArchArrays.of(TINY, 1)
+    b, t, ck = np.array([2.0]), np.array([1.0]), np.array([0])
+    assert activation_bytes(arch, b, t, ck)[0] == pytest.approx(2 * 69_632_000 + 8e6)
+    assert activation_bytes(arch, b, t, ck, lowp_linear_share=1.0, lowp_bytes=1.0)[0] == pytest.approx(
+        2 * 55_296_000 + 8e6)
+
+
+def test_fp8_matmul_fraction_measured_or_scaled():
+    # measured: the ML-ENG FP8 MAMF table, H100 SXM 1402.6 of 1979 = 0.709
+    cat = load_catalog(None)
+    p = default_llm_params()
+    assert mamf_fraction(cat.gpus["h100-sxm"], p, cat.gpus, "fp8")[0] == pytest.approx(0.709)
+    # not measured (MI300X): its bf16 MAMF 0.514 x the mean fp8/bf16 ratio of the four GPUs measured in both:
+    # (0.709/0.803 + 0.734/0.803 + 0.763/0.776 + 0.745/0.786)/4 = (0.882939 + 0.914072 + 0.983247 + 0.947837)/4
+    # = 0.932024 -> 0.479060
+    frac, where = mamf_fraction(cat.gpus["mi300x"], p, cat.gpus, "fp8")
+    assert frac == pytest.approx(0.479060, abs=2e-6) and "estimate" in where
+    # nvfp4 has no measurement: the fp8 figure, said to be an estimate
+    frac, where = mamf_fraction(cat.gpus["b200"], p, cat.gpus, "nvfp4")
+    assert frac == pytest.approx(0.763) and "estimate" in where
+
+
+def test_catalog_low_precision_peaks():
+    cat = load_catalog(None)
+    # dense peaks of the ML-ENG TFLOPS table (w/o sparsity)
+    assert peak_flops(cat.gpus["h100-sxm"], "fp8") == 1979e12
+    assert peak_flops(cat.gpus["b200"], "mxfp8") == 4500e12
+    assert peak_flops(cat.gpus["b200"], "nvfp4") == 9000e12
+    assert peak_flops(cat.gpus["a100-sxm-80gb"], "fp8") is None  # Ampere has no fp8
+    assert peak_flops(cat.gpus["h100-sxm"], "mxfp8") is None  # Hopper has no block-scaled formats
+    for g in cat.gpu:
+        if g.tflops_fp8 is not None:
+            # every fp8 part of the table runs fp8 at about twice its dense 16-bit rate (MI355X 5000/2300)
+            assert 1.9 <= g.tflops_fp8 / g.tflops_bf16 <= 2.2, g.id
+            assert g.low_precision_source and g.low_precision_date, g.id
+
+
+def test_low_precision_constants_from_the_defaults():
+    p = default_llm_params()
+    fp8, nv = low_precision_of("fp8", p), low_precision_of("nvfp4", p)
+    assert (fp8.share, fp8.bytes_per_element) == (1.0, 1.0)
+    assert nv.bytes_per_element == 0.5 + 1 / 16 and nv.share == pytest.approx(0.85)
+    assert low_precision_of("amp_bf16", p) is None
+
+
+PREDICT = ["predict", "--model", "llama3_8b", "--gpus-per-node", "8", "--nodes", "1", "--nic", "ib-ndr",
+           "--strategy", "fsdp", "--format", "json"]
+
+
+def test_predict_llama3_8b_fp8_on_8_h100():
+    r = CliRunner().invoke(app, [*PREDICT, "--gpu", "h100-sxm", "--precision", "fp8"])
+    assert r.exit_code == 0, r.output
+    fp8 = json.loads(r.output)
+    bf16 = json.loads(CliRunner().invoke(app, [*PREDICT, "--gpu", "h100-sxm"]).output)
+    assert fp8["feasible"] and fp8["precision"] == "fp8"
+    # faster than bf16, but far from the 2x of the peaks: attention, element-wise work and casts stay
+    assert 1.05 < fp8["tokens_per_s_per_gpu"] / bf16["tokens_per_s_per_gpu"] < 1.6
+    assert "1,979 TFLOP/s" in fp8["mfu_basis"] and "6·P + 12·L·h·s" in fp8["mfu_basis"]
+    # fp8 saved GEMM inputs: less activation memory than bf16 at the same layout
+    if fp8["activation_checkpointing"] == bf16["activation_checkpointing"]:
+        assert fp8["memory_activations_gb"] < bf16["memory_activations_gb"]
+
+
+def test_gpu_without_the_format_exits_2_naming_it():
+    r = CliRunner().invoke(app, [*PREDICT, "--gpu", "a100-sxm-80gb", "--precision", "fp8"])
+    assert r.exit_code == 2
+    assert "a100-sxm-80gb has no fp8" in r.output and "fit" not in r.output
+    r = CliRunner().invoke(app, ["solve", "--budget", "2000000", "--model", "llama3_8b", "--precision", "nvfp4",
+                                 "--gpu", "h100-sxm", "--include", "legacy"])
+    assert r.exit_code == 2 and "nvfp4" in r.output and "fit" not in r.output
