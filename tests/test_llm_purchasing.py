@@ -231,6 +231,10 @@ def test_report_has_rent_or_buy_section():
     (["rent-vs-buy", "--model", "llama3_70b", "--budget", "5e6", "--cloud", AWS, "--system", VENDOR_A], "--system"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--batch-per-gpu", "4"], "--batch-per-gpu"),
     (["export", "--model", "llama3_70b", "--budget", "5e6", "--max-instances", "4"], "--max-instances"),
+    (["export", "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--hours", "100"], "--hours"),
+    (["compare", VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5e6", "--utilization", "0.5"],
+     "--utilization"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--hours", "4", "--out", "x.html"], "--hours"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--overlap", "full", "--out", "x.html"], "--overlap"),
     # transformer options on a data-parallel model
@@ -241,3 +245,18 @@ def test_options_the_path_cannot_honour_are_refused(args, named):
     rc, out, err = run_cli(*args)
     assert rc == 2, (out, err)
     assert named in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_with_a_model_config_file(tmp_path):
+    """--model-config FILE takes the large-model path of compare like a zoo transformer."""
+    cfg = tmp_path / "my8b.toml"
+    cfg.write_text((ROOT / "costopt" / "data" / "llm" / "llama3_8b.toml").read_text())
+    rc, out, err = run_cli("compare", VENDOR_A, VENDOR_B, "--model-config", cfg, "--tokens", "1e11", "--budget",
+                           "1000000", "--format", "json", "--no-price-cut")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["kind"] == "large-model" and d["tokens_to_train"] == 1e11
+    for c in d["catalogs"]:
+        assert c["best"]["capex_usd"] <= 1_000_000
+        assert c["best"]["hours_to_train"] == pytest.approx(1e11 / c["best"]["tokens_per_s"] / 3600, rel=1e-8)
+    assert d["price_cuts"] == []

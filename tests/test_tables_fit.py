@@ -38,11 +38,12 @@ COMMANDS = [
     ("bom", "--model", "inception_v3", "--gpu", "h100-sxm", "--gpus-per-node", "8", "--nodes", "2", "--nic", "ib-ndr"),
     ("compare", str(CAT / "vendor-a-datacenter-2026.toml"), str(CAT / "vendor-b-whitebox-2026.toml"), "--model",
      "inception_v3", "--budget", "200000"),
-    ("rent-vs-buy", "--model", "inception_v3", "--budget", "200000", "--cloud", str(CAT / "aws-on-demand-2025.toml")),
+    ("rent-vs-buy", "--model", "inception_v3", "--budget", "200000", "--cloud", str(CAT / "aws-on-demand-2026.toml")),
     ("validate", "published"),
     ("models",),
     ("catalog", "show"),
-    ("catalog", "show", str(CAT / "aws-on-demand-2025.toml")),
+    ("catalog", "show", str(CAT / "aws-on-demand-2026.toml")),
+    ("catalog", "show", str(CAT / "nebius-2026.toml")),
 ]
 
 SPLIT = re.compile(r"[\s│┃┏┓┗┛━─┡┩└┘┬┴┼╇┳╋┃]+")

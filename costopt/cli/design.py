@@ -184,7 +184,9 @@ def solve(
         typer.echo(_json_dump(res.to_json_dict()))
         return
     if fmt is Fmt.csv:
-        typer.echo(res.table.to_csv(index=False, float_format=plain_number), nl=False)
+        from costopt.core.neutral import spreadsheet_frame
+
+        typer.echo(spreadsheet_frame(res.table).to_csv(index=False, float_format=plain_number), nl=False)
         return
     c = _console()
     budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"

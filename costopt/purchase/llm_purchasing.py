@@ -260,6 +260,14 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
             raise InputError(f"{cat.path}: a cloud catalog is priced per hour; give --tokens (the job) or --hours "
                              "so its cost is comparable with a purchase")
     amortize = any(c.is_cloud for c in cats) and not all(c.is_cloud for c in cats)
+    if hours is not None and not any(c.is_cloud for c in cats):
+        raise InputError("--hours prices rented designs; none of the catalogs is a cloud catalog", field="hours")
+    if tco_years and all(c.is_cloud for c in cats):
+        raise InputError("--tco-years adds electricity to owned designs; every catalog is a cloud catalog",
+                         field="tco_years")
+    if utilization != 1.0 and not amortize:
+        raise InputError("--utilization: only when an owned catalog is compared with a cloud one (the purchase is "
+                         "then amortised over --years at that use)", field="utilization")
     basis = CostBasis(tco_years=tco_years, hours=hours, samples=job.tokens if hours is None else None,
                       amortize_years=years if amortize else None, utilization=utilization)
     answers: list[LlmCatalogAnswer] = []
@@ -453,6 +461,12 @@ def export_llm(catalog: str | Path | Catalog | None, job: LlmJob, budget: float,
     if job.max_instances is not None and not cat.is_cloud:
         raise InputError(f"--max-instances: {cat.path or cat.catalog.name} is not a cloud catalog (use --max-nodes)",
                          field="max_instances")
+    if hours is not None and not cat.is_cloud:
+        raise InputError(f"--hours prices rented designs; {cat.path or cat.catalog.name} is an owned catalog",
+                         field="hours")
+    if tco_years and cat.is_cloud:
+        raise InputError(f"--tco-years adds electricity to owned designs; {cat.path} is a cloud catalog",
+                         field="tco_years")
     basis = table_basis(cat, job, hours, tco_years)
     found = priced(job.search(cat, budget), basis)
     table = ranked_table_llm(found, basis, job.tokens)
