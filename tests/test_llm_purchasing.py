@@ -129,11 +129,18 @@ def test_rent_vs_buy_same_job_both_sides(rvb):
     assert k["tokens_per_s"] >= b["tokens_per_s"]  # the cheapest rented design at least as fast
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the large-model search does not hold --global-batch exactly yet "
-                   "(a design trains dp x micro-batch x accumulation sequences, rounded up); the engine's fix")
-def test_rent_vs_buy_same_global_batch_both_sides(rvb):
-    # 4M tokens / 8,192 per sequence = 512 sequences (the default global batch), on both sides
-    assert rvb.buy["global_batch_sequences"] == rvb.rent["global_batch_sequences"] == 512
+def test_rent_vs_buy_holds_a_given_global_batch_on_both_sides():
+    r = L.rent_vs_buy_llm(L.LlmJob(model="llama3_70b", tokens=TOKENS, global_batch=512), BUDGET, AWS)
+    for d in (r.buy, r.rent):  # dp x micro-batch x accumulation = 512 sequences on each side
+        assert d["global_batch_sequences"] == 512
+        assert d["dp"] * d["micro_batch"] * d["grad_accum"] == 512
+    assert "global batch (512 sequences, held exactly)" in r.held_equal
+
+
+def test_rent_vs_buy_says_when_the_default_batch_is_rounded(rvb):
+    if rvb.buy["global_batch_sequences"] != rvb.rent["global_batch_sequences"]:
+        assert "--global-batch holds one exactly" in rvb.held_equal
+        assert f"{rvb.rent['global_batch_sequences']:,} rented" in rvb.held_equal
 
 
 def test_rent_vs_buy_break_even_holds_on_the_rows(rvb):
