@@ -83,6 +83,7 @@ SOLVE = {
     "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
     "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
     "confidence": ((R, ["--confidence", "0.9"]), (R, ["--confidence", "0.9"])),
+    "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
 }
 PREDICT = {
     "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
@@ -117,6 +118,7 @@ PREDICT = {
     "checkpointing": ((R, ["--checkpointing", "full"]), (C, ["--checkpointing", "full"])),
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
     "as_of": ((C, ["--as-of", "2031-01-01"]), (R, ["--as-of", "2031-01-01"])),
+    "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
 }
 DECISIONS = {"solve": SOLVE, "predict": PREDICT}
 # the base of each case already gives this option: the case changes its value
