@@ -241,6 +241,17 @@ def solve(
     if bom:
         c.print(_bom_table(b["bom"], f"Bill of materials ({b['cost_basis']}, total = capex "
                                      f"{_fmt_money(b['capex_usd'])})"))
+        if b.get("tco"):
+            c.print(_bom_table(b["tco"], f"Whole cost of owning over {res_tco_years(b)} (= cost_usd "
+                                         f"{_fmt_money(b['cost_usd'])})"))
+
+
+def res_tco_years(b: dict) -> str:
+    """'3 years' from the TCO lines' electricity row (the horizon they were priced on)."""
+    for ln in b.get("tco", []):
+        if ln["part_id"] == "electricity":
+            return f"{ln['quantity']:g} years"
+    return "the horizon"
 
 
 @app.command()

@@ -384,10 +384,12 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     rent = rent_res["best"]
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
+    from costopt.hardware.cost import tco_breakdown
     terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])  # billed by the provider's terms
+    owned_terms = tco_breakdown(owned.costs, _index(owned, buy), years, 0.0)  # the whole cost of owning
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         buy["capex_usd"], energy, t_own, rate, rent["tokens_per_s"], years=years, utilization=utilization,
-        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms)
+        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms, owned=owned_terms)
     held = _held_equal(buy_res["model"], job, years, utilization, job.tokens, ratio, terms)
     if job.tokens is not None:  # the sentence counts the job's work in its unit
         held = held.replace(f"({job.tokens:,.0f} samples;", f"({job.tokens:,.0f} tokens;")
