@@ -27,6 +27,8 @@ _DP_DEFAULTS_SOLVE = {  # data-parallel arguments -> (their default, why a trans
     "grad_accum": (1, "the large-model path derives gradient accumulation from --global-batch / (dp x micro-batch)"),
     "reduce_on": (None, "the large-model path reduces gradients on the GPUs (NCCL collectives)"),
     "stack": (AUTO, "the large-model path models NCCL collectives only"),
+    "framework": ("eager", "the large-model path's compute is its own fitted model (Megatron/DeepSpeed runs); "
+                           "--framework sets the software stack of a data-parallel zoo model"),
     "overlap": ("wfbp", "the large-model path overlaps data-parallel communication by its fitted overlap fraction "
                         "(data/llm_defaults.toml)"),
     "system": (None, "the large-model path uses its own fitted defaults (data/llm_defaults.toml), not "
