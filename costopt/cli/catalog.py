@@ -15,7 +15,7 @@ from costopt.hardware.catalog import load_catalog
 from costopt.core.checks import output_path, write_text
 from costopt.core.errors import CostoptError, InputError
 from costopt.core.checks import force_overwrite
-from costopt.cli.common import FORCE, PredictFmt, _console, _fail, _fmt_money, _json_dump
+from costopt.cli.common import FORCE, PredictFmt, one_line, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
 
@@ -147,6 +147,6 @@ def catalog_import(
     except CostoptError as exc:
         _fail(exc)
         return
-    for w in warnings:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(f"wrote {out}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")
+    for w in warnings:  # price-list text (accelerator names, instance types): one line, no control characters
+        typer.echo(f"warning: {one_line(w)}", err=True)
+    typer.echo(f"wrote {one_line(str(out))}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")

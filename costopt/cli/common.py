@@ -39,13 +39,39 @@ class PredictFmt(str, Enum):
     json = "json"
 
 
+def _neutral(obj: Any) -> Any:
+    """A renderable with the text that came from files (catalog names, sources, ...) neutralised for a terminal
+    (`core.neutral.terminal_text`): a str, or a rich Table's title, caption, headers and str cells (in place)."""
+    from costopt.core.neutral import terminal_text
+
+    if isinstance(obj, str):
+        return terminal_text(obj)
+    if type(obj).__name__ == "Table" and hasattr(obj, "columns"):
+        for attr in ("title", "caption"):
+            if isinstance(getattr(obj, attr, None), str):
+                setattr(obj, attr, terminal_text(getattr(obj, attr)))
+        for col in obj.columns:
+            if isinstance(col.header, str):
+                col.header = terminal_text(col.header)
+            col._cells = [terminal_text(c) if isinstance(c, str) else c for c in col._cells]
+    return obj
+
+
 def _console() -> "Console":
+    """The console every command prints with: tables laid out so that no number or id is cut
+    (cli/tables.py); rich markup and emoji codes off (a `[red]` or `:x:` in a catalog's text is shown as
+    written), and control characters / bidi overrides removed from what it prints (an ESC in a catalog
+    name cannot reach the terminal as an escape sequence)."""
     from costopt.cli.tables import FitConsole
+
+    class SafeConsole(FitConsole):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(_neutral(o) for o in objects), **kwargs)
 
     # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns. Tables are laid
     # out so that no number or id is cut at that width (cli/tables.py: fixed widths, or split into parts).
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
-    return FitConsole(width=width, highlight=False)
+    return SafeConsole(width=width, highlight=False, markup=False, emoji=False)
 
 
 _PLAIN = re.compile(r"[ -Z\\\]-~]*")  # printable ASCII without "[" (rich markup)

@@ -316,10 +316,10 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
     intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {_layout(b)}) from {r.owned_catalog}, "
              f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "
              f"{_layout(k)}) from {r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour, "
-             f"{_tokens_phrase(k)}, for the same job (global batch {b['global_batch_sequences']:,} sequences of "
-             f"{b['seq_len']:,} tokens" + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over "
-             f"{r.years:g} years. Verdict: {r.verdict}.")
+             f"{_tokens_phrase(k)}, for the same job (sequences of {b['seq_len']:,} tokens"
+             + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
     sec = Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
+    sec.notes.append(r.held_equal + ".")
     sec.notes.append("Break-even utilisation u* = capex / (years x 8,766 h x (rent per hour x T_own / T_rent - "
                      "electricity per hour)): the rented side is scaled by the ratio of tokens/s so both do the same "
                      "work (purchase/purchasing.py, rent_buy_arithmetic).")
@@ -332,7 +332,8 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
                      max_nodes: int | None = None, top: int = 8, years: float = 3.0,
                      include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                      progress: bool = True, cloud: str | Path | Catalog | None = None,
-                     utilization: float | None = None) -> Report:
+                     utilization: float | None = None, max_instances: int | None = None,
+                     as_of: str | None = None) -> Report:
     """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number.
     `cloud`: a cloud catalog for the rent-or-buy section (`utilization`: how busy the purchase would be)."""
     count("top", top)
@@ -340,12 +341,19 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
     positive("years", years)
     if utilization is not None and cloud is None:
         raise InputError("--utilization: only with --cloud (the rent-or-buy section)", field="utilization")
+    from costopt.hardware.catalog import load_catalog
+
+    catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    if max_instances is not None and not catalog.is_cloud and cloud is None:
+        raise InputError(f"--max-instances: {catalog.path or catalog.catalog.name} is not a cloud catalog (use "
+                         "--max-nodes), and there is no --cloud", field="max_instances")
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(LLM_SECTIONS) + 1 + (cloud is not None))
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
-                           strategies=strategies, include=include, exclude_gpus=exclude_gpus)
-        res = choose_llm(found, tokens=tokens, top=top, years=years)
+                           strategies=strategies, include=include, exclude_gpus=exclude_gpus,
+                           max_instances=max_instances if catalog.is_cloud else None)
+        res = choose_llm(found, tokens=tokens, top=top, years=years, today=as_of)
         prog.advance(task)
         ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]
         colors = _gpu_colors(ranked + [g.id for g in found.space.gpus if g.id not in ranked])
@@ -364,7 +372,7 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
 
             job = LlmJob(model=model, model_config=model_config, tokens=tokens, seq_len=seq_len,
                          global_batch=global_batch, precision=precision, strategies=strategies, max_nodes=max_nodes,
-                         include=include, exclude_gpus=exclude_gpus)
+                         include=include, exclude_gpus=exclude_gpus, max_instances=max_instances)
             sec, data["rent-vs-buy"] = _rent_or_buy(job, budget, found.catalog, cloud, years, utilization)
             sections.append(sec)
             prog.advance(task)
