@@ -112,6 +112,7 @@ def compare(
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     if _llm(model, model_config, strategy, tokens):
@@ -132,8 +133,8 @@ def compare(
         model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
-                                                       utilization, max_instances=max_instances, include=include,
-                                                       exclude_gpu=exclude_gpu),
+                                                       utilization, as_of=as_of, max_instances=max_instances,
+                                                       include=include, exclude_gpu=exclude_gpu),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -203,6 +204,7 @@ def rent_vs_buy(
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
     if _llm(model, model_config, strategy, tokens):
@@ -222,7 +224,7 @@ def rent_vs_buy(
         model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
-                                     system=system, max_instances=max_instances, include=include,
+                                     system=system, as_of=as_of, max_instances=max_instances, include=include,
                                      exclude_gpu=exclude_gpu))
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -294,8 +296,8 @@ def report(
         _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                     max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
                     {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
-                     "--system": system, "--all": all_designs, "--as-of": as_of, "--max-instances": max_instances,
-                     "--overlap": None if overlap == "wfbp" else overlap})
+                     "--system": system, "--all": all_designs, "--overlap": None if overlap == "wfbp" else overlap},
+                    max_instances, as_of)
         return
     try:
         if model is None:
@@ -329,7 +331,7 @@ def report(
 
 def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                 max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
-                data_parallel_only: dict) -> None:
+                data_parallel_only: dict, max_instances=None, as_of=None) -> None:
     from costopt.purchase import report as R
     from costopt.purchase.llm_report import build_llm_report
 
@@ -347,7 +349,8 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
         rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
                                global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
                                strategies=strategy, max_nodes=max_nodes, top=top, years=years, include=include,
-                               exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization)
+                               exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization,
+                               max_instances=max_instances, as_of=as_of)
         files = R.write_report(rep, out, inputs)
     except CostoptError as exc:
         _fail(exc)
