@@ -79,6 +79,8 @@ def solve(
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
+    framework: Optional[str] = typer.Option(None, help="Transformers: training software, megatron (default) | fsdp | "
+                                            "deepspeed | torchtitan (docs/large-models.md)."),
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
                                                 "instances of any one type (default: the catalog's cap per type, "
@@ -98,11 +100,15 @@ def solve(
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
                             global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
                             max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances)
+                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances,
+                            framework=framework or "megatron")
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
         print_solve(res, fmt.value)
+        return
+    if framework is not None:
+        _fail(InputError("--framework applies to transformer (large-model) requests only", field="framework"), fmt.value)
         return
     if workload is not None:
         from costopt.search import multijob
@@ -234,6 +240,8 @@ def predict(
     tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
     vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
+    framework: Optional[str] = typer.Option(None, help="Transformers: training software, megatron (default: Megatron/NeMo "
+                                            "with Transformer Engine) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -252,11 +260,15 @@ def predict(
                             checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
                             precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                             nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
-                            tokens=tokens, vp=vp)
+                            tokens=tokens, vp=vp, framework=framework or "megatron")
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
         print_predict(d, fmt.value)
+        return
+    if framework is not None or vp != 1:
+        _fail(InputError("--framework and --vp apply to transformer (large-model) requests only", field="framework"),
+              fmt.value)
         return
     try:
         d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,

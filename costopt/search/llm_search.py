@@ -29,7 +29,7 @@ from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
-                       require_precision_somewhere)
+                       require_precision_somewhere, DEFAULT_FRAMEWORK)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -130,7 +130,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1,
+                framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format."""
@@ -155,7 +156,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb)
+                                            one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
+                         framework=framework)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
@@ -199,6 +201,7 @@ class LlmSearch:
     offered: np.ndarray  # bool: kept by the part filter
     parts: PartFilter
     ranges: LlmRange  # 80% range of every design's tokens/s (ranges.py)
+    framework: str = DEFAULT_FRAMEWORK
 
     @property
     def ok(self) -> np.ndarray:
@@ -211,7 +214,7 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                gpus_per_node: list[int] | None = None, max_nodes: int | None = None,
                model_config: str | Path | None = None, strategies: list[str] | None = None,
                include: list[str] | None = None, exclude_gpus: list[str] | None = None,
-               max_instances: int | None = None) -> LlmSearch:
+               max_instances: int | None = None, framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
     """The design space of a large-model solve, each design with its fastest layout that fits, and costs."""
     if objective not in OBJECTIVES or objective == "cost":
         raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
@@ -231,11 +234,11 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts)
+    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, framework=framework)
     costs = evaluate_costs(space, cat.site, facility=cat.facility)
     offered = parts.design_reasons(space) == KEPT
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev))
+                     design_ranges(ev), framework)
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
@@ -254,7 +257,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               gpus_per_node: list[int] | None = None, max_nodes: int | None = None, top: int = 10,
               model_config: str | Path | None = None, strategies: list[str] | None = None,
               include: list[str] | None = None, exclude_gpus: list[str] | None = None,
-              max_instances: int | None = None) -> dict[str, Any]:
+              max_instances: int | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing).
     The same part filter as data-parallel solves: current data-centre and workstation parts unless
     `include` opens consumer, legacy or end-of-life ones (part_filter.py)."""
@@ -267,7 +270,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
     found = search_llm(budget, model, objective=objective, catalog=catalog, precision=precision, seq_len=seq_len,
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
-                       exclude_gpus=exclude_gpus, max_instances=max_instances)
+                       exclude_gpus=exclude_gpus, max_instances=max_instances, framework=framework)
     return choose_llm(found, tokens=tokens, top=top)
 
 
