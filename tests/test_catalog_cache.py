@@ -151,3 +151,112 @@ def test_headline_prints_the_same_bytes_with_cold_warm_and_no_cache(tmp_path):
     # issue 12's headline pick was 6 x h200-nvl; since the compute roofline keeps the H200's launch-bound
     # time instead of scaling it (issue 11, docs/compute.md), 16 x rtx-pro-6000 (a roofline estimate)
     assert b"Best: 16 x rtx-pro-6000" in outs[0]
+
+
+# --- a cache that cannot lie (issue 26): tampered, foreign, writable-by-others, truncated, odd entries ---
+
+
+def _entry(folder):
+    (entry,) = folder.glob("catalog-*.json")
+    return entry
+
+
+def _reload_equals_validated(monkeypatch, folder, good, original: bytes):
+    """The next load (as a new process: memo cleared) gives the validated catalog, and the entry is
+    rewritten as costopt writes it (a miss is replaced, atomically)."""
+    validated_cache._memo.clear()
+    assert load_catalog() == good
+    assert _entry(folder).read_bytes() == original
+
+
+def test_tampered_entry_is_a_miss_and_rewritten(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    good = load_catalog()
+    entry = _entry(tmp_path)
+    original = entry.read_bytes()
+    price = good.gpus["h100-sxm"].price_usd
+    needle = f'"price_usd": {price!r}'.encode()
+    assert needle in original
+    # a price changed in place, the header's digest left as it was: the digest no longer matches
+    entry.write_bytes(original.replace(needle, b'"price_usd": 1.0', 1))
+    _reload_equals_validated(monkeypatch, tmp_path, good, original)
+    assert good.gpus["h100-sxm"].price_usd == price != 1.0
+
+
+def test_truncated_and_odd_entries_are_misses(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    good = load_catalog()
+    entry = _entry(tmp_path)
+    original = entry.read_bytes()
+    head, _, body = original.partition(b"\n")
+    import hashlib
+
+    def signed(b: bytes) -> bytes:  # a header whose digest matches the (odd) body
+        return head.split(b"sha256=")[0] + b"sha256=" + hashlib.sha256(b).hexdigest().encode() + b"\n" + b
+
+    deep = b"[" * 20000 + b"]" * 20000
+    for junk in (original[: len(original) // 2], head, b"", body, signed(deep), signed(b"{}"), signed(b"[1, 2]"),
+                 signed(body.replace(b'"source": "', b'"source": "0', 1)), b"\xff\xfe" + original):
+        entry.write_bytes(junk)
+        _reload_equals_validated(monkeypatch, tmp_path, good, original)
+
+
+def test_foreign_owned_or_writable_entry_is_ignored(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    good = load_catalog()
+    entry = _entry(tmp_path)
+    original = entry.read_bytes()
+    me = os.geteuid()
+    # an entry whose digests all match but whose price was changed by someone else: not the user's own
+    head, _, body = original.partition(b"\n")
+    import hashlib
+
+    price = good.gpus["h100-sxm"].price_usd
+    forged = body.replace(f'"price_usd": {price!r}'.encode(), b'"price_usd": 1.0', 1)
+    forged = head.split(b"sha256=")[0] + b"sha256=" + hashlib.sha256(forged).hexdigest().encode() + b"\n" + forged
+    for mode, owner in ((0o666, me), (0o620, me), (0o600, me + 1)):
+        entry.write_bytes(forged)
+        os.chmod(entry, mode)
+        if owner != me:  # another user's file: as root, really chown it; else pretend to be someone else
+            if me == 0:
+                os.chown(entry, owner, -1)
+            else:
+                monkeypatch.setattr(os, "geteuid", lambda: me + 1)
+        validated_cache._memo.clear()
+        assert load_catalog().gpus["h100-sxm"].price_usd == price
+        monkeypatch.setattr(os, "geteuid", lambda: me)
+        entry.unlink()
+
+
+def test_folder_writable_by_others_is_not_used(monkeypatch, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    _cache(monkeypatch, shared)
+    good = load_catalog()
+    assert not list(shared.iterdir())  # nothing written into a folder others can write
+    fresh = tmp_path / "fresh" / "costopt"
+    _cache(monkeypatch, fresh)
+    assert load_catalog() == good
+    assert (os.stat(fresh).st_mode & 0o777) == 0o700  # created private
+    assert (os.stat(_entry(fresh)).st_mode & 0o777) == 0o600
+
+
+def test_fifo_link_or_folder_entry_is_a_miss_without_hanging(monkeypatch, tmp_path):
+    _cache(monkeypatch, tmp_path)
+    good = load_catalog()
+    entry = _entry(tmp_path)
+    original = entry.read_bytes()
+    other = tmp_path / "elsewhere.json"
+    other.write_bytes(original)
+    for make in (lambda: os.mkfifo(entry), lambda: os.symlink(other, entry), lambda: entry.mkdir()):
+        entry.unlink()
+        make()
+        validated_cache._memo.clear()
+        assert load_catalog() == good  # a FIFO would block a plain open(): this returns at once
+        if entry.is_dir() and not entry.is_symlink():
+            entry.rmdir()
+        else:
+            assert entry.read_bytes() == original  # replaced by a regular entry
+        entry.unlink(missing_ok=True)
+        entry.write_bytes(original)

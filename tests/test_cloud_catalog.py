@@ -132,7 +132,8 @@ def test_catalog_show_cloud_lists_instances_with_hourly_price():
     assert rc == 0, text
     assert "USD/h" in text and "net Gb/s" in text and "max inst." in text
     lines = [ln for ln in text.splitlines() if ln.strip().startswith("p5e.48xlarge")]
-    assert lines and "$84.80" in lines[0] and "3200" in lines[0] and "rdma" in lines[0] and " 64 " in lines[0]
+    # numbers with a thousands separator, like every table (3,200 Gb/s)
+    assert lines and "$84.80" in lines[0] and "3,200" in lines[0] and "rdma" in lines[0] and " 64 " in lines[0]
     table = text.split("GPUs")[0]
     assert "…" not in table  # nothing cut at 120 columns
     rc, js = cli("catalog", "show", AWS, "--format", "json")

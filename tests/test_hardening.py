@@ -130,7 +130,7 @@ def test_usage_errors_print_json_under_format_json():
         rc, out, err, _ = cli(*args)
         assert rc == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
         data = json.loads(out)
-        assert data["exit_code"] == 2 and data["reason"] == "usage" and data["error"] in err
+        assert data["exit_code"] == 2 and data["reason"] == "input" and data["error"] in err
 
 
 def test_errors_under_format_json_parse_and_are_one_line():

@@ -23,14 +23,16 @@ def test_unit_conversions():
     assert units.HOURS_PER_YEAR == 8766.0
 
 
-def test_measured_point_is_used_exactly():
+def test_measured_point_is_the_fit_of_the_sweep():
+    # shared/data/h200/train_step.jsonl: resnet50 fp32 batch 128 forward 20.452 ms, backward 39.578 ms;
+    # the estimate is the host + GPU fit of the whole sweep (32-256, GPU-bound from 64 on): within 5%
     cat = load_catalog(MINI)
     w = load_workload("resnet50")
     est = w.compute(cat.gpus["h200-sxm"], "fp32", 128, cat)
-    # shared/data/h200/train_step.jsonl: resnet50 fp32 batch 128 forward 20.452 ms, backward 39.578 ms
     assert est.source == "measured"
-    assert est.forward_s == pytest.approx(20.452e-3, rel=1e-3)
-    assert est.backward_s == pytest.approx(39.578e-3, rel=1e-3)
+    assert est.forward_s == pytest.approx(20.452e-3, rel=0.05)
+    assert est.backward_s == pytest.approx(39.578e-3, rel=0.05)
+    assert "host + GPU fit" in est.basis
 
 
 def test_interpolation_between_batches():
@@ -40,83 +42,80 @@ def test_interpolation_between_batches():
     hi = w.compute(cat.gpus["h200-sxm"], "fp32", 128, cat)
     mid = w.compute(cat.gpus["h200-sxm"], "fp32", 96, cat)
     assert mid.source == "interpolated"
-    assert mid.backward_s == pytest.approx((lo.backward_s + hi.backward_s) / 2, rel=1e-9)
+    assert lo.backward_s < mid.backward_s < hi.backward_s
     assert mid.peak_mem_bytes == pytest.approx((lo.peak_mem_bytes + hi.peak_mem_bytes) / 2, rel=1e-9)
 
 
-def test_small_batches_keep_a_floor():
-    # H200 README: small batches are launch-bound, a per-sample model must keep a floor per iteration
+def test_small_batches_keep_the_host_time():
+    # H200 README: small batches are launch-bound. resnet101 amp_bf16 forward + backward: 45.9 ms at 32,
+    # 52.0 ms at 128 (host-bound): at batch 4 the host time stays, so the time is no less than 80% of the
+    # batch-32 time and no more than it
     cat = load_catalog(MINI)
     w = load_workload("resnet101")
     tiny = w.compute(cat.gpus["h200-sxm"], "amp_bf16", 4, cat)
     smallest = w.compute(cat.gpus["h200-sxm"], "amp_bf16", 32, cat)
-    assert tiny.iteration_s == pytest.approx(smallest.iteration_s)
+    t4, t32 = tiny.forward_s + tiny.backward_s, smallest.forward_s + smallest.backward_s
+    assert 0.8 * 45.9e-3 <= t4 <= t32
     assert tiny.peak_mem_bytes < smallest.peak_mem_bytes
 
 
-def test_extrapolation_beyond_largest_batch_follows_the_batch():
-    # issue 11: beyond the largest measured batch the work (FLOPs) grows with the batch, so time does
-    # too: t(384) = t(256) x 384/256 (shared/data/h200/train_step.jsonl: resnet50 fp32 batch 256
-    # backward 76.11 ms -> 114.16 ms), never the flat or shrinking slope of the last two points
+def test_extrapolation_beyond_largest_batch_follows_the_gpu_time():
+    # issue 11/24: beyond the largest measured batch the GPU time grows with the batch: resnet50 fp32 is
+    # GPU-bound at 256 (backward 76.11 ms), so t(384) / t(256) is just under 1.5 (the kernel floor k
+    # does not grow): (k + 384 g) / (k + 256 g) in (1.45, 1.5]
     cat = load_catalog(MINI)
     w = load_workload("resnet50")
     b256 = w.compute(cat.gpus["h200-sxm"], "fp32", 256, cat)
     b384 = w.compute(cat.gpus["h200-sxm"], "fp32", 384, cat)
     assert b384.source == "extrapolated"
-    assert b384.backward_s == pytest.approx(b256.backward_s * 1.5, rel=1e-9)
-    assert b384.forward_s == pytest.approx(b256.forward_s * 1.5, rel=1e-9)
-    # BERT-large amp_bf16 was measured at batch 32 (74.0 ms fwd+bwd) and 64 (73.3 ms): at batch 256
-    # the time is 4 x the batch-64 time, not the flat 73 ms of the last two points
+    assert 1.45 < b384.backward_s / b256.backward_s <= 1.5
+    # BERT-large amp_bf16, measured at 32 (74.0 ms fwd+bwd) and 64 (73.3 ms): host-bound. At 256 the host
+    # time is amortised: more sequences/s than at 64 (not frozen at the H200's operating point), but the
+    # time still grows (monotone) and stays above its floor (260.76 GFLOP x 256 / 989 TFLOP/s = 67.5 ms)
     bl = load_workload("bert_large")
     b64 = bl.compute(cat.gpus["h200-sxm"], "amp_bf16", 64, cat)
     b256 = bl.compute(cat.gpus["h200-sxm"], "amp_bf16", 256, cat)
-    assert b256.forward_s + b256.backward_s == pytest.approx(4 * (b64.forward_s + b64.backward_s), rel=1e-9)
+    t64, t256 = b64.forward_s + b64.backward_s, b256.forward_s + b256.backward_s
+    assert t64 < t256 < 4 * t64
+    assert t256 >= 260_763_549_696 * 256 / 989e12
 
 
-def test_published_same_model_ratio_from_the_catalog_figure():
-    # mini.toml: halfcard's ResNet-50 figure 1129.5 samples/s vs the H200's 2259: every phase x 2
+def test_published_figures_are_not_multipliers():
+    # mini.toml: halfcard's ResNet-50 figure 1129.5 samples/s vs the H200's 2259 (2x): no longer a
+    # multiplier on the H200 measurement. halfcard has half the H200's peaks and bandwidth (roofline
+    # ratio 2): its GPU time doubles but its host time does not, so it lies between 1x and 2x the H200's
     cat = load_catalog(MINI)
     w = load_workload("resnet50")
-    h = w.compute(cat.gpus["h200-sxm"], "fp32", 64, cat)
-    half = w.compute(cat.gpus["halfcard"], "fp32", 64, cat)
-    assert half.source == "published"
-    assert half.forward_s == pytest.approx(2 * h.forward_s, rel=1e-9)
-    assert half.step_s == pytest.approx(2 * h.step_s, rel=1e-9)
-    assert "2259/1129.5" in half.basis
+    h = w.compute(cat.gpus["h200-sxm"], "fp32", 32, cat)
+    half = w.compute(cat.gpus["halfcard"], "fp32", 32, cat)
+    assert half.source == "roofline"
+    assert "2259/1129.5" not in half.basis
+    assert h.forward_s < half.forward_s < 2 * h.forward_s
 
 
 def test_roofline_for_a_model_without_a_published_figure():
-    # VGG-16 is not ResNet-50's class: no published ratio, so the roofline. halfcard has exactly half
-    # the H200's peak FLOP/s (33.5 vs 67 fp32) and memory bandwidth (2400 vs 4800 GB/s) and shares its
-    # generation (same achieved fractions): r_half / r_h200 = 2 for any FLOP/byte mix. The H200's time
-    # beyond its roofline (launches, host) is kept, not scaled (compute.py (c)): forward + backward =
-    # t_h200 + 64 r_h200, between 1x and 2x the H200's; the memory-bound optimizer step is 2x.
-    from costopt.perf.compute import fit_fractions
-
+    # VGG-16 on halfcard (half the H200's peaks and bandwidth, same generation): GPU time doubles, host
+    # time kept: forward + backward between 1x and 2x the H200's; the optimizer step's GPU part doubles
+    # and its host part stays: step between 1x and 2x
     cat = load_catalog(MINI)
     w = load_workload("vgg16")
     h = w.compute(cat.gpus["h200-sxm"], "fp32", 64, cat)
     half = w.compute(cat.gpus["halfcard"], "fp32", 64, cat)
     assert half.source == "roofline"
-    u_mm, u_bw, _ = fit_fractions(None).for_gpu(load_catalog().gpus["h200-sxm"], "fp32")
-    r_h200 = (w.flops["train_matmul_flops_per_sample"] / 494.5e12 * u_mm
-              + w.flops["train_other_bytes_per_sample"]["fp32"] / 4800e9 * u_bw)
     busy_h, busy_half = h.forward_s + h.backward_s, half.forward_s + half.backward_s
-    assert busy_half == pytest.approx(busy_h + 64 * r_h200, rel=1e-9)
     assert busy_h < busy_half <= 2 * busy_h
-    assert half.step_s == pytest.approx(2 * h.step_s, rel=1e-9)
-    assert "2259/1129.5" not in half.basis
+    assert h.step_s <= half.step_s <= 2 * h.step_s * (1 + 1e-9)
 
 
 def test_faster_gpu_is_faster_but_never_beats_the_peak():
-    # issue 11: B200 must beat H200 where the published ratio says so (BERT-large fp16: Lambda v2
-    # 523 vs 350 sequences/s), and no estimate may imply more than the peak FLOP/s
+    # B200 (2250 TFLOP/s bf16, 8 TB/s) must beat the H200 (989, 4.8 TB/s) on BERT-large, and no estimate
+    # may imply more than the peak FLOP/s
     cat = load_catalog()
     w = load_workload("bert_large")
     b200, h200 = cat.gpus["b200"], cat.gpus["h200-sxm"]
-    b = w.compute(b200, "amp_bf16", 64, cat)
-    h = w.compute(h200, "amp_bf16", 64, cat)
-    assert b.forward_s + b.backward_s == pytest.approx((h.forward_s + h.backward_s) * 350 / 523, rel=1e-9)
+    b = w.compute(b200, "amp_bf16", 256, cat)
+    h = w.compute(h200, "amp_bf16", 256, cat)
+    assert b.forward_s + b.backward_s < h.forward_s + h.backward_s
     flops = 260_763_549_696  # bert_large training matmul FLOPs per 128-token sample (tests/test_compute.py derives it)
     for batch in (1, 8, 64, 512):
         est = w.compute(b200, "amp_bf16", batch, cat)

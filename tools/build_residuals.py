@@ -13,9 +13,9 @@ communication   every shipped measurement row (costopt/data/validation, measurem
                 `exposed_share`, x = (t_iter - t_compute) / t_iter of that prediction: the ranges scale
                 r / x by a design's own x (costopt/perf/intervals.py).
 compute         per evidence kind of costopt/perf/compute.py:
-  measured      every H200 record of shared/data/h200/train_step.jsonl: the iteration costopt builds from
-                the measured phases (forward + backward + step, what a measured zoo profile gives)
-                against the iteration timed whole in the same run: r = ln(phase sum / iteration).
+  measured      every H200 record of shared/data/h200/train_step.jsonl: the iteration costopt predicts on
+                the measured GPU (forward + backward + step of the host + GPU fit of the zoo's sweep)
+                against the iteration timed whole in the same run: r = ln(predicted / iteration).
   published     (i) same-class transfer: within one Lambda table and precision, the ratio GPU/reference of
                 one BERT variant standing in for the other's (bert_base_squad <-> bert_large_squad), as the
                 zoo's gpt2 -> bert_base and resnet101/152 -> resnet50 use a same-class ratio;
@@ -55,6 +55,7 @@ from costopt import __version__  # noqa: E402
 from costopt.hardware.catalog import load_catalog  # noqa: E402
 from costopt.perf.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
 from costopt.perf.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
+from costopt.perf.workload import load_workload  # noqa: E402
 from shipped_file import check_or_write  # noqa: E402
 
 DEFAULT_SHARED = ROOT.parent / "shared"
@@ -89,11 +90,15 @@ def measured(shared: Path) -> list[dict]:
     if not path.exists():
         sys.exit(f"error: {path} is missing: give the shared folder with --shared DIR")
     out = []
+    cat = load_catalog()
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         d = json.loads(line)
-        phases = d["forward_ms"] + d["backward_ms"] + d["step_ms"]
+        # the iteration costopt predicts for a measured profile (the host + GPU fit of the zoo's sweep,
+        # costopt/perf/compute.py) against the iteration timed whole in the same run
+        est = load_workload(d["model"]).compute(cat.gpus["h200-sxm"], d["precision"], int(d["batch"]), cat)
+        phases = est.iteration_s * 1e3
         out.append({"kind": "measured", "group": d["model"], "gpu": "h200-sxm", "model": d["model"],
                     "precision": d["precision"], "batch": int(d["batch"]),
                     "observed": _f(d["iteration_ms"]), "predicted": _f(phases), "unit": "ms per iteration",

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from costopt.measure.calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
 from costopt.core.checks import non_negative, output_path, write_text
-from costopt.cli.common import _console, _fail, _json_dump, out_option, plain_table_text
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, _console, _fail, _json_dump, out_option, plain_table_text
 
 from costopt.core.errors import CostoptError, InputError
 from costopt.measure.validate import validate as run_validate
@@ -145,8 +146,10 @@ def calibrate(
     fit_param: Optional[list[str]] = typer.Option(None, "--fit", help=f"Parameter to fit (repeatable; default: {', '.join(DEFAULT_FIT)}; any of {', '.join(BOUNDS)})."),
     loso: bool = typer.Option(True, help="Also report the leave-one-source-out error."),
     fmt: ValFmt = typer.Option(ValFmt.table, "--format", help="table | json"),
+    force: bool = FORCE,
 ) -> None:
     """Fit system parameters to measured rows (bounded least squares on log error)."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     try:
         names = tuple(fit_param) if fit_param else DEFAULT_FIT
         bad = [n for n in names if n not in BOUNDS]

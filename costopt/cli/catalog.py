@@ -14,7 +14,8 @@ from costopt.purchase import purchasing as P
 from costopt.hardware.catalog import load_catalog
 from costopt.core.checks import output_path, write_text
 from costopt.core.errors import CostoptError, InputError
-from costopt.cli.common import PredictFmt, _console, _fail, _fmt_money, _json_dump
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, PredictFmt, one_line, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer(no_args_is_help=True, help="Inspect hardware catalogs.")
 
@@ -50,9 +51,9 @@ def catalog_show(
                 "price date", "estimates"):
         t.add_column(col, overflow="fold")  # 120 columns: a long cell folds, none is cut
     for g in cat.gpu:
-        t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:g}", f"{g.memory_bandwidth_gbs:g}",
-                  f"{g.tflops_fp32:g}", f"{g.tflops_bf16 or 0:g}", g.best_training_precision(), f"{g.gpu_link_gbs:g}",
-                  f"{g.tdp_w:g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
+        t.add_row(g.id, g.name, g.architecture or "-", f"{g.memory_gb:,g}", f"{g.memory_bandwidth_gbs:,g}",
+                  f"{g.tflops_fp32:,g}", f"{g.tflops_bf16 or 0:,g}", g.best_training_precision(), f"{g.gpu_link_gbs:,g}",
+                  f"{g.tdp_w:,g}", _fmt_money(g.price_usd), g.price_date, ", ".join(g.estimates))
     c.print(t)
     if cat.is_cloud:  # its chassis and NICs are built from the instances above
         return
@@ -61,13 +62,13 @@ def catalog_show(
         t.add_column(col, overflow="fold")
     for ch in cat.chassis:
         t.add_row(ch.id, str(ch.gpu_slots), ch.form_factor, ch.intra_fabric, f"Gen{ch.pcie_gen}",
-                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:g}", str(ch.rack_units), ", ".join(ch.estimates))
+                  _fmt_money(ch.price_usd), f"{ch.power_overhead_w:,g}", str(ch.rack_units), ", ".join(ch.estimates))
     c.print(t)
     t = Table(title="NICs", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("id", "name", "Gb/s", "transport", "latency us", "adapter", "switch port", "ports", "estimates"):
         t.add_column(col, overflow="fold")
     for n in cat.nic:
-        t.add_row(n.id, n.name, f"{n.line_rate_gbps:g}", n.transport, f"{n.latency_us:g}", _fmt_money(n.price_usd),
+        t.add_row(n.id, n.name, f"{n.line_rate_gbps:,g}", n.transport, f"{n.latency_us:,g}", _fmt_money(n.price_usd),
                   _fmt_money(n.switch_port_price_usd), str(n.switch_ports), ", ".join(n.estimates))
     c.print(t)
     s = cat.site
@@ -89,7 +90,7 @@ def _instance_table(c, cat) -> None:
         ch = cat.chassis_by_id[i.id]
         est = [short.get(e, e) for e in list(i.estimates) + (["max_instances"] if "max_nodes" in ch.estimates else [])]
         t.add_row(i.id, i.gpu, str(i.gpu_count), f"${i.usd_per_hour:,.2f}", f"${i.usd_per_hour / i.gpu_count:,.3f}",
-                  f"{i.network_gbps:g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
+                  f"{i.network_gbps:,g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
                   i.price_date, ", ".join(est) or "-")
     c.print(t)
 
@@ -108,8 +109,12 @@ def catalog_import(
     name: Optional[str] = typer.Option(None, help="Catalog name (default: from the file name)."),
     price_date: Optional[str] = typer.Option(None, "--price-date",
                                              help="YYYY-MM-DD the prices were taken (required: stamped on every entry)."),
+    pricing: str = typer.Option("on-demand", help="on-demand (Price; SpotPrice kept as spot_usd_per_hour) | spot "
+                                "(SpotPrice is the price, with the interruption terms)."),
+    force: bool = FORCE,
 ) -> None:
     """Import a cloud price list (SkyPilot vms.csv columns) as a cloud catalog TOML."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     try:
         mapping = {}
         for m in gpu_map or []:
@@ -127,7 +132,7 @@ def catalog_import(
             base_ref = os.path.relpath(Path(base).resolve(), out.resolve().parent)
         text, warnings = P.import_vms_csv(csv, base=base, region=region, gpu_map=mapping,
                                           default_network_gbps=default_network_gbps, name=name, date=price_date,
-                                          base_ref=base_ref, provider=provider)
+                                          base_ref=base_ref, provider=provider, pricing=pricing)
         # check the new catalog before it replaces anything: written beside --out, loaded, then renamed
         # (so a relative base resolves as it will from --out)
         probe = out.parent / f".{out.name}.check.toml"
@@ -142,6 +147,6 @@ def catalog_import(
     except CostoptError as exc:
         _fail(exc)
         return
-    for w in warnings:
-        typer.echo(f"warning: {w}", err=True)
-    typer.echo(f"wrote {out}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")
+    for w in warnings:  # price-list text (accelerator names, instance types): one line, no control characters
+        typer.echo(f"warning: {one_line(w)}", err=True)
+    typer.echo(f"wrote {one_line(str(out))}: {len(cat.instance)} instance(s), GPUs {', '.join(g.id for g in cat.gpu)}")

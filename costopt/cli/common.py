@@ -23,6 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
 
+# `--force` of the commands that write --out: a read-only output file may be replaced (core/checks.py)
+FORCE = typer.Option(False, "--force", help="Replace --out even if it is read-only (a FIFO, device or other "
+                     "special file is never replaced).")
+
+
 class Fmt(str, Enum):
     table = "table"
     json = "json"
@@ -34,12 +39,39 @@ class PredictFmt(str, Enum):
     json = "json"
 
 
-def _console() -> "Console":
-    from rich.console import Console
+def _neutral(obj: Any) -> Any:
+    """A renderable with the text that came from files (catalog names, sources, ...) neutralised for a terminal
+    (`core.neutral.terminal_text`): a str, or a rich Table's title, caption, headers and str cells (in place)."""
+    from costopt.core.neutral import terminal_text
 
-    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns.
+    if isinstance(obj, str):
+        return terminal_text(obj)
+    if type(obj).__name__ == "Table" and hasattr(obj, "columns"):
+        for attr in ("title", "caption"):
+            if isinstance(getattr(obj, attr, None), str):
+                setattr(obj, attr, terminal_text(getattr(obj, attr)))
+        for col in obj.columns:
+            if isinstance(col.header, str):
+                col.header = terminal_text(col.header)
+            col._cells = [terminal_text(c) if isinstance(c, str) else c for c in col._cells]
+    return obj
+
+
+def _console() -> "Console":
+    """The console every command prints with: tables laid out so that no number or id is cut
+    (cli/tables.py); rich markup and emoji codes off (a `[red]` or `:x:` in a catalog's text is shown as
+    written), and control characters / bidi overrides removed from what it prints (an ESC in a catalog
+    name cannot reach the terminal as an escape sequence)."""
+    from costopt.cli.tables import FitConsole
+
+    class SafeConsole(FitConsole):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(_neutral(o) for o in objects), **kwargs)
+
+    # A terminal keeps its own width and COLUMNS is honoured; piped output gets 200 columns. Tables are laid
+    # out so that no number or id is cut at that width (cli/tables.py: fixed widths, or split into parts).
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 200
-    return Console(width=width, highlight=False)
+    return SafeConsole(width=width, highlight=False, markup=False, emoji=False)
 
 
 _PLAIN = re.compile(r"[ -Z\\\]-~]*")  # printable ASCII without "[" (rich markup)
@@ -99,11 +131,13 @@ def _fmt_money(v: float | None) -> str:
 
 
 def _fmt_number(v: float) -> str:
-    """A plain number, never in scientific notation (thousands separated; small values to 4 significant digits)."""
-    if not math.isfinite(v):
-        return str(v)
-    if v == 0 or abs(v) >= 1000:
-        return f"{v:,.1f}".removesuffix(".0")
+    """The tables' one number format, never scientific notation: a thousands separator; a whole number from
+    1,000 up and for an integral value (19,439; 17; 203,709,480); 4 significant figures below 1,000 (20.45,
+    0.9032, 0.005097); '-' for a missing or non-finite value."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0 or abs(v) >= 1000 or float(v).is_integer():
+        return f"{v:,.0f}"
     decimals = max(0, 3 - math.floor(math.log10(abs(v))))
     return f"{v:,.{decimals}f}"
 
@@ -212,6 +246,20 @@ def out_option(out, alias):
     if out is not None and alias is not None and out != alias:
         raise InputError("give --out once (--output is its old spelling)", field="--out")
     return out if out is not None else alias
+
+
+def only_for(name: str, value: Any, applies: bool, what: str, *, positive: bool = False) -> None:
+    """An option given where it cannot apply is an error, never ignored: `name` (given as `value`) works
+    only for `what`. `positive`: it must also be a number > 0 (checked first, so -8 is named as such)."""
+    from costopt.core import checks
+    from costopt.core.errors import InputError
+
+    if value is None:
+        return
+    if positive:
+        checks.positive(name, value)
+    if not applies:
+        raise InputError(f"{name} applies only to {what}", field=name.lstrip("-").replace("-", "_"))
 
 
 def one_line(message: str) -> str:

@@ -13,7 +13,8 @@ from costopt.core.units import plain_number
 from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
-from costopt.cli.common import Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
+                                _json_dump, only_for)
 
 app = typer.Typer()
 
@@ -22,6 +23,19 @@ _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are coun
                       "date used is printed, so a rerun with it gives the same output.")
 _RUN_FIELDS = ("throughput_samples_per_s", "usd_per_sample_per_s", "scaling_efficiency", "t_iter_s", "t_compute_s",
                "t_comm_s", "t_exposed_comm_s", "busiest_nic_bytes_per_iter", "time_to_train_h")
+
+
+def _is_llm(model, model_config, strategy, tokens) -> bool:
+    from costopt.search.engine import is_llm
+
+    return is_llm(model, model_config, strategy, tokens)
+
+
+def _refuse(options: dict[str, tuple[bool, str]]) -> None:
+    """Exit 2 on the first option given that this path cannot honour: `--name: why` (never ignored)."""
+    for name, (given, why) in options.items():
+        if given:
+            raise InputError(f"{name}: {why}", field=name.lstrip("-").split(" ")[0].replace("-", "_"))
 
 
 @app.command()
@@ -41,8 +55,10 @@ def solve(
     max_power_kw: Optional[float] = typer.Option(None, help="Power envelope (kW, nameplate)."),
     max_nodes: Optional[int] = typer.Option(None, help="Most nodes."),
     max_rack_units: Optional[float] = typer.Option(None, help="Most rack units."),
-    min_throughput: Optional[float] = typer.Option(None, help="Samples/s target (objective cost)."),
-    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size within this time."),
+    min_throughput: Optional[float] = typer.Option(None, help="Throughput target in the workload's unit: samples/s, or "
+                                                   "tokens/s for a transformer; every design shown meets it."),
+    deadline_hours: Optional[float] = typer.Option(None, help="Train --epochs over --dataset-size (a transformer: --tokens) "
+                                                   "within this time, at --confidence."),
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
     tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
@@ -74,41 +90,38 @@ def solve(
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
+                                  "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
     global_batch: Optional[int] = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens)."),
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
-    framework: Optional[str] = typer.Option(None, help="Transformers: training software, megatron (default) | fsdp | "
-                                            "deepspeed | torchtitan (docs/large-models.md)."),
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
                                                 "instances of any one type (default: the catalog's cap per type, "
                                                 "e.g. AWS's 64-instance Capacity Block)."),
+    confidence: Optional[float] = typer.Option(None, "--confidence", help="Meet the throughput target (--deadline-hours, "
+                                               "--min-throughput) with this probability, from each design's 80% range: "
+                                               "0.5 = the point estimate, 0.9 = the low end (p10). Default: 0.9 with a "
+                                               "deadline, else 0.5."),
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
-    from costopt.perf.llm import is_llm_request
-
-    if workload is None and is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from costopt.search.llm_search import solve_llm
-        from costopt.cli.llm import print_solve
-
-        try:
-            if fmt is Fmt.csv:
-                raise InputError("large-model solves support --format table or json")
-            res = solve_llm(budget, model, tokens=tokens, objective=objective, catalog=catalog,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, seq_len=seq_len,
-                            global_batch=global_batch, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node,
-                            max_nodes=max_nodes, top=top, model_config=model_config, strategies=strategy,
-                            include=include, exclude_gpus=exclude_gpu, max_instances=max_instances,
-                            framework=framework or "megatron")
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_solve(res, fmt.value)
-        return
-    if framework is not None:
-        _fail(InputError("--framework applies to transformer (large-model) requests only", field="framework"), fmt.value)
+    mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
+                "--timings": timings, "--mixed-nics/--one-nic-type": mixed_nics is not None}
+    try:  # options a path cannot honour are refused, never ignored (a negative value named as such first)
+        for name, v in (("--time-limit", time_limit), ("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, True, "", positive=True)
+        if workload is None and any(mix_only.values()):
+            name = next(k for k, v in mix_only.items() if v)
+            raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
+        llm = workload is None and _is_llm(model, model_config, strategy, tokens)
+        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
+            only_for(name, v, llm, "transformer models (see costopt models)")
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
         return
     if workload is not None:
         from costopt.search import multijob
@@ -123,6 +136,9 @@ def solve(
                 raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
             if fmt is Fmt.csv:
                 raise InputError("--workload supports --format table or json")
+            if framework != "eager":
+                raise InputError("--framework: a --workload mix runs every job as measured (eager); give --framework "
+                                 "to a single-model solve", field="framework")
             show = sys.stderr.isatty() if progress is None else progress
             mres = multijob.solve_mix(
                 workload, catalog=catalog, objective=objective, budget=budget, max_power_kw=max_power_kw,
@@ -146,24 +162,38 @@ def solve(
         else:
             multijob.render(mres, _console(), timings=timings)
         return
+    from costopt.search import engine
+
     try:
-        res = api.solve(
-            budget, model, objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
+        if engine.is_llm(model, model_config, strategy, tokens):
+            _refuse({"--format csv": (fmt is Fmt.csv, "large-model solves support --format table or json"),
+                     "--wide": (wide, "the large-model table has one width (every column); --format json has "
+                                "every field")})
+        res = engine.solve(
+            budget, model, tokens=tokens, model_config=model_config, seq_len=seq_len, global_batch=global_batch,
+            objective=objective, catalog=catalog, precision=precision, batch_per_gpu=batch_per_gpu,
             strategies=strategy, reduce_on=reduce_on, top=top, max_power_kw=max_power_kw, max_nodes=max_nodes,
             max_rack_units=max_rack_units, min_throughput=min_throughput, deadline_hours=deadline_hours,
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
-            max_instances=max_instances,
+            max_instances=max_instances, confidence=confidence, **({} if framework == "eager" else {"framework": framework}),
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if isinstance(res, engine.LlmSolveResult):
+        from costopt.cli.llm import print_solve
+
+        print_solve(res.data, fmt.value, bom=bom)
         return
     if fmt is Fmt.json:
         typer.echo(_json_dump(res.to_json_dict()))
         return
     if fmt is Fmt.csv:
-        typer.echo(res.table.to_csv(index=False, float_format=plain_number), nl=False)
+        from costopt.core.neutral import spreadsheet_frame
+
+        typer.echo(spreadsheet_frame(res.table).to_csv(index=False, float_format=plain_number), nl=False)
         return
     c = _console()
     budget_s = _fmt_money(res.budget_usd) if res.budget_usd is not None else "none"
@@ -200,7 +230,11 @@ def solve(
         c.print(res.capacity["sentence"])
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
-        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
+        rng = (f" (80% range {_fmt_number(b['time_to_train_low_h'])}-{_fmt_number(b['time_to_train_high_h'])} h)"
+               if b.get("time_to_train_low_h") is not None else "")
+        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h{rng}")
+    if res.solver.get("target_rule"):
+        c.print(f"Target: {res.solver['target_rule']}.")
     c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']} (age "
             f"counted to {res.as_of})" + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
     if res.excluded.get("sentence"):
@@ -208,6 +242,17 @@ def solve(
     if bom:
         c.print(_bom_table(b["bom"], f"Bill of materials ({b['cost_basis']}, total = capex "
                                      f"{_fmt_money(b['capex_usd'])})"))
+        if b.get("tco"):
+            c.print(_bom_table(b["tco"], f"Whole cost of owning over {res_tco_years(b)} (= cost_usd "
+                                         f"{_fmt_money(b['cost_usd'])})"))
+
+
+def res_tco_years(b: dict) -> str:
+    """'3 years' from the TCO lines' electricity row (the horizon they were priced on)."""
+    for ln in b.get("tco", []):
+        if ln["part_id"] == "electricity":
+            return f"{ln['quantity']:g} years"
+    return "the horizon"
 
 
 @app.command()
@@ -233,6 +278,10 @@ def predict(
     nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
+                                  "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -240,8 +289,6 @@ def predict(
     tp: int = typer.Option(1, help="Transformers: tensor-parallel degree (inside a node)."),
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
     vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
-    framework: Optional[str] = typer.Option(None, help="Transformers: training software, megatron (default: Megatron/NeMo "
-                                            "with Transformer Engine) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -249,34 +296,24 @@ def predict(
     as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
-    from costopt.perf.llm import is_llm_request
+    from costopt.search import engine
 
-    if is_llm_request(model, model_config, strategy, tokens, list_models()):
-        from costopt.search.llm_search import predict_llm
-        from costopt.cli.llm import print_predict
-
-        try:
-            d = predict_llm(model, gpu, gpus_per_node, nodes, nic, strategy, tp=tp, pp=pp, micro_batch=micro_batch,
-                            checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
-                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
-                            nics_per_node=nics_per_node, chassis=chassis, catalog=catalog, model_config=model_config,
-                            tokens=tokens, vp=vp, framework=framework or "megatron")
-        except CostoptError as exc:
-            _fail(exc, fmt.value)
-            return
-        print_predict(d, fmt.value)
-        return
-    if framework is not None or vp != 1:
-        _fail(InputError("--framework and --vp apply to transformer (large-model) requests only", field="framework"),
-              fmt.value)
-        return
     try:
-        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, batch_per_gpu=batch_per_gpu,
-                        precision=precision, reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system,
-                        profile=profile, chassis=chassis, tco_years=tco_years, tensor_set=tensor_set,
-                        nics_per_node=nics_per_node, grad_accum=grad_accum, stack=stack, today=as_of)
+        llm = engine.is_llm(model, model_config, strategy, tokens)
+        d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
+                           seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
+                           checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
+                           reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
+                           chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
+                           grad_accum=grad_accum, stack=stack, today=as_of,
+                           **({} if framework == "eager" else {"framework": framework}))
     except CostoptError as exc:
         _fail(exc, fmt.value)
+        return
+    if llm:
+        from costopt.cli.llm import print_predict
+
+        print_predict(d, fmt.value)
         return
     why = api.infeasible_reason(d)
     if why is not None:  # no throughput for a design that cannot run: exit 1 with the reason
@@ -294,10 +331,14 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if isinstance(v, float):
-            v = _fmt_money(v) if "usd" in k else _fmt_number(v)
+        if k == "bom":  # its own table below
+            continue
+        if isinstance(v, float) or v is None:
+            v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
         t.add_row(k, str(v))
     c.print(t)
+    if d.get("bom"):
+        c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "

@@ -67,12 +67,12 @@ def range_sentence(d: dict) -> str:
     text = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                         f"from the {d.get('range_basis')}", unit="tokens/s")
     if d.get("hours_to_train_low") is not None:
-        text += (f"; {d['tokens_to_train']:,.3g} tokens in {d['hours_to_train']:,.0f} hours "
+        text += (f"; {d['tokens_to_train']:,.0f} tokens in {d['hours_to_train']:,.0f} hours "
                  f"(80% range {d['hours_to_train_low']:,.0f}-{d['hours_to_train_high']:,.0f})")
     return text
 
 
-def print_solve(res: dict, fmt: str) -> None:
+def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
     if fmt == "json":
         typer.echo(_json_dump(res))
         return
@@ -82,7 +82,9 @@ def print_solve(res: dict, fmt: str) -> None:
             f"{res['layouts_per_design']} layouts, Pareto front {res['solver']['pareto_front_size']}")
     c.print(f"Parts: {res['parts_offered']} ({res['designs_left_out_by_part_filter']:,} hardware designs left out; "
             "--include consumer,legacy,eol opens them)")
-    c.print(designs_table([res["best"], *res["best_per_gpu"]], "Best design of each GPU type (large-model path)",
+    gb = (f"global batch {res['global_batch_sequences']:,} sequences held exactly" if res.get("global_batch_rule", "")
+          .startswith("held") else f"global batch about {res['global_batch_sequences']:,} sequences")
+    c.print(designs_table([res["best"], *res["best_per_gpu"]], f"Best design of each GPU type (large-model path, {gb})",
                           bool(res.get("tokens_to_train"))))
     c.print(f"Why: {res['why']}")
     b = res["best"]
@@ -93,6 +95,23 @@ def print_solve(res: dict, fmt: str) -> None:
     if res.get("capacity"):
         c.print(res["capacity"]["sentence"])
     c.print(f"USD per 1e9 tokens ($/1e9 tok): {res['best']['usd_per_1e9_tokens_basis']}.")
+    c.print(f"Global batch: {res['global_batch_rule']}.")
+    c.print(f"Cost: {res['cost_basis']}" + (f"; limits: {', '.join(f'{k} {v:g}' for k, v in res['limits'].items())}"
+                                            if res.get("limits") else "") + ".")
+    if res["solver"].get("target_rule"):
+        t = f"Target: {res['solver']['target_rule']}"
+        if b.get("hours_to_train_at_confidence") is not None:
+            t += (f"; the pick trains {res['tokens_to_train']:,.3g} tokens in {b['hours_to_train_at_confidence']:,.0f} "
+                  f"hours at that confidence")
+        c.print(t + ".")
+    if b.get("oldest_price_date"):
+        c.print(f"Parts: oldest price in the design {b['oldest_price_date']} (age counted to {res['as_of']})"
+                + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
+    if bom and b.get("bom"):
+        from costopt.cli.common import _bom_table
+
+        c.print(_bom_table(b["bom"], f"Bill of materials ({res['cost_basis']}, total = capex "
+                                     f"{_fmt_money(b['capex_usd'])})"))
 
 
 

@@ -70,6 +70,9 @@ def _show_version(value: bool) -> None:
 def _root(version: Optional[bool] = typer.Option(None, "--version", callback=_show_version, is_eager=True,
                                                  help="Print the version and exit.")) -> None:
     """Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve."""
+    from costopt.core.checks import force_overwrite
+
+    force_overwrite(False)  # each command starts without --force (a command that takes it sets it)
 
 
 def build_app(modules: tuple[str, ...] = _MODULES) -> typer.Typer:
@@ -122,8 +125,70 @@ def _plain_flags(command, name: str = "costopt") -> None:
         _plain_flags(sub, sub_name)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that `finally` blocks and temporary folders are cleaned
+    up as for Ctrl-C (the default action would end the process on the spot)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+# Exit codes beyond 0/1/2 (docs/commands.md): the shell's 128 + signal number.
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE = 130, 143, 141
+
+
+def _quiet_broken_pipe() -> None:
+    """stdout was closed by its reader (`costopt ... | head -1`): nothing more can be shown. Point fd 1 at
+    /dev/null so the interpreter's final flush does not fail again, and exit without a message."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def _is_broken_pipe(exc: BaseException | None) -> bool:
+    import errno
+
+    while exc is not None:
+        if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+            return True
+        exc = exc.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the command line; usage errors become one line (`error: ...`) instead of a boxed panel."""
+    """Run the command line; usage errors become one line (`error: ...`) instead of a boxed panel. A closed
+    stdout ends quietly (exit 141), Ctrl-C with exit 130, SIGTERM with exit 143 (temporary files removed;
+    a solver child process ends with its parent, costopt/core/children.py)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread (an embedding program): leave its handlers alone
+        pass
+    try:
+        _main(argv)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except SystemExit as exc:
+        if exc.code == 1 and _is_broken_pipe(exc.__context__):  # click turns EPIPE into exit 1
+            _quiet_broken_pipe()
+        raise
+    except Terminated:
+        try:
+            sys.stderr.write("terminated\n")
+        except OSError:
+            pass
+        sys.exit(EXIT_TERMINATED)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if "numpy" not in sys.modules:  # once numpy is loaded, the setting would only reach child processes
         one_blas_thread(os.environ, _command_of(args))
@@ -139,9 +204,13 @@ def main(argv: list[str] | None = None) -> None:
         msg = one_line(exc.format_message())
         typer.echo(f"error: {msg}{where}", err=True)
         if _wants_json(args):
-            typer.echo(json.dumps({"error": msg, "reason": "usage", "exit_code": 2}, indent=2))
+            # docs/commands.md: every exit-2 error under --format json says "reason": "input"
+            typer.echo(json.dumps({"error": msg, "reason": "input", "exit_code": 2}, indent=2))
         sys.exit(2)
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
+            typer.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         typer.echo("aborted", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

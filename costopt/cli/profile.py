@@ -12,7 +12,8 @@ from typing import Optional
 import typer
 
 from costopt.core.checks import output_path
-from costopt.cli.common import _fail, out_option
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, _fail, out_option
 
 from costopt.core.errors import CostoptError, InputError
 
@@ -37,8 +38,10 @@ def profile(
     repeat: int = typer.Option(10, help="Timed steps per batch size (the median is kept)."),
     output: Optional[Path] = typer.Option(None, "--out", "-o", help="Profile JSON to write (zoo format; required)."),
     output_alias: Optional[Path] = typer.Option(None, "--output", hidden=True, help="Old spelling of --out."),
+    force: bool = FORCE,
 ) -> None:
     """Measure one device's training step and write a zoo-format profile for --profile."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     from costopt.measure import profile as prof  # imports torch lazily inside its functions
 
     try:

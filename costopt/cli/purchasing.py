@@ -16,7 +16,8 @@ from rich.table import Table
 
 from costopt.purchase import purchasing as P
 from costopt.core.checks import output_path
-from costopt.cli.common import _console, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.core.checks import force_overwrite
+from costopt.cli.common import FORCE, _console, _fail, _fmt_money, _fmt_number, _json_dump
 
 from costopt.core.errors import CostoptError, InputError
 
@@ -62,6 +63,31 @@ _MAX_INSTANCES = typer.Option(None, "--max-instances", help="Cloud catalogs: ren
 _INCLUDE = typer.Option(None, help="Also offer these part classes: consumer, legacy, eol (comma separated or "
                         "repeated; all), as in solve.")
 _EXCLUDE_GPU = typer.Option(None, "--exclude-gpu", help="Leave this GPU out (repeatable), as in solve.")
+_TOKENS = typer.Option(None, help="Transformers: tokens to train (the job: time and cost to train them).")
+_MODEL_CONFIG = typer.Option(None, help="Transformer described by its architecture (TOML; see docs/large-models.md).")
+_SEQ_LEN = typer.Option(None, help="Transformers: sequence length (default: the model's).")
+_GLOBAL_BATCH = typer.Option(None, help="Transformers: global batch in sequences (default: 4M tokens).")
+_MODEL = typer.Option(None, help="Zoo model (a data-parallel one, or a transformer such as llama3_70b).")
+
+
+def _llm(model, model_config, strategy, tokens) -> bool:
+    """A large-model request (perf/llm.is_llm_request): a transformer, a model config, or --tokens."""
+    from costopt.perf.llm import is_llm_request
+    from costopt.perf.workload import list_models
+
+    return is_llm_request(model, model_config, strategy, tokens, list_models())
+
+
+def _dp_model(model: str | None, llm_only: dict) -> str:
+    """A data-parallel request: --model is needed, and the transformer options are refused."""
+    from costopt.cli.llm_purchasing import refuse_llm_only
+
+    refuse_llm_only(llm_only)
+    if model is None:
+        raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
+    return model
+
+
 _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are counted to (default: today); the "
                       "date used is printed, so a rerun with it gives the same output.")
 
@@ -69,7 +95,7 @@ _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are coun
 @app.command()
 def compare(
     catalogs: list[Path] = typer.Argument(..., help="Two or more catalogs (full, overlay or cloud TOML)."),
-    model: str = typer.Option(..., help="Zoo model."),
+    model: Optional[str] = _MODEL,
     budget: float = typer.Option(..., help="Budget in USD (capex for owned catalogs; rent for cloud ones)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput"),
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
@@ -84,13 +110,31 @@ def compare(
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
     max_instances: Optional[int] = _MAX_INSTANCES,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
+    tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
+    seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
+    if _llm(model, model_config, strategy, tokens):
+        from costopt.cli import llm_purchasing as L
+
+        try:
+            L.refuse({"--batch-per-gpu": batch_per_gpu, "--overlap": None if overlap == "wfbp" else overlap,
+                      "--epochs": epochs, "--dataset-size": dataset_size, "--system": system})
+            j = L.job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include,
+                      exclude_gpu, max_instances, objective)
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
+        L.run_compare(catalogs, j, budget, hours=hours, tco_years=tco_years, years=years, utilization=utilization,
+                      price_cut=price_cut, fmt=fmt.value)
+        return
     try:
+        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
-                                                       utilization, max_instances=max_instances, include=include,
-                                                       exclude_gpu=exclude_gpu),
+                                                       utilization, as_of=as_of, max_instances=max_instances,
+                                                       include=include, exclude_gpu=exclude_gpu),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -127,6 +171,10 @@ def compare(
         m = cmp.margin
         c.print(f"Winner: {w.label} — {m['throughput_gain']:+.1%} throughput vs {m['runner_up']} "
                 f"({m['cost_difference_usd']:+,.0f} USD cost, {m['usd_per_sample_per_s_ratio'] - 1:+.1%} cost per sample/s)")
+    if cmp.held_equal:
+        c.print(cmp.held_equal)
+    for w in cmp.price_warnings:
+        c.print(f"Warning: {w}")
     for pc in cmp.price_cuts:
         unit = "USD per hour" if pc.part_kind == "instance" else "USD per unit"
         if pc.needed_price is None:
@@ -141,7 +189,7 @@ def compare(
 
 @app.command("rent-vs-buy")
 def rent_vs_buy(
-    model: str = typer.Option(..., help="Zoo model."),
+    model: Optional[str] = _MODEL,
     budget: float = typer.Option(..., help="Purchase budget in USD (capex)."),
     cloud: Path = typer.Option(..., help="Cloud catalog (hourly instance prices)."),
     catalog: Optional[Path] = typer.Option(None, help="Owned catalog (default: built-in reference-2026)."),
@@ -154,12 +202,29 @@ def rent_vs_buy(
     fmt: CmpFmt = typer.Option(CmpFmt.table, "--format", help="table | json"),
     max_instances: Optional[int] = _MAX_INSTANCES,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
+    tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
+    seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
+    if _llm(model, model_config, strategy, tokens):
+        from costopt.cli import llm_purchasing as L
+
+        try:
+            L.refuse({"--batch-per-gpu": batch_per_gpu, "--overlap": None if overlap == "wfbp" else overlap,
+                      "--epochs": epochs, "--dataset-size": dataset_size, "--system": system})
+            j = L.job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include,
+                      exclude_gpu, max_instances)
+        except CostoptError as exc:
+            _fail(exc, fmt.value)
+            return
+        L.run_rent_vs_buy(j, budget, cloud, catalog, years=years, utilization=utilization, hours=hours, fmt=fmt.value)
+        return
     try:
+        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
-                                     system=system, max_instances=max_instances, include=include,
+                                     system=system, as_of=as_of, max_instances=max_instances, include=include,
                                      exclude_gpu=exclude_gpu))
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -186,6 +251,10 @@ def rent_vs_buy(
             s = f"{v:,.1f}"
         t.add_row(what, s, unit)
     c.print(t)
+    if r.held_equal:
+        c.print(r.held_equal)
+    for w in r.price_warnings:
+        c.print(f"Warning: {w}")
     c.print(f"Verdict: {r.verdict}")
 
 
@@ -213,20 +282,22 @@ def report(
     as_of: Optional[str] = _AS_OF,
     max_instances: Optional[int] = _MAX_INSTANCES,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
+    force: bool = FORCE,
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
     strategies fit at which GPU memory size."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
     from costopt.purchase import report as R
     from costopt.perf.llm import is_llm_request
     from costopt.perf.workload import list_models
 
     if is_llm_request(model, model_config, strategy, tokens, list_models()):
         _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
-                    max_nodes, top, years, progress, include, exclude_gpu,
+                    max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
                     {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
-                     "--system": system, "--all": all_designs, "--cloud": cloud, "--utilization": utilization,
-                     "--as-of": as_of, "--max-instances": max_instances})
+                     "--system": system, "--all": all_designs, "--as-of": as_of, "--max-instances": max_instances,
+                     "--overlap": None if overlap == "wfbp" else overlap})
         return
     try:
         if model is None:
@@ -259,7 +330,8 @@ def report(
 
 
 def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
-                max_nodes, top, years, progress, include, exclude_gpu, data_parallel_only: dict) -> None:
+                max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
+                data_parallel_only: dict) -> None:
     from costopt.purchase import report as R
     from costopt.purchase.llm_report import build_llm_report
 
@@ -268,7 +340,7 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
         if given:
             raise InputError(f"{', '.join(given)}: not available in a large-model report (use --tokens for time and "
                              "cost to train)")
-        inputs = [catalog, model_config]
+        inputs = [catalog, model_config, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
         output_path(out, "--out", inputs)
@@ -277,7 +349,7 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
         rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
                                global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
                                strategies=strategy, max_nodes=max_nodes, top=top, years=years, include=include,
-                               exclude_gpus=exclude_gpu, progress=progress)
+                               exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization)
         files = R.write_report(rep, out, inputs)
     except CostoptError as exc:
         _fail(exc)
@@ -304,7 +376,7 @@ class _StdoutBytes:
 
 @app.command()
 def export(
-    model: str = typer.Option(..., help="Zoo model."),
+    model: Optional[str] = _MODEL,
     budget: float = typer.Option(..., help="Budget in USD (only designs within it)."),
     catalog: Optional[Path] = typer.Option(None, help="Catalog TOML (default: built-in reference-2026)."),
     fmt: ExportFmt = typer.Option(ExportFmt.csv, "--format", help="csv | xlsx | json"),
@@ -315,9 +387,35 @@ def export(
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
+    tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
+    seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    max_instances: Optional[int] = _MAX_INSTANCES,
+    force: bool = FORCE,
 ) -> None:
     """Every feasible design within the budget, ranked, for spreadsheets (csv, xlsx, json)."""
+    force_overwrite(force)  # --force: a read-only --out may be replaced
+    if _llm(model, model_config, strategy, tokens):
+        from costopt.cli import llm_purchasing as L
+
+        try:
+            L.refuse({"--batch-per-gpu": batch_per_gpu, "--overlap": None if overlap == "wfbp" else overlap,
+                      "--epochs": epochs, "--dataset-size": dataset_size, "--system": system})
+            j = L.job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include,
+                      exclude_gpu, max_instances, objective)
+            inputs = [catalog, model_config]
+            if out is not None:
+                output_path(out, "--out", inputs)
+        except CostoptError as exc:
+            _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
+            return
+        L.run_export(catalog, j, budget, fmt.value, out, inputs, hours=hours, tco_years=tco_years,
+                     stdout=_StdoutBytes())
+        return
     try:
+        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
+        if max_instances is not None:
+            raise InputError("--max-instances: only for a large-model export (a data-parallel export rents what "
+                             "the cloud catalog caps)", field="max_instances")
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, tco_years,
                      objective, system, include=include, exclude_gpu=exclude_gpu)
         inputs = [catalog, system]

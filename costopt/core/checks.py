@@ -14,7 +14,9 @@ import math
 import numbers
 import os
 import re
+import stat
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
@@ -130,7 +132,7 @@ def path_like(name: str, v: Any, *, optional: bool = True) -> None:
         raise InputError(f"{name} must be a file path, got {shown(v)}", field=name)
 
 
-_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+_DATE = re.compile(r"^([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?\Z")  # ASCII digits only (\d takes "２")
 
 
 def date(name: str, v: Any) -> str:
@@ -150,7 +152,7 @@ def as_of(v: Any) -> _dt.date | None:
     """The day price ages are counted to (`--as-of`): None (today), a `datetime.date`, or YYYY-MM-DD."""
     if v is None or (isinstance(v, _dt.date) and not isinstance(v, _dt.datetime)):
         return v
-    if not (isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.strip())):
+    if not (isinstance(v, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v.strip())):
         raise InputError(f"--as-of must be a date YYYY-MM-DD, got {shown(v)}", field="as_of")
     date("--as-of", v.strip())
     return _dt.date.fromisoformat(v.strip())
@@ -177,9 +179,32 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+# `--force`: a command line may replace a read-only output file (set by the commands that take it, reset
+# for every command by the CLI's root callback). Special files (FIFOs, devices, sockets) are never replaced.
+_FORCE: ContextVar[bool] = ContextVar("costopt_force_overwrite", default=False)
+
+
+def force_overwrite(on: bool) -> None:
+    """Whether outputs may replace read-only files (`--force`) from now on in this context."""
+    _FORCE.set(bool(on))
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path:
-    """An output file we can create: its folder exists, it is not itself a folder, and it is none of the
-    command's `inputs` (files it reads; None entries and built-in names are skipped)."""
+    """An output file we can create or replace: its folder exists; it is not a folder, not a special file
+    (a FIFO, a device such as /dev/null, a socket, or a link to one such as /dev/stdout: those are never
+    replaced), not read-only (unless `--force`), and none of the command's `inputs` (files it reads; None
+    entries and built-in names are skipped). A link to a regular file is written through: the file it
+    names is replaced, the link stays. Returns the path to replace."""
     path_like(what, path, optional=False)
     p = Path(path)
     if p.is_dir():
@@ -189,12 +214,39 @@ def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path
         raise InputError(f"{what} {p}: directory {parent} does not exist", field=what)
     if not parent.is_dir():
         raise InputError(f"{what} {p}: {parent} is not a directory", field=what)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        st = None
+        if p.is_symlink():  # a dangling link: where it points is not ours to create
+            raise InputError(f"{what} {p}: is a link to a missing file; refusing to write through it", field=what)
+    except OSError as exc:
+        raise InputError(f"{what} {p}: cannot check it: {exc.strerror or exc}", field=what) from None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{what} {p}: is {_kind_of(st.st_mode)}; refusing to replace it (an output is a "
+                             "regular file; leave out --out to print to stdout)", field=what)
+        read_only = not st.st_mode & 0o222 or (os.geteuid() != 0 and not os.access(p, os.W_OK))
+        if read_only and not _FORCE.get():
+            raise InputError(f"{what} {p}: is read-only; refusing to replace it (--force replaces it)", field=what)
     for src in inputs:
         if src is None or not isinstance(src, (str, os.PathLike)):
             continue
         if _same_file(p, Path(src)):
             raise InputError(f"{what} {p}: is one of this command's inputs; refusing to write over it "
                              f"(choose another output file)", field=what)
+    if p.is_symlink():
+        # a link through /dev or /proc (/dev/stdout -> /proc/self/fd/1 -> whatever fd 1 is) names a stream,
+        # not a file to replace, even when fd 1 happens to be a regular file
+        hop = os.path.abspath(p)
+        for _ in range(40):
+            if hop.startswith(("/dev/", "/proc/")):
+                raise InputError(f"{what} {p}: is a link through {hop}; refusing to replace it (leave out --out "
+                                 "to print to stdout)", field=what)
+            if not os.path.islink(hop):
+                break
+            hop = os.path.abspath(os.path.join(os.path.dirname(hop), os.readlink(hop)))
+        return Path(os.path.realpath(p))
     return p
 
 

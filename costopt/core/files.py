@@ -1,27 +1,183 @@
-"""Reading user files and writing JSON, with one clear `InputError` for every way a file can be bad."""
+"""Reading user files and writing JSON, with one clear `InputError` for every way a file can be bad.
+
+One validation layer for every file a user hands in (CLI, API and files that name other files, such as
+an overlay's `base`): `input_path` checks the type before anything opens it (a FIFO would block the
+open, a device such as /dev/zero would be read forever, a directory is not a file) and the size against
+the cap of its kind (`MAX_BYTES`); `read_input_bytes` then reads at most that many bytes from a
+descriptor opened without blocking and checked again (the file cannot be swapped between the check and
+the read); `read_input_text` decodes with an explicit encoding (UTF-8, a UTF-8 BOM allowed) and names
+the line of the first byte that is not, or of a NUL (a binary file); `read_toml` / `read_json` parse and
+bound the nesting depth (`MAX_DEPTH`; a file nested 20,000 deep is an InputError, never a RecursionError).
+"""
 
 from __future__ import annotations
 
 import math
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from costopt.core.errors import InputError
 
+# Largest input of each kind (bytes). Far above any real file of the kind (the reference catalog is
+# 84 kB, a profile a few kB, a validation CSV of 1M rows about 150 MB), far below what would exhaust
+# memory when parsed (a TOML file costs ~20x its size as Python objects, a CSV read in rows much less).
+MAX_BYTES = {"toml": 20_000_000, "json": 200_000_000, "csv": 2_000_000_000, "text": 20_000_000}
+# Deepest nesting of arrays/tables a TOML or JSON input may have: the deepest real file (a catalog's
+# `[[gpu]]` with a `reference_throughput` list of tables) is 4 levels.
+MAX_DEPTH = 64
+
+
+def _field(what: str) -> str:
+    return what.removesuffix(" file").replace(" ", "_")  # the input at fault: 'catalog', 'model_config', ...
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def input_path(path: Any, what: str, kind: str = "text", *, field: str | None = None) -> Path:
+    """`path` as a Path if it names a regular file (links followed) of at most MAX_BYTES[kind] bytes;
+    else one InputError naming it and why. Nothing is opened (a FIFO is refused without blocking)."""
+    field = field or _field(what)
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and (
+            not path or "\x00" in path)):
+        raise InputError(f"{what} must be a file path, got {type(path).__name__} {path!r}"[:200], field=field)
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {p}", field=field) from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{p}: {what} is {_kind_of(st.st_mode)}, not a regular file", field=field)
+    cap = MAX_BYTES[kind]
+    if st.st_size > cap:
+        raise InputError(f"{p}: {what} is {st.st_size / 1e6:,.1f} MB, over the {cap / 1e6:,.0f} MB limit for "
+                         f"a {kind} input", field=field)
+    return p
+
+
+def read_input_bytes(path: Any, what: str, kind: str = "text", *, field: str | None = None) -> bytes:
+    """The bytes of a regular file checked by `input_path`, read through a non-blocking descriptor that
+    is checked again after opening, and never more than the cap of `kind`."""
+    field = field or _field(what)
+    p = input_path(path, what, kind, field=field)
+    cap = MAX_BYTES[kind]
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{p}: {what} is {_kind_of(st.st_mode)}, not a regular file", field=field)
+        chunks, total = [], 0
+        while True:
+            b = os.read(fd, 1 << 22)
+            if not b:
+                break
+            chunks.append(b)
+            total += len(b)
+            if total > cap:
+                raise InputError(f"{p}: {what} is over the {cap / 1e6:,.0f} MB limit for a {kind} input",
+                                 field=field)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, where: str, what: str, *, field: str | None = None) -> str:
+    """UTF-8 text (a leading UTF-8 BOM dropped), or one InputError naming the line of the first byte that
+    is not UTF-8 or is a NUL (a binary file), and what the file looks like (UTF-16 by its BOM)."""
+    field = field or _field(what)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{where}: {what} is UTF-16 (byte-order mark at the start); save it as UTF-8",
+                         field=field)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    nul = data.find(b"\x00")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = exc.start if nul < 0 else min(exc.start, nul)
+        line = data.count(b"\n", 0, at) + 1
+        byte = data[at]
+        why = "a NUL byte (a binary file?)" if byte == 0 else f"byte 0x{byte:02x} is not UTF-8 (Latin-1 or another encoding?)"
+        raise InputError(f"{where}: line {line}: {why}; {what} must be UTF-8 text", field=field) from None
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError(f"{where}: line {line}: a NUL byte (a binary file?); {what} must be UTF-8 text", field=field)
+    return text
+
+
+def read_input_text(path: Any, what: str, kind: str = "text", *, field: str | None = None) -> str:
+    """`read_input_bytes` decoded by `decode_text`."""
+    return decode_text(read_input_bytes(path, what, kind, field=field), str(path), what, field=field)
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Depth of nested lists/dicts (a scalar: 0), walked without recursion; stops counting past `limit`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        elif not isinstance(v, list):
+            continue
+        deepest = max(deepest, d)
+        if d > limit:
+            return d
+        stack.extend((x, d + 1) for x in v if isinstance(x, (list, dict)))
+    return deepest
+
+
+def _bounded(data: Any, where: str, what: str, field: str) -> Any:
+    if nesting_depth(data) > MAX_DEPTH:
+        raise InputError(f"{where}: {what} nests arrays/tables more than {MAX_DEPTH} deep", field=field)
+    return data
+
 
 def read_toml(path: str | Path, what: str) -> dict:
-    """Parse a TOML file; `what` names the kind of file in the not-found message ('catalog file')."""
-    p = Path(path)
-    field = what.removesuffix(" file").replace(" ", "_")  # the input at fault: 'catalog', 'model_config', ...
-    if not p.exists():
-        raise InputError(f"{what} not found: {p}", field=field)
+    """Parse a TOML file; `what` names the kind of file in the messages ('catalog file')."""
+    field = _field(what)
+    text = read_input_text(path, what, "toml", field=field)
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{p}: not valid TOML: {exc}", field=field) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}", field=field) from None
+        raise InputError(f"{path}: not valid TOML: {exc}", field=field) from None
+    except RecursionError:
+        raise InputError(f"{path}: {what} nests arrays/tables more than {MAX_DEPTH} deep", field=field) from None
+    return _bounded(data, str(path), what, field)
+
+
+def read_json(path: str | Path, what: str, *, field: str | None = None) -> Any:
+    """Parse a JSON file (bounded like `read_toml`)."""
+    import json
+
+    field = field or _field(what)
+    text = read_input_text(path, what, "json", field=field)
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise InputError(f"{path}: {what} nests arrays/objects more than {MAX_DEPTH} deep", field=field) from None
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}", field=field) from None
+    return _bounded(data, str(path), what, field)
 
 
 def json_safe(value: Any) -> Any:

@@ -39,7 +39,7 @@ def us_to_s(us):
 
 
 # PCIe x16 bandwidth per direction, GB/s (spec), by generation.
-# Source: shared/research/hardware_facts.md §3b (stas00/ml-engineering 744d01e, 2026-08).
+# Source: docs/sources.md §3b (stas00/ml-engineering 744d01e, 2026-08).
 PCIE_X16_GB_PER_S = {3: 16.0, 4: 31.0, 5: 63.0, 6: 121.0}
 
 

@@ -300,8 +300,11 @@ def _expand_instances(data: dict, where: str) -> dict:
             gpus_per_pcie_switch=2 if inst.gpu_count >= 8 else 1, price_usd=max(rest, tiny), power_overhead_w=0.0,
             rack_units=1, nics=[nic_id], usd_per_hour=inst.usd_per_hour,
             max_nodes=inst.max_instances, max_nodes_source=inst.max_instances_source,
+            rental_pricing=inst.pricing, min_rental_hours=inst.min_rental_hours,
+            rental_increment_hours=inst.rental_increment_hours, rental_terms_source=inst.rental_terms_source,
+            interruption_note=inst.interruption_note,
             estimates=[e for e in inst.estimates if e in Chassis.model_fields]
-            + (["max_nodes"] if inst.id in caps_estimated else []),
+            + (["max_nodes"] if inst.id in caps_estimated or "max_instances" in inst.estimates else []),
             notes=inst.notes, **prov))
     out = {k: v for k, v in data.items() if k not in ("gpu", "chassis", "nic")}
     out["catalog"] = {**data["catalog"], "kind": "cloud"}
@@ -373,12 +376,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if path is not None and not p.exists() and str(path) in builtin_catalogs():
         p = builtin_catalogs()[str(path)]
     key = validated_cache.key("catalog", p, _VALIDATING_MODULES)
-    cached = validated_cache.get(key)
+    cached = validated_cache.get(key, Catalog.from_data)  # None: a miss of any kind (validated again below)
     if cached is not None:
-        try:
-            return Catalog.from_data(cached)
-        except (KeyError, TypeError, AttributeError):  # an entry of another layout: validate again
-            pass
+        return cached
     read: list[Path] = []
     data, where = _load_data(p, read=read)
     kind = data["catalog"].get("kind", "owned") if isinstance(data.get("catalog"), dict) else "owned"

@@ -200,6 +200,11 @@ class Chassis(Sourced, LifeCycled):
     # a rented node: the most instances of this type one cluster can rent (cloud_facts.py), and why
     max_nodes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     max_nodes_source: str = ""
+    rental_pricing: str = ""
+    min_rental_hours: NonNegativeFloat = 0.0
+    rental_increment_hours: NonNegativeFloat = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
 
 class Nic(Sourced, LifeCycled):
@@ -232,6 +237,22 @@ class Site(_Strict):
     average_draw_fraction: Annotated[float, Field(gt=0, le=1.0)] = 0.75
     source: str = _record_default(_records.Site, "source")
     date: Date = _record_default(_records.Site, "date")
+    facility: Literal["colocation", "own"] = "colocation"
+    colocation_usd_per_kw_month: NonNegativeFloat = _record_default(_records.Site, "colocation_usd_per_kw_month")
+    liquid_pue: Annotated[float, Field(ge=1.0, le=3.0)] = _record_default(_records.Site, "liquid_pue")
+    liquid_above_tdp_w: PositiveFloat = _record_default(_records.Site, "liquid_above_tdp_w")
+    support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site, "support_pct_per_year")
+    staff_usd_per_gpu_year: NonNegativeFloat = _record_default(_records.Site, "staff_usd_per_gpu_year")
+    storage_usd_per_tb: NonNegativeFloat = _record_default(_records.Site, "storage_usd_per_tb")
+    storage_tb: NonNegativeFloat = 0.0
+    storage_tb_per_gpu: NonNegativeFloat = _record_default(_records.Site, "storage_tb_per_gpu")
+    cost_of_capital_pct: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site, "cost_of_capital_pct")
+    residual_pct_at_3_years: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site,
+                                                                                    "residual_pct_at_3_years")
+    tco_source: str = _record_default(_records.Site, "tco_source")
+    tco_date: Date = _record_default(_records.Site, "tco_date")
+    tco_estimates: list[str] = ["support_pct_per_year", "staff_usd_per_gpu_year", "storage_tb_per_gpu",
+                                "cost_of_capital_pct", "liquid_above_tdp_w"]
 
 
 class Facility(_Strict):
@@ -282,11 +303,20 @@ class Instance(Sourced):
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
     region: str = ""
+    pricing: Literal["on-demand", "spot", "capacity-block", "reserved"] = "on-demand"
+    min_rental_hours: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    rental_increment_hours: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    rental_terms_source: str = ""
+    interruption_note: str = ""
 
     @model_validator(mode="after")
     def _cap_sourced(self):
         if self.max_instances is not None and not self.max_instances_source.strip():
             raise ValueError("max_instances needs max_instances_source (where the cap comes from)")
+        if (self.min_rental_hours or self.rental_increment_hours) and not self.rental_terms_source.strip():
+            raise ValueError("min_rental_hours / rental_increment_hours need rental_terms_source (where the terms come from)")
+        if self.pricing == "spot" and not self.interruption_note.strip():
+            raise ValueError("a spot price needs interruption_note (what an interruption costs the job)")
         return self
 
 

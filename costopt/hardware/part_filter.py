@@ -32,6 +32,7 @@ import numpy as np
 
 from costopt.hardware.catalog import Catalog
 from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.core import checks
 from costopt.core.errors import InputError
 from costopt.search.solver import best_on_front
 
@@ -68,6 +69,11 @@ class PartFilter:
     def from_options(cls, include: list[str] | str | None, exclude_gpus: list[str] | None,
                      named_gpus: list[str] | None, catalog: Catalog) -> "PartFilter":
         """Validate --include / --exclude-gpu against the catalog (InputError names the bad value)."""
+        if include is not None and not isinstance(include, str) and (
+                not isinstance(include, (list, tuple)) or not all(isinstance(w, str) for w in include)):
+            raise InputError(f"--include must be a string or a list of strings (consumer, legacy, eol, all), got "
+                             f"{type(include).__name__} {checks.shown(include)}", field="include")
+        exclude_gpus = checks.ident_list("--exclude-gpu", exclude_gpus)
         words: list[str] = []
         for item in ([include] if isinstance(include, str) else (include or [])):
             words += [w.strip() for w in item.split(",") if w.strip()]

@@ -31,6 +31,7 @@ in the shipped file.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
+from costopt.core.files import input_path, read_input_text
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, Layout, default_llm_params,
                                       evaluate_layouts, gpu_generation, params_for_framework)
@@ -64,9 +66,10 @@ _ASSUMED_NIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr"}
 def is_llm_csv(path: str | Path) -> bool:
     """True when the file's header is the large-model format (so `costopt validate` can dispatch)."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        input_path(path, "measurement file", "csv")  # a FIFO or device is not opened (read_measurements says why)
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
             header = next(csv.reader(fh), [])
-    except OSError:
+    except (OSError, InputError, csv.Error):
         return False
     return "measured_tokens_per_s_per_gpu" in header and "dp_strategy" in header
 
@@ -103,7 +106,7 @@ def read_llm_csv(path: str | Path) -> list[LlmRow]:
     p = Path(path)
     if not p.exists():
         raise InputError(f"measurement file not found: {p}")
-    with open(p, newline="", encoding="utf-8") as fh:
+    with io.StringIO(read_input_text(p, "measurement file", "csv"), newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         missing = [c for c in COLUMNS if c not in header]

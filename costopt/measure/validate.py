@@ -63,7 +63,7 @@ from costopt.hardware.catalog import REFERENCE_CATALOG, Catalog, parse_catalog
 from costopt.core.checks import MAX_COUNT
 from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from costopt.core.errors import InputError
-from costopt.core.files import read_toml
+from costopt.core.files import read_input_text, read_toml
 from costopt.perf.intervals import bounds as interval_bounds
 from costopt.perf.intervals import exposed_share
 from costopt.perf.stacks import AUTO, STACKS, check_stack, infer_stack
@@ -150,10 +150,7 @@ def _err(path: Path, line: int, column: str, msg: str) -> InputError:
 def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[str]]:
     """Parse and check a measurement CSV; returns (path, rows, header)."""
     path = resolve_dataset(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    text = read_input_text(path, "measurement file", "csv")  # regular, bounded, UTF-8 (bad byte: its line)
     reader = csv.reader(text.splitlines(keepends=True))
     try:
         header = [h.strip() for h in next(reader)]
@@ -660,10 +657,10 @@ def frame_for(prep: Prepared, predicted: np.ndarray) -> pd.DataFrame:
     cols["predicted_samples_per_s"] = pred
     cols["error_pct"] = (pred - prep.measured) / prep.measured * 100.0
     cols["compute_basis"] = list(prep.compute_basis)
-    df = pd.DataFrame(cols)
-    df["nodes"] = df["nodes"].astype(int)
-    df["gpus_per_node"] = df["gpus_per_node"].astype(int)
-    return df
+    # the counts as parsed (a cell written 8.0 is the whole number 8, as in the prediction), not as read
+    cols["nodes"] = np.array([r.nodes for r in rows], dtype=np.int64)
+    cols["gpus_per_node"] = np.array([r.gpus_per_node for r in rows], dtype=np.int64)
+    return pd.DataFrame(cols)
 
 
 def with_stack(rows: list[Row], stack: str | None) -> list[Row]:

@@ -1,72 +1,66 @@
-"""Compute time of one training iteration of a zoo model on any catalog GPU.
+"""Compute time of one training iteration of a zoo model on any catalog GPU: host time + GPU time.
 
-Evidence, best first (the estimate's `source` and `basis` say which one was used):
+Per phase (forward, backward), at batch b (costopt/perf/host_gpu.py):
 
-(a) measured: the model was profiled on this GPU (zoo file or `--profile`): forward, backward and
-    optimizer-step times at the measured batches, interpolated between them.
-(b) published ratio: a published training throughput of the same model (or one of the same class, see
-    data/published/lambda_single_gpu.json `model_map`) on this GPU and on the measured reference GPU,
-    from ONE harness (Lambda's PyTorch tables; else the catalog's `throughput` figures of both GPUs):
+    t(b) = smax(H, k + b g)        smax(x, y) = (x^p + y^p)^(1/p)
 
-        t_gpu(b) = t_ref(b) * X_ref / X_gpu
+H the host time of the phase (Python, kernel launches, per-tensor loops: the software stack and the CPU,
+never scaled by a GPU ratio), k the kernel floor (the phase's weight traffic, weight bytes / W, moved once
+whatever the batch), g the GPU time per sample. The optimizer step runs once per optimizer step,
+independent of the batch: t_step = smax(H_s, G_s).
 
-    When the two GPUs are in different Lambda tables the ratio is bridged through a GPU that is in
-    both (H100 SXM: v1 and v2): X_ref/X_gpu = (X_ref/X_bridge)_v2 * (X_bridge/X_gpu)_v1.
-(c) roofline: per sample, F = training matmul FLOPs (forward + backward) and B = bytes moved by every
-    other op (zoo `flops`, counted per layer by tools/zoo_flops.py); a GPU of generation g at
-    precision p spends
+Evidence (the estimate's `source` and `basis` say which one was used):
 
-        r_gpu = F / (P_gpu,p * e_mm[g,p]) + B_p / (W_gpu * e_bw[g,p])
+(a) measured: the model was profiled on this GPU (zoo file or `--profile`). H, g per phase are fitted to the
+    measured batch sweep (host_gpu.fit_phase); where the sweep does not tell g (host-bound at every measured
+    batch, host_gpu.identified false) a weak prior holds g at the roofline below instead of leaving it free; the estimate at any batch is the fitted
+    curve (source `measured` at a measured batch, `interpolated` inside the sweep, `extrapolated` outside).
+(c) roofline: any other GPU X. The reference GPU's fitted H is kept; its GPU time is moved by the ratio of
+    the two GPUs' rooflines for this model:
 
-    with P the dense peak FLOP/s at p (catalog) at the clock the GPU sustains (P_rated x sustained /
-    rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated
-    boost clock), W the memory bandwidth, e the achieved fractions.
-    The measured reference's time beyond its own roofline, o = max(t_ref(b) - b r_ref, 0) (kernel
-    launches, host work: the same on any GPU), is kept and only the rest is scaled:
+        g_X = g_ref * r_X / r_ref,   r = F / (P e_mm) + B / (W e_bw)   per sample
+        k_X = weight bytes / W_X;    G_s,X = G_s,ref * (W_ref e_bw,ref) / (W_X e_bw,X)
 
-        t_gpu(b) = (t_ref(b) - o) * r_gpu / r_ref + o
+    F = training matmul FLOPs and B = bytes moved by every other op per sample (zoo `flops`,
+    tools/zoo_flops.py), P the dense peak at precision p at the clock the GPU sustains (P_rated x sustained /
+    rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated boost
+    clock), W the memory bandwidth, e the achieved fractions of the GPU's generation and memory type.
+    Published single-GPU figures (Lambda, TensorFlow 2017) are data for the fractions only, never a
+    multiplier on a measurement: the same silicon gets the same prediction up to its spec differences.
 
-    which is the additive form the fit itself uses (time = roofline + host). A plain ratio would
-    multiply the H200's launch-bound share by the speed ratio: on a K80 or P100 (10-20x slower)
-    Inception-v3, whose H200 time is twice its roofline, came out 30-50% slow against TensorFlow's
-    2017 figures.
+Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over groups g = (generation,
+memory type: HBM | GDDR, data/compute_defaults.toml), by least squares on u = 1/e with u >= 1 (never above
+peak) and u_mm >= 1 / MAMF (the best measured matmul fraction of the generation's GPUs, mamf-finder,
+data/llm_defaults.toml [compute.mamf_fraction]), with one host term h >= 0 per benchmark model (seconds
+per sample no GPU removes: data loading; Lambda's ResNet-50 stops near 3,000 images/s on H200 and B200):
+  - the reference GPU's GPU time per sample g_ref (forward + backward, host removed by the sweep fit) of
+    every zoo model whose sweep identifies it (host_gpu.identified):
+        F/P u_mm + B/W u_bw = g_ref                                     (weight 1/g_ref)
+  - every published single-GPU cell of GPU k against its table's reference GPU j, ratio
+    rho = X_k / X_j of a Lambda model l with a zoo equivalent m (its F and B):
+        rho * (r_k(m) + h_l) - (r_j(m) + h_l) = 0                       (weight 1/(F/P_j + B/W_j))
+  - every single-GPU figure of TensorFlow's 2017 benchmark page (K80, P100 SXM2; fp32, synthetic data;
+    data/published/tf_bench_2017_single_gpu.json) as an absolute time per sample (no host term):
+        F/P u_mm + B/W u_bw = 1 / X                                     (weight X)
+  - shrinkage: each group's u toward the pooled fit u_pool of its precision class (all groups but the
+    TensorFlow 2017 ones as one): w (u - u_pool) / u_pool = 0, w = `shrink_weight` (a group on 3 equations
+    is not pinned at a bound).
+A group without data takes the fractions of the nearest generation of its memory type that has some
+(GENERATION_ORDER; ties go to the older one; AMD CDNA3 sits with Hopper), else of any memory type, and says
+so; Kepler/Pascal fractions (TensorFlow 2017 only) are lent to no other group.
 
-    Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over generations, by
-    least squares on u = 1/e with u >= 1 (never above peak), with one host term h >= 0 per benchmark
-    model (seconds per sample no GPU removes: data loading, launches; Lambda's ResNet-50 stops near
-    3,000 images/s on H200 and B200 alike):
-      - the reference GPU's measured time per sample at its largest batch, per zoo model:
-            F/P u_mm + B/W u_bw + h_zoo = t_meas                        (weight 1/t_meas)
-      - every published single-GPU cell of GPU k against its table's reference GPU j, ratio
-        rho = X_k / X_j of a Lambda model l with a zoo equivalent m (its F and B):
-            rho * (r_k(m) + h_l) - (r_j(m) + h_l) = 0                   (weight 1/(F/P_j + B/W_j))
-      - every single-GPU figure of TensorFlow's 2017 benchmark page (K80, P100 SXM2; fp32, synthetic
-        data; data/published/tf_bench_2017_single_gpu.json), the only Kepler and Pascal evidence, as
-        an absolute time per sample of zoo model m (no host term: 2017 GPUs at 20-220 images/s leave
-        the host a negligible share):
-            F/P u_mm + B/W u_bw = 1 / X                                 (weight X)
-    The host terms belong to the benchmark harness, not to the GPU: predictions for a zoo model use
-    r_gpu / r_ref alone (the reference measurement already carries its own overheads).
-    A generation without data takes the fractions of the nearest generation that has some
-    (GENERATION_ORDER; ties go to the older one; AMD CDNA3 sits with Hopper), and says so.
-
-Physical floors and batch scaling (applied to every estimate):
-    - beyond the largest measured batch, time grows in proportion to the batch (FLOPs follow the
-      batch): t(b) = t(b_max) * b / b_max, so time per sample never drops below the largest-batch
-      value; below the smallest measured batch, time is held at the smallest batch (launch-bound);
-    - t_fwd + t_bwd >= b * max(F / P_gpu,p, B_p / W_gpu), P the RATED peak (not the sustained-clock
-      one): never more FLOP/s than the catalog peak nor more
-      bytes/s than the memory; a violating estimate is raised to the floor and labelled `floored`;
-    - optimizer step on another GPU: with (b) the published ratio (a whole-iteration figure), with
-      (c) memory-bound, t_step * W_ref / W_gpu.
-Gradient accumulation (K micro-batches per synchronisation) is applied by the caller (api.py).
+Physical floor (applied to every estimate): t_fwd + t_bwd >= b * max(F / P_gpu,p, B_p / W_gpu), P the RATED
+peak; a violating estimate is raised to the floor and labelled `floored`.
+Gradient accumulation (K micro-batches per synchronisation, one optimizer step) is applied by the caller
+(api.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -75,6 +69,8 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, Gpu, load_catalog
 from costopt.core.errors import InputError
 from costopt.core.units import ms_to_s
+from costopt.perf.host_gpu import (PhaseSplit, defaults, fit_phase, identified, smax, smooth_p,
+                                    step_split)
 
 from costopt.core.paths import DATA_DIR  # noqa: E402  (re-exported: callers read compute.DATA_DIR)
 ZOO_DIR = DATA_DIR / "zoo"
@@ -93,6 +89,27 @@ _GENERATION_SLOT = {**{g: i for i, g in enumerate(GENERATION_ORDER)},
 _FIT_ZOO_MODEL = {"resnet50": "resnet50", "bert_base_squad": "bert_base", "bert_large_squad": "bert_large"}
 # the GPU each published table's cells are fitted against when the measured reference is not in it
 _TABLE_FIT_REFERENCE = {"lambda-v2": "h200-sxm", "lambda-v1": "h100-sxm"}
+
+
+def memory_type(gpu_id: str) -> tuple[str, bool]:
+    """('hbm' | 'gddr', listed) of a catalog GPU id (data/compute_defaults.toml [memory_type]); unlisted: hbm."""
+    mt = defaults()["memory_type"]
+    if gpu_id in mt["gddr"]:
+        return "gddr", True
+    return "hbm", gpu_id in mt["hbm"]
+
+
+@lru_cache(maxsize=1)
+def _mamf_by_generation() -> dict:
+    """Best measured matmul fraction (MAMF / dense peak) per generation, from data/llm_defaults.toml."""
+    data = tomllib.loads((DATA_DIR / "llm_defaults.toml").read_text(encoding="utf-8"))
+    cat = load_catalog()
+    out: dict = {}
+    for gid, f in data["compute"]["mamf_fraction"].items():
+        g = cat.gpus.get(gid)
+        if g is not None and g.architecture:
+            out[g.architecture] = max(out.get(g.architecture, 0.0), float(f))
+    return out
 
 
 @dataclass(frozen=True)
@@ -130,6 +147,7 @@ class SampleCost:
 
     matmul_flops: float  # forward + backward matmul FLOPs per sample
     other_bytes: dict  # precision class ('fp32' | 'amp') -> bytes per sample moved by non-matmul ops
+    param_count: float = 0.0  # parameters (zoo `flops.param_count`): the weight traffic of the kernel floor
 
     def bytes_for(self, precision: str) -> float:
         return self.other_bytes[PRECISION_CLASS[precision]]
@@ -156,40 +174,39 @@ def sample_cost(flops: dict | None) -> SampleCost | None:
         return None
     other = flops["train_other_bytes_per_sample"]
     return SampleCost(float(flops["train_matmul_flops_per_sample"]),
-                      {"fp32": float(other["fp32"]), "amp": float(other["amp_bf16"])})
+                      {"fp32": float(other["fp32"]), "amp": float(other["amp_bf16"])},
+                      float(flops.get("param_count", 0.0)))
+
+
+def weight_bytes(cost: SampleCost | None, precision: str) -> tuple[float, float]:
+    """(forward, backward) weight bytes moved once per iteration (data/compute_defaults.toml)."""
+    if cost is None:
+        return 0.0, 0.0
+    w = defaults()["phase"]["weight_bytes_per_param"]
+    pc = PRECISION_CLASS[precision]
+    return cost.param_count * w[f"{pc}_forward"], cost.param_count * w[f"{pc}_backward"]
 
 
 # ---------------------------------------------------------------------------------------------------
-# batch interpolation on one GPU's measured points
+# batch interpolation of the measured peak memory
 
 
-def _interp(batches: np.ndarray, values: np.ndarray, batch: float, time: bool) -> tuple[float, str]:
-    if batch in batches:
-        return float(values[list(batches).index(batch)]), "measured"
+def _interp_memory(batches: np.ndarray, values: np.ndarray, batch: float) -> float:
+    if len(batches) == 1:
+        return float(values[0])
     if batch < batches[0]:
-        if time or len(batches) == 1:
-            return float(values[0]), "extrapolated"  # launch-bound: held at the smallest batch
         slope = (values[1] - values[0]) / (batches[1] - batches[0])
-        return float(max(values[0] - slope * (batches[0] - batch), 0.1 * values[0])), "extrapolated"
+        return float(max(values[0] - slope * (batches[0] - batch), 0.1 * values[0]))
     if batch > batches[-1]:
-        if time or len(batches) == 1:
-            return float(values[-1] * batch / batches[-1]), "extrapolated"  # work follows the batch
         slope = max((values[-1] - values[-2]) / (batches[-1] - batches[-2]), 0.0)
-        return float(values[-1] + slope * (batch - batches[-1])), "extrapolated"
-    return float(np.interp(batch, batches, values)), "interpolated"
+        return float(values[-1] + slope * (batch - batches[-1]))
+    return float(np.interp(batch, batches, values))
 
 
-def from_points(points: list[ProfilePoint], batch: int) -> tuple[dict, float, str]:
-    """Phase times (s) and peak memory at `batch` from one GPU's points sorted by batch."""
-    b = np.array([p.batch for p in points], dtype=np.float64)
-    phases, how = {}, "measured"
-    for name in ("forward_ms", "backward_ms", "step_ms"):
-        value, kind = _interp(b, np.array([getattr(p, name) for p in points]), batch, time=True)
-        phases[name] = ms_to_s(value)
-        how = kind if kind != "measured" else how
-    mem, kind = _interp(b, np.array([p.peak_mem_bytes for p in points]), batch, time=False)
-    how = kind if kind != "measured" else how
-    return phases, mem, how
+def _how(batches: list[int], batch: int) -> str:
+    if batch in batches:
+        return "measured"
+    return "interpolated" if batches[0] < batch < batches[-1] else "extrapolated"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -232,69 +249,6 @@ def load_absolute(path: str = str(ABSOLUTE_PATH)) -> tuple[dict, ...]:
     return tuple(json.loads(Path(path).read_text(encoding="utf-8"))["cells"])
 
 
-def published_ratio(model: str, gpu: Gpu, ref: Gpu, precision: str, catalog: Catalog | None = None,
-                    withhold: frozenset = frozenset()) -> tuple[float, str] | None:
-    """X_ref / X_gpu for `model` from one harness, with a note; None when no such pair exists.
-
-    `withhold`: GPU ids whose published figures may not be used (leave-one-GPU-out).
-    """
-    if gpu.id in withhold:
-        return None
-    pub = load_published()
-    pc = PRECISION_CLASS[precision]
-    entry = pub.model_map.get(model)
-    if entry is not None:
-        lm = entry["lambda_model"]
-        rel = entry["relation"]
-        tables = sorted(pub.tables, reverse=True)  # lambda-v2 before lambda-v1
-        for t in tables:
-            x_ref, x_gpu = pub.value(t, pc, ref.id, lm), pub.value(t, pc, gpu.id, lm)
-            if x_ref and x_gpu:
-                src = pub.tables[t]
-                return x_ref / x_gpu, (f"published ratio {ref.id}/{gpu.id} = {x_ref:g}/{x_gpu:g} ({lm}, {pc}; "
-                                       f"{src['source']}, {src['date']}; {rel})")
-        # bridge: ref and a bridge GPU in one table, the bridge and gpu in another; geometric mean
-        # over every bridge GPU the two tables share
-        for t_ref in tables:
-            for t_gpu in tables:
-                x_ref, x_gpu = pub.value(t_ref, pc, ref.id, lm), pub.value(t_gpu, pc, gpu.id, lm)
-                if t_ref == t_gpu or not x_ref or not x_gpu:
-                    continue
-                logs, via = [], []
-                for c in pub.cells:
-                    if ((c.table, c.precision, c.lambda_model) != (t_gpu, pc, lm) or c.gpu in (gpu.id, ref.id)
-                            or c.gpu in withhold):
-                        continue
-                    x_b1 = pub.value(t_ref, pc, c.gpu, lm)
-                    if x_b1:
-                        logs.append(math.log((x_ref / x_b1) * (c.samples_per_s / x_gpu)))
-                        via.append(c.gpu)
-                if logs:
-                    r = math.exp(sum(logs) / len(logs))
-                    return r, (f"published ratio {ref.id}/{gpu.id} = {r:.4g}: {lm} {pc}, {ref.id} in {t_ref} "
-                               f"({pub.tables[t_ref]['date']}), {gpu.id} in {t_gpu} ({pub.tables[t_gpu]['date']}), "
-                               f"bridged through {', '.join(sorted(via))} (geometric mean); Lambda "
-                               f"deeplearning-benchmark; {rel}")
-    # the catalog's own published figure (one model, e.g. ResNet-50) on both GPUs
-    tg, tr = gpu.throughput, ref.throughput
-    # (figures marked `estimate` are judgement, not a publication: not evidence)
-    if (tg is not None and tr is not None and tg.model == tr.model and not tg.estimate and not tr.estimate
-            and _same_class(model, tg.model, pub)):
-        xg = tg.fp32_samples_per_s if pc == "fp32" else tg.amp_samples_per_s
-        xr = tr.fp32_samples_per_s if pc == "fp32" else tr.amp_samples_per_s
-        if xg and xr:
-            return xr / xg, (f"published ratio {ref.id}/{gpu.id} = {xr:g}/{xg:g} ({tg.model} figures in the catalog, "
-                             f"{pc}; {tg.source}, {tg.date})")
-    return None
-
-
-def _same_class(model: str, figure_model: str, pub: Published) -> bool:
-    if model == figure_model:
-        return True
-    a, b = pub.model_map.get(model), pub.model_map.get(figure_model)
-    return a is not None and b is not None and a["lambda_model"] == b["lambda_model"]
-
-
 # ---------------------------------------------------------------------------------------------------
 # roofline fractions
 
@@ -325,33 +279,50 @@ def _nnls_shifted(A: np.ndarray, b: np.ndarray, lower: np.ndarray) -> np.ndarray
     return x + lower
 
 
+
+
+
+
 @dataclass(frozen=True)
 class Fractions:
     """Fitted u = 1/achieved fraction per (generation, precision class), with the data behind each."""
 
     u: dict  # (generation, pc) -> (u_mm, u_bw)
     cells: dict  # (generation, pc) -> number of equations that involve it
-    host: dict  # pc -> {Lambda model (or 'zoo' for the reference anchors): host seconds per sample >= 0}
+    host: dict  # pc -> {Lambda model: host seconds per sample >= 0}
     # (generation, pc) fitted on TensorFlow 2017 figures only: used for that generation, never lent to
     # another one (a 2017 TensorFlow/cuDNN 5 harness, not the one the other fractions describe)
     absolute_only: frozenset = frozenset()
+    pooled: dict | None = None  # pc -> (u_mm, u_bw) of the pooled fit the generations are shrunk toward
+    memory: dict | None = None  # (generation, pc) -> memory types ('hbm', 'gddr') of the GPUs behind it
 
     def for_gpu(self, gpu: Gpu, precision: str) -> tuple[float, float, str]:
         pc = PRECISION_CLASS[precision]
         gen = gpu.architecture or "other"
-        if (gen, pc) in self.u:
+        mem, listed = memory_type(gpu.id)
+        unlisted = "" if listed else f" (memory type of {gpu.id} not listed: HBM assumed)"
+        mems = self.memory or {}
+        if (gen, pc) in self.u and mem in mems.get((gen, pc), {mem}):
             um, ub = self.u[(gen, pc)]
             what = ("TensorFlow 2017 single-GPU figures (estimate)" if (gen, pc) in self.absolute_only
                     else "equations")
-            return um, ub, f"{gen} fractions fitted on {self.cells[(gen, pc)]} {what}"
+            return um, ub, f"{gen} fractions fitted on {self.cells[(gen, pc)]} {what}{unlisted}"
         slot = _GENERATION_SLOT.get(gen, _GENERATION_SLOT["other"])
-        have = sorted((abs(_GENERATION_SLOT[g] - slot), _GENERATION_SLOT[g], g) for g, p in self.u
-                      if p == pc and (g, p) not in self.absolute_only)
-        if not have:
-            raise InputError(f"no achieved fractions for {pc} on any GPU generation")
-        _, _, near = have[0]
-        um, ub = self.u[(near, pc)]
-        return um, ub, f"no {gen} data: {near} fractions used (estimate)"
+
+        def near(same_memory: bool):
+            have = sorted((abs(_GENERATION_SLOT[g] - slot), _GENERATION_SLOT[g], g) for g, p in self.u
+                          if p == pc and (g, p) not in self.absolute_only
+                          and (not same_memory or mem in mems.get((g, p), {mem})))
+            return have[0][2] if have else None
+
+        g2, how = near(True), f"nearest generation measured on {mem.upper()}; estimate"
+        if g2 is None:
+            g2, how = near(False), "estimate"
+            if g2 is None:
+                raise InputError(f"no achieved fractions for {pc} on any GPU generation")
+        what = f"no {mem.upper()} {gen} data" if (gen, pc) in self.u else f"no {gen} data"
+        um, ub = self.u[(g2, pc)]
+        return um, ub, f"{what}: {g2} fractions used ({how}){unlisted}"
 
 
 @lru_cache(maxsize=1)
@@ -360,17 +331,24 @@ def _zoo_files() -> tuple[tuple[str, dict], ...]:
     return tuple((path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(ZOO_DIR.glob("*.json")))
 
 
-def _reference_anchors(ref_id: str, pc: str) -> list[tuple[SampleCost, float]]:
-    """(cost, measured seconds per sample at the largest batch) of every zoo model measured on ref."""
+def _reference_anchors(ref_id: str, pc: str, ref_bw: float) -> list[tuple[SampleCost, float]]:
+    """(cost, fitted GPU seconds per sample, forward + backward) of every zoo model measured on ref whose
+    sweep identifies its GPU time (host_gpu.identified), fitted without a prior."""
     out = []
     want = "fp32" if pc == "fp32" else "amp_bf16"
+    p = smooth_p()
     for _, data in _zoo_files():
         cost = sample_cost(data.get("flops"))
-        pts = [p for p in data.get("profiles", []) if p["gpu"] == ref_id and p["precision"] == want]
-        if cost is None or not pts:
+        pts = sorted((q for q in data.get("profiles", []) if q["gpu"] == ref_id and q["precision"] == want),
+                     key=lambda q: q["batch"])
+        if cost is None or len(pts) < 2:
             continue
-        p = max(pts, key=lambda p: p["batch"])
-        out.append((cost, ms_to_s(p["forward_ms"] + p["backward_ms"]) / p["batch"]))
+        b = [q["batch"] for q in pts]
+        t = [ms_to_s(q["forward_ms"] + q["backward_ms"]) for q in pts]
+        if not identified(b, t):
+            continue
+        k = sum(weight_bytes(cost, want)) / ref_bw
+        out.append((cost, fit_phase(b, t, k, p).gpu_per_sample_s))
     return out
 
 
@@ -386,7 +364,7 @@ def _zoo_costs() -> dict:
 
 def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
                   withhold: frozenset = frozenset()) -> Fractions:
-    """Achieved fractions per (generation, precision class); see the module docstring.
+    """Achieved fractions per (group, precision class); see the module docstring.
 
     `withhold`: GPU ids whose figures are left out of the fit; an entry 'gpu/model' leaves out one
     absolute (TensorFlow 2017) figure only (leave-one-model-out checks).
@@ -404,8 +382,8 @@ def _reference_gpu_key() -> tuple:
 
 
 def _gpu_key(catalog: Catalog) -> tuple:
-    return tuple((g.id, g.architecture, g.sustained_flops("fp32"), _amp_peak(g), None, g.memory_bandwidth_gbs)
-                 for g in catalog.gpus.values())
+    return tuple((g.id, g.architecture or "other", g.sustained_flops("fp32"), _amp_peak(g), memory_type(g.id)[0],
+                  g.memory_bandwidth_gbs) for g in catalog.gpus.values())
 
 
 def _amp_peak(g: Gpu) -> float | None:
@@ -414,12 +392,27 @@ def _amp_peak(g: Gpu) -> float | None:
     return g.sustained_flops("amp_bf16") or g.sustained_flops("amp_fp16")
 
 
+def _solve(eqs: list, group_of, lower_of) -> dict:
+    keys = sorted({(group_of(k[0]), k[1]) for coeff, _, _ in eqs for k in coeff})
+    index = {k: i for i, k in enumerate(keys)}
+    A = np.zeros((len(eqs), len(keys)))
+    rhs = np.zeros(len(eqs))
+    for i, (coeff, r, w) in enumerate(eqs):
+        for (g, term), v in coeff.items():
+            A[i, index[(group_of(g), term)]] += v * w
+        rhs[i] = r * w
+    lower = np.array([lower_of(k) for k in keys])
+    return dict(zip(keys, _nnls_shifted(A, rhs, lower)))
+
+
 @lru_cache(maxsize=64)
 def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
     gpus = {k[0]: k for k in gpu_key}
     costs = _zoo_costs()
     pub = load_published()
-    u_all, n_all, host, absolute = {}, {}, {}, set()
+    mamf = _mamf_by_generation()
+    shrink = float(defaults()["fractions"]["shrink_weight"])
+    u_all, n_all, host, absolute, pooled, memory = {}, {}, {}, set(), {}, {}
 
     def peak(gid, pc):
         return gpus[gid][2] if pc == "fp32" else gpus[gid][3]
@@ -427,19 +420,31 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
     def bw(gid):
         return gpus[gid][5] * 1e9
 
-    def gen(gid):
-        return gpus[gid][1] or "other"
+    def group(gid):
+        return gpus[gid][1]
 
     def terms(gid, pc, cost, sign, model):
         b = cost.other_bytes[pc]
-        return {(gen(gid), "mm"): sign * cost.matmul_flops / peak(gid, pc), (gen(gid), "bw"): sign * b / bw(gid),
+        return {(group(gid), "mm"): sign * cost.matmul_flops / peak(gid, pc), (group(gid), "bw"): sign * b / bw(gid),
                 ("*" + model, "host"): sign}
 
+    def lower(key):
+        g, term = key
+        if term == "host":
+            return 0.0
+        if term == "mm":
+            e = mamf.get(g) if g != "pool" else max(mamf.values(), default=None)
+            return 1.0 / e if e else 1.0
+        return 1.0
+
     for pc in ("fp32", "amp"):
-        eqs = []  # (coefficients {(generation, term): value}, right-hand side, weight)
+        eqs = []  # (coefficients {(group, term): value}, right-hand side, weight)
+        tf_groups, used_gpus = set(), set()
         if ref_id in gpus:
-            for cost, t in _reference_anchors(ref_id, pc):
-                eqs.append((terms(ref_id, pc, cost, 1.0, "zoo"), t, 1.0 / t))
+            for cost, g in _reference_anchors(ref_id, pc, bw(ref_id)):
+                coeff = {k: v for k, v in terms(ref_id, pc, cost, 1.0, "").items() if k[1] != "host"}
+                eqs.append((coeff, g, 1.0 / g))
+                used_gpus.add(ref_id)
         if pc == "fp32":
             for c in load_absolute():
                 cost = costs.get(c["model"])
@@ -448,6 +453,8 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
                     continue
                 coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
                 eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
+                tf_groups.add(group(c["gpu"]))
+                used_gpus.add(c["gpu"])
         for c in pub.cells:
             if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
                 continue
@@ -463,92 +470,183 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
                 coeff[key] = coeff.get(key, 0.0) + v
             scale = cost.matmul_flops / peak(j, pc) + cost.other_bytes[pc] / bw(j)
             eqs.append((coeff, 0.0, 1.0 / scale))
+            used_gpus.update((c.gpu, j))
         if not eqs:
             continue
-        keys = sorted({k for coeff, _, _ in eqs for k in coeff})
-        A = np.zeros((len(eqs), len(keys)))
-        rhs = np.zeros(len(eqs))
-        for i, (coeff, r, w) in enumerate(eqs):
-            for k, v in coeff.items():
-                A[i, keys.index(k)] = v * w
-            rhs[i] = r * w
-        lower = np.array([0.0 if k[1] == "host" else 1.0 for k in keys])  # efficiency <= 1; host time >= 0
-        x = dict(zip(keys, _nnls_shifted(A, rhs, lower)))
-        host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host"}
-        for g in sorted({k[0] for k in keys if not k[0].startswith("*")}):
+        # groups seen only in TensorFlow 2017 equations keep their own fractions, unshrunk, lent to none
+        in_modern = {k[0] for coeff, _, _ in eqs for k in coeff
+                     if not k[0].startswith("*") and any(kk[0].startswith("*") or kk[0] == group(ref_id)
+                                                         for kk in coeff)}
+        own = {k[0] for coeff, _, _ in eqs for k in coeff if not k[0].startswith("*")}
+        tf_only = {g for g in own if g in tf_groups and g not in in_modern}
+        # 1. pooled fit: every modern group as one
+        pool = _solve(eqs, lambda g: g if g.startswith("*") or g in tf_only else "pool",
+                      lower)
+        pm, pb = float(pool[("pool", "mm")]), float(pool[("pool", "bw")])
+        pooled[pc] = (pm, pb)
+        # 2. per group, shrunk toward the pooled values
+        prior = []
+        for g in sorted(own - tf_only):
+            prior.append(({(g, "mm"): 1.0 / pm}, 1.0, shrink))
+            prior.append(({(g, "bw"): 1.0 / pb}, 1.0, shrink))
+        x = _solve(eqs + prior, lambda g: g, lower)
+        host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host" and k[0] != "*"}
+        for g in sorted(own):
             u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
             n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
-            if all(("*", "host") not in coeff and not any(k[0].startswith("*") for k in coeff)
-                   for coeff, _, _ in eqs if (g, "mm") in coeff):
+            memory[(g, pc)] = frozenset(gpus[gid][4] for gid in used_gpus if gpus[gid][1] == g)
+            if g in tf_only:
                 absolute.add((g, pc))
-    return Fractions(u_all, n_all, host, frozenset(absolute))
+    return Fractions(u_all, n_all, host, frozenset(absolute), pooled, memory)
 
 
 # ---------------------------------------------------------------------------------------------------
 # the predictor
 
 
+@dataclass(frozen=True)
+class Split:
+    """A measured GPU's host/GPU split of one model at one precision (host_gpu.py)."""
+
+    forward: PhaseSplit
+    backward: PhaseSplit
+    step_host_s: float
+    step_gpu_s: float
+    batches: tuple[int, ...]
+
+
+_SPLITS: dict = {}
+
+
+def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost | None, ref: Gpu,
+                    precision: str, withhold: frozenset = frozenset()) -> Split:
+    """Fit H, g per phase and (H_s, G_s) of the step to one GPU's measured points (sorted by batch)."""
+    key = (model, pts, cost and (cost.matmul_flops, tuple(sorted(cost.other_bytes.items())), cost.param_count),
+           ref.id, ref.architecture, ref.memory_bandwidth_gbs, ref.sustained_flops(precision), precision, withhold)
+    if key in _SPLITS:
+        return _SPLITS[key]
+    p = smooth_p()
+    sigma = float(defaults()["phase"]["gpu_prior_log_sigma"])
+    b = [q.batch for q in pts]
+    kf, kb = (w / ref.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
+    g0 = g_min = None
+    if cost is not None and ref.sustained_flops(precision) is not None:
+        fr = fit_fractions(None, "h200-sxm", withhold)
+        um, ub, _ = fr.for_gpu(ref, precision)
+        g0 = cost.roofline_s(ref, precision, um, ub)
+        g_min = cost.floor_s(ref, precision)
+    phases = []
+    for name, share, k in (("forward_ms", 1.0 / 3.0, kf), ("backward_ms", 2.0 / 3.0, kb)):
+        t = [ms_to_s(getattr(q, name)) for q in pts]
+        if g0 is None:
+            if len(pts) == 1:  # no roofline and one point: GPU-bound (the conservative reading at larger batches)
+                phases.append(PhaseSplit(0.0, 0.0, t[0] / b[0]))
+                continue
+            phases.append(fit_phase(b, t, 0.0, p))
+        else:  # the roofline prior only where the sweep does not tell g (host-bound at every batch)
+            prior = g0 * share
+            phases.append(fit_phase(b, t, k, p, g_prior=prior, g_min=g_min * share, sigma=sigma))
+    hs, gs = step_split([ms_to_s(q.step_ms) for q in pts], p)
+    out = Split(phases[0], phases[1], hs, gs, tuple(b))
+    _SPLITS[key] = out
+    return out
+
+
+DEFAULT_FRAMEWORK = "eager"
+
+
+def frameworks() -> dict:
+    """Software stacks (data/compute_defaults.toml [framework.*]): host time multiples with their sources."""
+    return defaults()["framework"]
+
+
+def framework_note(name: str) -> tuple[float, float, str]:
+    """(host scale per phase, host scale of the optimizer step, words for the basis) of a software stack."""
+    fw = frameworks()
+    if name not in fw:
+        raise InputError(f"unknown framework '{name}' (choose from {', '.join(sorted(fw))})", field="framework")
+    f = fw[name]
+    default = " (the default)" if name == DEFAULT_FRAMEWORK else ""
+    if f["host_scale"] == 1.0 and f["step_host_scale"] == 1.0:
+        words = f"software stack {name}{default}: host time as measured"
+    else:
+        words = (f"software stack {name}{default}: host time x{f['host_scale']:g} per phase, x{f['step_host_scale']:g} "
+                 f"per optimizer step{' (estimate)' if f['estimate'] else ''}")
+    return float(f["host_scale"]), float(f["step_host_scale"]), words
+
+
 def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None, gpu: Gpu, precision: str,
-             batch: int, catalog: Catalog, *, withhold: frozenset = frozenset()) -> ComputeEstimate:
+             batch: int, catalog: Catalog, *, withhold: frozenset = frozenset(),
+             framework: str = DEFAULT_FRAMEWORK) -> ComputeEstimate:
     """Forward/backward/step time and peak memory of `model` on `gpu` at `batch` and `precision`.
 
     `withhold`: GPU ids whose measurements and published figures are not used (leave-one-GPU-out).
+    `framework`: the software stack (data/compute_defaults.toml [framework.*]); its host time is the
+    measured (eager) host time times the stack's scale, the GPU time is the same.
     """
+    hscale, sscale, fw_words = framework_note(framework)
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision '{precision}' (choose from {', '.join(PRECISIONS)})")
     if batch < 1:
         raise InputError(f"batch per GPU must be >= 1, got {batch}")
     want = PROFILE_PRECISION[precision]
     by_gpu: dict[str, list[ProfilePoint]] = {}
-    for p in profiles:
-        if p.precision == want:
-            by_gpu.setdefault(p.gpu, []).append(p)
+    for q in profiles:
+        if q.precision == want:
+            by_gpu.setdefault(q.gpu, []).append(q)
     if not by_gpu:
-        have = sorted({p.precision for p in profiles})
+        have = sorted({q.precision for q in profiles})
         raise InputError(f"model '{model}' has no {want} compute profile (has: {', '.join(have) or 'none'})")
     if gpu.peak_flops(precision) is None:
         raise InputError(f"gpu '{gpu.id}' has no {precision} path (no peak FLOP/s for it in the catalog)")
     cost = sample_cost(flops)
-    if gpu.id in by_gpu and gpu.id not in withhold:
-        pts = sorted(by_gpu[gpu.id], key=lambda p: p.batch)
-        phases, mem, how = from_points(pts, batch)
-        basis = f"{how} at batch {batch} ({gpu.id}, {pts[0].source}, {pts[0].date})"
-        return _floored(phases["forward_ms"], phases["backward_ms"], phases["step_ms"], mem, how, basis,
-                        cost, gpu, precision, batch)
-    refs = [g for g in sorted(by_gpu) if g in catalog.gpus and g not in withhold]
-    if not refs:
-        raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): its measured "
-                         f"GPU(s) {', '.join(sorted(by_gpu))} are not in the catalog")
-    ref = catalog.gpus["h200-sxm" if "h200-sxm" in refs else refs[0]]
-    pts = sorted(by_gpu[ref.id], key=lambda p: p.batch)
-    phases, mem, how = from_points(pts, batch)
-    pub = published_ratio(model, gpu, ref, precision, catalog, withhold)
-    if pub is not None:
-        ratio, note = pub
-        source = "published"
-    elif cost is not None:
-        fr = fit_fractions(None, ref.id, withhold)
-        um, ub, fnote = fr.for_gpu(gpu, precision)
-        rm, rb, _ = fr.for_gpu(ref, precision)
-        r_gpu, r_ref = cost.roofline_s(gpu, precision, um, ub), cost.roofline_s(ref, precision, rm, rb)
-        busy = phases["forward_ms"] + phases["backward_ms"]
-        overhead = max(busy - batch * r_ref, 0.0)  # the reference's time beyond its roofline: kept, not scaled
-        roof_ratio = r_gpu / r_ref
-        ratio = ((busy - overhead) * roof_ratio + overhead) / busy
-        clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
-                 f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
-        note = (f"roofline ratio {roof_ratio:.3g} ({gpu.id} at {1 / um:.0%} of peak FLOP/s and {1 / ub:.0%} of memory "
-                f"bandwidth{clock}; {fnote}) on the {1 - overhead / busy:.0%} of the {ref.id} time its roofline "
-                f"explains, the rest (launches, host) kept: x{ratio:.3g} in all")
-        source = "roofline"
+    here = gpu.id in by_gpu and gpu.id not in withhold
+    if here:
+        ref = gpu
     else:
-        raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): no published figure "
-                         f"for it and the model has no FLOP count (zoo `flops`) for the roofline")
-    # a published ratio is a whole-iteration ratio; the roofline's optimizer step is memory-bound
-    step = phases["step_ms"] * (ratio if source == "published" else ref.memory_bandwidth_gbs / gpu.memory_bandwidth_gbs)
-    basis = (f"estimate: {ref.id} measurement ({how} at batch {batch}, {pts[0].source}) x {note}")
-    return _floored(phases["forward_ms"] * ratio, phases["backward_ms"] * ratio, step, mem, source, basis,
-                    cost, gpu, precision, batch)
+        refs = [g for g in sorted(by_gpu) if g in catalog.gpus and g not in withhold]
+        if not refs:
+            raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): its measured "
+                             f"GPU(s) {', '.join(sorted(by_gpu))} are not in the catalog")
+        if cost is None:
+            raise InputError(f"cannot estimate {model} compute on gpu '{gpu.id}' ({precision}): it was not "
+                             f"measured there and the model has no FLOP count (zoo `flops`) for the roofline")
+        ref = catalog.gpus["h200-sxm" if "h200-sxm" in refs else refs[0]]
+    pts = tuple(sorted(by_gpu[ref.id], key=lambda q: q.batch))
+    sp = reference_split(model, pts, cost, ref, precision, withhold)
+    if hscale != 1.0 or sscale != 1.0:
+        sp = Split(replace(sp.forward, host_s=sp.forward.host_s * hscale),
+                   replace(sp.backward, host_s=sp.backward.host_s * hscale),
+                   sp.step_host_s * sscale, sp.step_gpu_s, sp.batches)
+    p = smooth_p()
+    bm = np.array([q.batch for q in pts], dtype=np.float64)
+    mem = _interp_memory(bm, np.array([q.peak_mem_bytes for q in pts]), batch)
+    how = _how(list(sp.batches), batch)
+    host_ms = (sp.forward.host_s + sp.backward.host_s) * 1e3
+    gpu_us = (sp.forward.gpu_per_sample_s + sp.backward.gpu_per_sample_s) * 1e6
+    if here:
+        fwd, bwd = sp.forward.time(batch, p), sp.backward.time(batch, p)
+        step = float(smax(sp.step_host_s, sp.step_gpu_s, p))
+        rms = max(sp.forward.fit_log_rms, sp.backward.fit_log_rms)
+        basis = (f"{how} at batch {batch} ({gpu.id}, {pts[0].source}, {pts[0].date}): host + GPU fit of the "
+                 f"measured batches {', '.join(map(str, sp.batches))} (host {host_ms:.3g} ms per forward + backward, "
+                 f"GPU {gpu_us:.3g} us per sample; fit within {math.expm1(rms):.0%} rms); {fw_words}")
+        return _floored(fwd, bwd, step, mem, how, basis, cost, gpu, precision, batch)
+    fr = fit_fractions(None, ref.id, withhold)
+    um, ub, fnote = fr.for_gpu(gpu, precision)
+    rm, rb, _ = fr.for_gpu(ref, precision)
+    ratio = cost.roofline_s(gpu, precision, um, ub) / cost.roofline_s(ref, precision, rm, rb)
+    kf, kb = (w / gpu.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
+    fwd = float(smax(sp.forward.host_s, kf + batch * sp.forward.gpu_per_sample_s * ratio, p))
+    bwd = float(smax(sp.backward.host_s, kb + batch * sp.backward.gpu_per_sample_s * ratio, p))
+    step_gpu = sp.step_gpu_s * (ref.memory_bandwidth_gbs / gpu.memory_bandwidth_gbs) * (ub / rb)
+    step = float(smax(sp.step_host_s, step_gpu, p))
+    clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
+             f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
+    basis = (f"estimate: {ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
+             f"the software stack's) with its GPU time x{ratio:.3g}, the roofline ratio ({gpu.id} at {1 / um:.0%} "
+             f"of peak FLOP/s and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
+    return _floored(fwd, bwd, step, mem, "roofline", basis, cost, gpu, precision, batch)
 
 
 def _floored(fwd: float, bwd: float, step: float, mem: float, source: str, basis: str, cost: SampleCost | None,

@@ -23,6 +23,7 @@ import pandas as pd
 
 from costopt.core.checks import output_path, write_bytes_atomic, write_text
 from costopt.core.errors import InputError
+from costopt.core.neutral import spreadsheet_cell, spreadsheet_frame, xlsx_cell
 from costopt.core.units import plain_number
 
 # field -> (unit, meaning); the unit is what the field name's suffix says
@@ -72,11 +73,12 @@ _FORMATS = {"USD": _MONEY_WHOLE, "USD/year": _MONEY_WHOLE, "USD/h": _MONEY_CENTS
 
 
 def _short_table(df: pd.DataFrame, codes: dict[str, str]) -> pd.DataFrame:
-    """The table without the long per-row texts: cost_basis as its code, compute_basis left out."""
+    """The table without the long per-row texts: cost_basis as its code, compute_basis left out; text cells
+    that would start a spreadsheet formula quoted (`core.neutral.spreadsheet_frame`, OWASP rule)."""
     out = df.drop(columns=[c for c in ("compute_basis",) if c in df.columns])
     if "cost_basis" in out.columns:
         out = out.assign(cost_basis=out["cost_basis"].map(lambda s: codes.get(s, s)))
-    return out
+    return spreadsheet_frame(out)
 
 
 def legend_rows(df: pd.DataFrame, inputs: list[tuple[str, str]], codes: dict[str, str]) -> list[tuple[str, str, str, str]]:
@@ -106,7 +108,7 @@ def _legend_csv(rows: list[tuple[str, str, str, str]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(("kind", "name", "value", "meaning"))
-    w.writerows(rows)
+    w.writerows([[spreadsheet_cell(v) for v in r] for r in rows])
     return buf.getvalue()
 
 
@@ -154,7 +156,8 @@ def _write_xlsx(short: pd.DataFrame, about: list[tuple[str, str]], legend: list[
     for cell in ws[1]:
         cell.font = bold
     for row in short.itertuples(index=False):
-        ws.append([None if (isinstance(v, float) and v != v) else (v.item() if hasattr(v, "item") else v) for v in row])
+        ws.append([None if (isinstance(v, float) and v != v) else xlsx_cell(v.item() if hasattr(v, "item") else v)
+                   for v in row])
     for j, c in enumerate(short.columns, 1):
         letter = get_column_letter(j)
         fmt = _FORMATS.get(COLUMNS.get(c, ("", ""))[0])
@@ -168,7 +171,7 @@ def _write_xlsx(short: pd.DataFrame, about: list[tuple[str, str]], legend: list[
     wi = wb.create_sheet("inputs")
     wi.append(["input", "value"])
     for k, v in about:
-        wi.append([k, v])
+        wi.append([xlsx_cell(k), xlsx_cell(v)])
     for cell in wi[1]:
         cell.font = bold
     wi.column_dimensions["A"].width = 22
@@ -177,7 +180,7 @@ def _write_xlsx(short: pd.DataFrame, about: list[tuple[str, str]], legend: list[
     wl = wb.create_sheet("legend")
     wl.append(["kind", "name", "value", "meaning"])
     for r in legend:
-        wl.append(list(r))
+        wl.append([xlsx_cell(v) for v in r])
     for cell in wl[1]:
         cell.font = bold
     for letter, width in zip("ABCD", (14, 28, 18, 90)):

@@ -12,6 +12,9 @@ embedded, or Markdown with a PNG folder); sections, each an element with a stabl
     pareto       tokens/s against cost of every design that fits, one colour per GPU type
     breakdown    the winner's step time (compute, pipeline bubble, exposed data-parallel, tensor-parallel,
                  pipeline point-to-point) and its memory per GPU (model states, activations, reserve, free)
+    rentbuy      (with a cloud catalog) buy the recommendation or rent the same job: the same model, sequence
+                 length, global batch and tokens on both sides (purchase/llm_purchasing.rent_vs_buy_llm: the
+                 break-even arithmetic of every rent vs buy)
 
 USD per 1e9 tokens (api._add_costs, the same field as `solve --format json`): an owned cluster's capex
 spread over `years` (default 3) of continuous use plus the electricity it draws, an estimate that
@@ -29,12 +32,14 @@ import numpy as np
 
 from costopt.hardware.catalog import Catalog
 from costopt.core.checks import count, positive
+from costopt.core.errors import InputError
 from costopt.purchase.report import Figure, Report, Section, _dollar_axis, _gpu_colors, _money, _plt, _png, _progress
 from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
 from costopt.perf.llm.feasibility import memory_grid
 from costopt.perf.llm.memory import LLM_STRATEGIES
 
 LLM_SECTIONS = ("recommended", "memory", "pareto", "breakdown")
+LLM_OPTIONAL_SECTIONS = ("rentbuy",)  # with a cloud catalog
 
 
 def _layout(d: dict) -> str:
@@ -79,7 +84,7 @@ def _recommended(res: dict, found: LlmSearch, years: float) -> Section:
              f"per GPU of {b['memory_limit_gb']:.1f} GB usable ({b['gpu_memory_gb']:g} GB card); "
              f"{b['hours_per_1e9_tokens']:,.2f} hours and {_money(per_1e9, True)} per 1e9 tokens")
     if tokens:
-        intro += (f"; {tokens:,.3g} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
+        intro += (f"; {tokens:,.0f} tokens in {b['hours_to_train']:,.0f} hours ({b['hours_to_train'] / 24:,.1f} days"
                   + (f"; 80% range {_span(b, 'hours_to_train', '{:,.0f}')} hours" if b.get("hours_to_train_low") else "")
                   + f") for {_money(b['cost_to_train_usd'], cloud)}")
     intro += f". Why: {res['why']}"
@@ -293,18 +298,50 @@ def _breakdown(b: dict) -> Section:
                    [Figure("breakdown", "Step time and memory of the recommended design", _png(fig))])
 
 
+def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: float | None) -> tuple[Section, dict]:
+    """The owned recommendation against renting the same job (llm_purchasing.rent_vs_buy_llm)."""
+    from costopt.purchase.llm_purchasing import rent_vs_buy_json, rent_vs_buy_llm
+
+    r = rent_vs_buy_llm(job, budget, cloud, catalog, years=years, utilization=utilization)
+    rows = []
+    for what, v, unit in r.rows:
+        if unit.startswith("USD"):
+            val = _money(v, "hour" in unit or abs(v) < 100)
+        elif unit.startswith("fraction"):
+            val = f"{v:.1%}"
+        else:
+            val = f"{v:,.1f}"
+        rows.append([what, val, unit])
+    b, k = r.buy, r.rent
+    intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {_layout(b)}) from {r.owned_catalog}, "
+             f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "
+             f"{_layout(k)}) from {r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour, "
+             f"{_tokens_phrase(k)}, for the same job (sequences of {b['seq_len']:,} tokens"
+             + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
+    sec = Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
+    sec.notes.append(r.held_equal + ".")
+    sec.notes.append("Break-even utilisation u* = capex / (years x 8,766 h x (rent per hour x T_own / T_rent - "
+                     "electricity per hour)): the rented side is scaled by the ratio of tokens/s so both do the same "
+                     "work (purchase/purchasing.py, rent_buy_arithmetic).")
+    return sec, rent_vs_buy_json(r)
+
+
 def build_llm_report(model: str | None, budget: float, catalog: str | Path | Catalog | None = None, *,
                      tokens: float | None = None, model_config: str | Path | None = None, seq_len: int | None = None,
                      global_batch: int | None = None, precision: str = "amp_bf16", strategies: list[str] | None = None,
                      max_nodes: int | None = None, top: int = 8, years: float = 3.0,
                      include: list[str] | None = None, exclude_gpus: list[str] | None = None,
-                     progress: bool = True) -> Report:
-    """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number."""
+                     progress: bool = True, cloud: str | Path | Catalog | None = None,
+                     utilization: float | None = None) -> Report:
+    """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number.
+    `cloud`: a cloud catalog for the rent-or-buy section (`utilization`: how busy the purchase would be)."""
     count("top", top)
     positive("tokens", tokens)
     positive("years", years)
+    if utilization is not None and cloud is None:
+        raise InputError("--utilization: only with --cloud (the rent-or-buy section)", field="utilization")
     with _progress(progress) as prog:
-        task = prog.add_task("report", total=len(LLM_SECTIONS) + 1)
+        task = prog.add_task("report", total=len(LLM_SECTIONS) + 1 + (cloud is not None))
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
                            strategies=strategies, include=include, exclude_gpus=exclude_gpus)
@@ -321,12 +358,22 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
         prog.advance(task)
         sections.append(_breakdown(res["best"]))
         prog.advance(task)
+        data: dict[str, Any] = {"memory-grid": grid}
+        if cloud is not None:
+            from costopt.purchase.llm_purchasing import LlmJob
+
+            job = LlmJob(model=model, model_config=model_config, tokens=tokens, seq_len=seq_len,
+                         global_batch=global_batch, precision=precision, strategies=strategies, max_nodes=max_nodes,
+                         include=include, exclude_gpus=exclude_gpus)
+            sec, data["rent-vs-buy"] = _rent_or_buy(job, budget, found.catalog, cloud, years, utilization)
+            sections.append(sec)
+            prog.advance(task)
     cat = found.catalog
     title = f"costopt report: {res['model']} ({res['params'] / 1e9:.1f} B parameters), budget {_money(budget, cat.is_cloud)}"
     subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); sequence {res['seq_len']:,}, global batch "
                 f"{res['global_batch_sequences']:,} sequences; precision {precision}; objective {res['objective']}"
                 + (f"; {tokens:,.3g} tokens to train" if tokens else ""))
-    return Report(title, subtitle, res, sections, data={"memory-grid": grid})
+    return Report(title, subtitle, res, sections, data=data)
 
 
-__all__ = ["build_llm_report", "LLM_SECTIONS"]
+__all__ = ["build_llm_report", "LLM_SECTIONS", "LLM_OPTIONAL_SECTIONS"]

@@ -30,7 +30,7 @@ fastest rented one, scaled by T_own/T_rent so both do the same work):
 from __future__ import annotations
 
 import dataclasses
-import json
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -44,15 +44,18 @@ from costopt.search import api
 from costopt.search.api import Evaluation, SolveResult, design_dict, resolve_inputs, choose, evaluate_space
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import enumerate_designs
+from costopt.core.files import read_input_text
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.part_filter import KEPT, PartFilter
-from costopt.hardware.cost import CostBasis, evaluate_costs, price_on_basis, within_budget
+from costopt.hardware.cost import CostBasis, evaluate_costs, tco_breakdown, price_on_basis, within_budget
 from costopt.search.solver import objective_values
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.purchase.export import export_table
 from costopt.hardware.cloud_facts import PROVIDERS, capacity_summary, provider_facts
 from costopt.core.units import HOURS_PER_YEAR
+from costopt.purchase.rental import (SPOT_INTERRUPTION, _billed, _compare_held_equal, _held_equal, _price_warnings,
+                                      _rent_verdict, _rent_versus_own, rental_terms)
 from costopt.hardware.catalog import with_max_instances
 
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
@@ -280,9 +283,11 @@ class Comparison:
     winner: int
     margin: dict[str, float]  # winner vs runner-up: throughput ratio - 1, cost difference...
     price_cuts: list[PriceCut] = field(default_factory=list)
+    held_equal: str = ""  # what every catalog's pick shares (model, budget, job or hours, the rentals' terms)
+    price_warnings: list[str] = field(default_factory=list)  # prices over a year old, as `solve` warns
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        return {"held_equal": self.held_equal, "price_warnings": self.price_warnings,
             "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
             "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
                           "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None,
@@ -417,7 +422,8 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
         for i in order[1:]:
             if answers[i].best is not None:
                 cuts.append(price_cut_to_win(answers[i], scores[w], model, budget, opts))
-    return Comparison(model, budget, opts.objective, answers, w, margin, cuts)
+    return Comparison(model, budget, opts.objective, answers, w, margin, cuts, _compare_held_equal(answers, model, opts),
+                      [f"{a.label}: {w}" for a in answers if a.best for w in _price_warnings([a.best])])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -446,11 +452,97 @@ class RentVsBuy:
     rows: list[tuple[str, float, str]]  # (what, value, unit/meaning)
     verdict: str
     capacity: dict[str, Any] | None = None  # the rented instance type's cap and whether the rented design sits on it
+    held_equal: str = ""  # what both sides share: model, job, calendar, the rental's terms
+    rent_pricing: str = "on-demand"  # on-demand | spot | capacity-block | reserved
+    rent_min_hours: float = 0.0  # the provider's minimum term for one rental
+    rent_interruption: str = ""  # spot: what an interruption costs
+    price_warnings: list[str] = field(default_factory=list)  # prices over a year old (as `solve` warns)
 
     def to_json_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["rows"] = [{"what": a, "value": v, "unit": u} for a, v, u in self.rows]
         return d
+
+
+def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, t_rent: float, *, years: float,
+                        utilization: float | None, hours: float | None, work: float | None, unit: str = "sample",
+                        capacity: dict[str, Any] | None = None, terms: dict[str, Any] | None = None,
+                        owned: dict[str, float] | None = None
+                        ) -> tuple[list[tuple[str, float, str]], float, float | None, float | None, float | None, str]:
+    """The break-even arithmetic of rent vs buy, in any unit of work (`unit`: 'sample' or 'token';
+    throughputs in units/s, `work` the units of one job or None): the rows, the work ratio T_own/T_rent,
+    the break-even utilisation and months, the utilisation used and the verdict. The rental is billed by
+    its provider's `terms` (`rental.rental_terms`; None: billed by the second, no minimum): the maths is
+    `rental._rent_versus_own`'s docstring. `owned` (cost.tco_breakdown at utilisation 0) gives the owned
+    side's whole cost over the years, term by term; None: the purchase alone (capex)."""
+    if terms is None:
+        terms = rental_terms(None)
+    fixed = owned["total"] if owned is not None else capex
+    per = f"{unit}s/s"
+    ratio = t_own / t_rent
+    if utilization is None and hours is not None:
+        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
+    rv = _rent_versus_own(rate, ratio, fixed, energy, years, terms)
+    u_star, m_star = rv["u_star"], rv["m_star"]
+    rows: list[tuple[str, float, str]] = [("buy: capex", capex, "USD, one-off")]
+    if owned is not None:
+        rows += [
+            ("buy: storage", owned["storage"], f"USD, one-off ({owned['storage_tb']:,.4g} usable TB)"),
+            ("buy: financing", owned["financing"], f"USD over {years:g} years (a loan of capex + storage)"),
+            ("buy: colocation", owned["colocation"], f"USD over {years:g} years (contracted kW x $/kW-month)"),
+            ("buy: hardware support", owned["support"], f"USD over {years:g} years"),
+            ("buy: operations staff", owned["staff"], f"USD over {years:g} years"),
+            ("buy: resale at the end", owned["resale"], f"USD after {years:g} years (negative: money back)"),
+            ("buy: whole cost of owning but electricity", fixed, f"USD over {years:g} years, any utilisation"),
+        ]
+    rows += [
+        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
+        ("buy: throughput", t_own, per),
+        ("buy: capex per unit of throughput", capex / t_own, f"USD per {unit}/s"),
+        ("rent: price", rate, "USD per hour"),
+        (("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})")
+         if terms["min_hours"] >= 1 else
+         ("rent: minimum term", terms["min_hours"] * 60.0,
+          f"minutes ({terms['pricing']}, {terms['step_text']}; {terms['source']})")),
+        ("rent: throughput", t_rent, per),
+        ("rent: price per unit of throughput", 1000.0 * rate / t_rent, f"USD per hour per 1,000 {per}"),
+        ("rent: cost of one owned-cluster hour of work", rv["rent_per_work_hour"],
+         "USD per hour of work (billed hours by the provider's terms)"),
+        ("rent: cost of a full year of the owned cluster's work", rv["rent_total"](1.0) / years, "USD per year"),
+    ]
+    if work is not None:
+        own_h = work / t_own / 3600.0
+        rent_h = work / t_rent / 3600.0
+        billed = _billed(rent_h, terms)
+        rows += [
+            ("job: time to train, owned", own_h, "hours per job"),
+            ("job: time to train, rented", rent_h, "hours per job"),
+            ("job: rented hours billed, one job alone", billed, "hours (at least the minimum term, in its billing steps)"),
+            ("job: rent", rate * billed, "USD per job (one job alone)"),
+            ("job: rent, jobs back to back", rate * rent_h, "USD per job (packed into the billing steps)"),
+            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
+        ]
+        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
+        if per_job_gap > 0 and not terms["commitment"]:
+            rows.append(("job: jobs for the purchase to pay off", fixed / per_job_gap, "jobs"))
+    if utilization is not None:
+        own_total = fixed + years * utilization * energy
+        rows += [
+            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
+            ("at your utilisation: rented total", rv["rent_total"](utilization),
+             f"USD over {years:g} years for the same work"),
+        ]
+    if u_star is not None and (not terms["commitment"] or 0 < u_star < 1):
+        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"
+                     if not terms["commitment"] else f"fraction of {years:g} years: owning is cheaper below it"))
+        if m_star is not None:
+            rows.append(("break-even at full use", m_star, "months"))
+    verdict = _rent_verdict(rv, years, utilization, terms)
+    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
+        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
+                    f"{capacity['label']}): renting the same work takes "
+                    f"{ratio:.2f} rented hours per owned hour")
+    return rows, ratio, u_star, m_star, utilization, verdict
 
 
 def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, owned_catalog: str | Path | Catalog | None = None,
@@ -496,68 +588,20 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
         rent = design_dict(cev.frame([j]).iloc[0])
         capacity = capacity_summary(cev.space.chassis[int(cev.space.chassis_idx[j])], int(cev.space.nodes[j]))
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
-    ratio = t_own / rent["throughput_samples_per_s"]
     capex = buy["capex_usd"]
     energy = buy["energy_usd_per_year"]
-    rent_per_owned_hour = rate * ratio
-    gap = rent_per_owned_hour - energy / HOURS_PER_YEAR  # what renting costs more than running, per hour of work
-    u_star = capex / (years * HOURS_PER_YEAR * gap) if gap > 0 else None
-    m_star = capex / (HOURS_PER_MONTH * gap) if gap > 0 else None
-    hours = opts.hours
+    terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])
     samples = opts.samples
-    if utilization is None and hours is not None:
-        utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
-    rows: list[tuple[str, float, str]] = [
-        ("buy: capex", capex, "USD, one-off"),
-        ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
-        ("buy: throughput", t_own, "samples/s"),
-        ("buy: capex per unit of throughput", capex / t_own, "USD per sample/s"),
-        ("rent: price", rate, "USD per hour"),
-        ("rent: throughput", rent["throughput_samples_per_s"], "samples/s"),
-        ("rent: price per unit of throughput", 1000.0 * rate / rent["throughput_samples_per_s"],
-         "USD per hour per 1,000 samples/s"),
-        ("rent: cost of one owned-cluster hour of work", rent_per_owned_hour, "USD per hour of work"),
-        ("rent: cost of a full year of the owned cluster's work", rent_per_owned_hour * HOURS_PER_YEAR, "USD per year"),
-    ]
-    if samples is not None:
-        own_h = samples / t_own / 3600.0
-        rent_h = samples / rent["throughput_samples_per_s"] / 3600.0
-        rows += [
-            ("job: time to train, owned", own_h, "hours per job"),
-            ("job: time to train, rented", rent_h, "hours per job"),
-            ("job: electricity, owned", energy / HOURS_PER_YEAR * own_h, "USD per job"),
-            ("job: rent", rate * rent_h, "USD per job"),
-        ]
-        per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
-        if per_job_gap > 0:
-            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
-    if utilization is not None:
-        own_total = capex + years * utilization * energy
-        rent_total = years * utilization * HOURS_PER_YEAR * rent_per_owned_hour
-        rows += [
-            ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
-            ("at your utilisation: rented total", rent_total, f"USD over {years:g} years for the same work"),
-        ]
-    if u_star is not None:
-        rows.append(("break-even utilisation", u_star, f"fraction of {years:g} years the owned cluster must be busy"))
-        rows.append(("break-even at full use", m_star, "months"))
-    if u_star is None:
-        verdict = "rent: renting the same work costs less than the owned cluster's electricity alone"
-    elif u_star > 1:
-        verdict = (f"rent: buying pays off only above {u_star:.0%} utilisation over {years:g} years, i.e. never; "
-                   f"at full use it takes {m_star:.1f} months")
-    elif utilization is not None:
-        verdict = (f"{'buy' if utilization >= u_star else 'rent'}: break-even at {u_star:.0%} utilisation over "
-                   f"{years:g} years ({m_star:.1f} months at full use); yours is {utilization:.0%}")
-    else:
-        verdict = (f"buy if the cluster will be busy more than {u_star:.0%} of {years:g} years "
-                   f"(break-even after {m_star:.1f} months at full use); rent otherwise")
-    if capacity is not None and capacity["bound"]:  # the rented side is as large as the cap allows
-        verdict += (f"; the rented design is at its capacity cap ({capacity['max_instances']} x {capacity['instance']}, "
-                    f"{capacity['label']}): renting the same work takes "
-                    f"{ratio:.2f} rented hours per owned hour")
+    owned = tco_breakdown(own_res.evaluation.costs, int(own_res.ranked[0]), years, 0.0)
+    rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
+        capex, energy, t_own, rate, rent["throughput_samples_per_s"], years=years, utilization=utilization,
+        hours=opts.hours, work=samples, unit="sample", capacity=capacity, terms=terms, owned=owned)
+    hours = opts.hours
+    held = _held_equal(model, opts, years, utilization, samples, ratio, terms)
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,
-                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity)
+                     capex, energy, u_star, m_star, utilization, hours, samples, rows, verdict, capacity, held,
+                     terms["pricing"], terms["min_hours"], terms["interruption"],
+                     _price_warnings([buy, rent]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -578,14 +622,16 @@ ACCELERATOR_GPU = {
     "H200": "h200-sxm", "B200": "b200", "MI300X": "mi300x", "P100": "p100-sxm2",
 }
 
-def _toml_str(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+def _toml_number(v: float) -> int | float:
+    """A whole number as an int (`96`, as the price lists write it), any other as the float itself (written
+    in full by the TOML writer: no rounding to 6 digits)."""
+    return int(v) if float(v).is_integer() else float(v)
 
 
 def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region: str | None = None,
                    gpu_map: dict[str, str] | None = None, default_network_gbps: float = 25.0,
                    name: str | None = None, date: str | None = None, base_ref: str | None = None,
-                   provider: str = "aws") -> tuple[str, list[str]]:
+                   provider: str = "aws", pricing: str = "on-demand") -> tuple[str, list[str]]:
     """Turn a SkyPilot `vms.csv` price list into a cloud catalog (TOML text); returns (text, warnings).
 
     `date` (YYYY-MM-DD) is when the prices were taken; it is stamped on every entry. Without it the
@@ -595,7 +641,12 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     provider's facts know (costopt/data/cloud_instances.toml, cloud_facts.py) gets no network figure
     in the file: it loads the table's, the same one the shipped catalog loads. Other types get
     `default_network_gbps`, written into the entry and listed as an estimate.
+
+    The `SpotPrice` column is kept: as `spot_usd_per_hour` beside the on-demand price, and with
+    `pricing="spot"` it becomes the price (`usd_per_hour`, `pricing = "spot"`, the interruption terms
+    in `interruption_note`; rows without a spot price are skipped with a warning).
     """
+    checks.choice("--pricing", pricing, ("on-demand", "spot"))
     facts = provider_facts(provider) if provider else None
     if provider and facts is None:
         raise InputError(f"--provider {checks.shown(provider)}: no instance facts for it (known: "
@@ -603,14 +654,15 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
     p = Path(csv_path)
     if not p.exists():
         raise InputError(f"price list not found: {p}", field="price_list")
-    if date is not None and (not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)):
+    if date is not None and (not isinstance(date, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", date)):
         raise InputError(f"--price-date {checks.shown(date)}: use YYYY-MM-DD (the date the prices were taken)",
                          field="price_date")
     if date is not None:
         checks.date("--price-date", date)
     positive("default network Gb/s (--default-network-gbps)", default_network_gbps)
+    text = read_input_text(p, "price list", "csv", field="price_list")  # a regular UTF-8 file, bounded
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except Exception as exc:  # pandas raises many kinds on malformed CSV
         raise InputError(f"{p}: not a readable CSV: {exc}") from None
     missing = [c for c in VMS_COLUMNS if c not in df.columns]
@@ -630,10 +682,11 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         raise InputError(f"{p}: no rows in region '{region}' (regions: {', '.join(regions[:20])})")
     df = df[df["Region"] == region]
     warnings: list[str] = []
-    blocks: list[str] = []
+    instances: list[dict[str, Any]] = []
     seen: set[str] = set()
     today = date or pd.Timestamp.now().strftime("%Y-%m-%d")
     skipped_acc: dict[str, int] = {}
+    price_col = "SpotPrice" if pricing == "spot" else "Price"
     for line, row in df.iterrows():
         itype = row["InstanceType"].strip()
         iid = itype.lower()
@@ -650,50 +703,66 @@ def import_vms_csv(csv_path: str | Path, *, base: str = "reference-2026", region
         except ValueError:
             warnings.append(f"row {line + 2} ({itype}): AcceleratorCount/Price not numbers; skipped")
             continue
+        if pricing == "spot":
+            try:
+                price = float(row["SpotPrice"])
+            except ValueError:
+                warnings.append(f"row {line + 2} ({itype}): no SpotPrice; skipped (--pricing spot)")
+                continue
         if count not in (1, 2, 4, 8, 16) or not (0 < price <= 1e9):
             warnings.append(f"row {line + 2} ({itype}): {count:g} GPUs at ${price:g}/h cannot be modelled; skipped")
             continue
         seen.add(iid)
         known = facts is not None and iid in facts.instances
         est = not known
-        lines = ["[[instance]]", f"id = {_toml_str(iid)}", f"name = {_toml_str(itype)}", f"gpu = {_toml_str(gid)}",
-                 f"gpu_count = {int(count)}"]
+        entry: dict[str, Any] = {"id": iid, "name": itype, "gpu": gid, "gpu_count": int(count)}
         if est:  # a type the facts table does not know: the assumed figure goes into the file, as an estimate
-            lines += [f"network_gbps = {default_network_gbps:g}", 'transport = "tcp"']
-        lines.append(f"usd_per_hour = {price:g}")
+            entry.update(network_gbps=_toml_number(default_network_gbps), transport="tcp")
+        entry["usd_per_hour"] = _toml_number(price)
         if gid.startswith(("v100-sxm", "p100-sxm")) and count > 1:  # P3/P2-era boards: NVLink mesh, no NVSwitch
-            lines.append('intra_fabric = "nvlink-bridge"')
-        for col, key in (("SpotPrice", "spot_usd_per_hour"), ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
+            entry["intra_fabric"] = "nvlink-bridge"
+        if pricing == "spot":
+            entry.update(pricing="spot", interruption_note=SPOT_INTERRUPTION.get(provider, SPOT_INTERRUPTION[""]))
+        for col, key in ((("SpotPrice", "spot_usd_per_hour"),) if pricing != "spot" else ()) + (
+                ("vCPUs", "vcpus"), ("MemoryGiB", "memory_gib")):
             try:
                 v = float(row[col])
                 if 0 < v <= 1e9:
-                    lines.append(f"{key} = {v:g}")
+                    entry[key] = _toml_number(v)
             except ValueError:
                 pass
         src = ("network and capacity cap: costopt/data/cloud_instances.toml" if not est else
                f"network not in the price list nor in costopt/data/cloud_instances.toml: {default_network_gbps:g} "
                "Gb/s assumed (--default-network-gbps)")
-        lines += [f"region = {_toml_str(region)}", f"source = {_toml_str(f'{p.name} row {line + 2}; {src}')}",
-                  f"date = {_toml_str(today)}", f"price_source = {_toml_str(f'{p.name} row {line + 2} (Price, {region})')}",
-                  f"price_date = {_toml_str(today)}"]
+        entry.update(region=region, source=f"{p.name} row {line + 2}; {src}", date=today,
+                     price_source=f"{p.name} row {line + 2} ({price_col}, {region})", price_date=today)
         if est:
-            lines.append('estimates = ["network_gbps"]')
-        blocks.append("\n".join(lines))
+            entry["estimates"] = ["network_gbps"]
+        instances.append(entry)
     for acc, n in sorted(skipped_acc.items()):
         warnings.append(f"accelerator '{acc}' ({n} row(s)) has no GPU in '{base}'; skipped (add --map '{acc}=GPU_ID')")
-    if not blocks:
+    if not instances:
         if warnings:  # rows with a known GPU, all unusable: say why, not that the GPUs are unknown
             more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
             raise InputError(f"{p}: no row in region '{region}' could be imported: {warnings[0]}{more}")
         raise InputError(f"{p}: no row in region '{region}' has a GPU the base catalog '{base}' knows")
     cname = name or re.sub(r"[^a-z0-9._-]+", "-", p.stem.lower()).strip("-") or "imported"
-    head = [f"# Cloud catalog imported by `costopt catalog import` from {p.name} (region {region}).",
-            "# Network bandwidth is not in a vms.csv price list: types in costopt/data/cloud_instances.toml take",
-            "# theirs (and their capacity cap) from there; see each instance's `source`.", "",
-            "[catalog]", f"name = {_toml_str(cname)}", f"base = {_toml_str(base_ref or base)}", 'kind = "cloud"',
-            *([f"provider = {_toml_str(provider)}"] if provider else []),
-            f"description = {_toml_str(f'Imported from {p.name}, region {region}')}", f"date = {_toml_str(today)}", ""]
-    return "\n".join(head) + "\n" + "\n\n".join(blocks) + "\n", warnings
+    # The file is written by a TOML writer (tomli-w), never by string formatting: every value a price list
+    # brings (region, instance type, the file's name) is a TOML string escaped by the writer, so a newline,
+    # quote or bracket in one stays inside its string and cannot add a table or an instance. tomli-w:
+    # writes only (tomllib reads), small, no dependencies, escapes per the TOML 1.0 spec (tomlkit keeps
+    # comments and layout for editing, which a generated file does not need). The comment header holds
+    # no text from the price list.
+    import tomli_w
+
+    cat: dict[str, Any] = {"name": cname, "base": base_ref or base, "kind": "cloud"}
+    if provider:
+        cat["provider"] = provider
+    cat.update(description=f"Imported from {p.name}, region {region}", date=today)
+    head = ("# Cloud catalog imported by `costopt catalog import` from a price list (see [catalog] description).\n"
+            "# Network bandwidth is not in a vms.csv price list: types in costopt/data/cloud_instances.toml take\n"
+            "# theirs (and their capacity cap) from there; see each instance's `source`.\n\n")
+    return head + tomli_w.dumps({"catalog": cat, "instance": instances}), warnings
 
 
 __all__ = ["Options", "compare", "Comparison", "PriceCut", "rent_vs_buy", "RentVsBuy", "ranked_table", "table_rows",

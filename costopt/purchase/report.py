@@ -40,6 +40,7 @@ import numpy as np
 
 from costopt.search import api
 from costopt.hardware.catalog import Catalog
+from costopt.core.neutral import markdown_cell, markdown_json, markdown_text
 from costopt.core.checks import count, output_path, write_bytes_atomic, write_text
 from costopt.search.design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from costopt.core.errors import InputError
@@ -707,23 +708,25 @@ def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
 
     `figure_dir` must be new or one this function made before (it holds FIGURE_DIR_MARK)."""
     _own_figure_dir(figure_dir)
-    out = [f"# {rep.title}", "", rep.subtitle, ""]
+    # catalog text (names, sources) is third-party: HTML-escaped, one line per cell (core/neutral.py)
+    md, cell = markdown_text, markdown_cell
+    out = [f"# {md(rep.title)}", "", md(rep.subtitle), ""]
     for s in rep.sections:
-        out += [f'## {s.title} <a id="{s.id}"></a>', "", s.intro, ""]
+        out += [f'## {md(s.title)} <a id="{md(s.id)}"></a>', "", md(s.intro), ""]
         for header, rows in s.tables:
-            out.append("| " + " | ".join(header) + " |")
+            out.append("| " + " | ".join(map(cell, header)) + " |")
             out.append("|" + "---|" * len(header))
-            out.extend("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows)
+            out.extend("| " + " | ".join(map(cell, r)) + " |" for r in rows)
             out.append("")
         for f in s.figures:
             write_bytes_atomic(figure_dir / f"{f.name}.png", f.png, "--out")
-            out += [f"![{f.title}]({rel}/{f.name}.png)", ""]
-        out += [f"_{n}_" for n in s.notes] + ([""] if s.notes else [])
-    out += ["<details><summary>solve JSON</summary>", "", "```json", json.dumps(json_safe(rep.solve_json), indent=1),
-            "```", "</details>", ""]
+            out += [f"![{cell(f.title).replace('[', '(').replace(']', ')')}]({rel}/{f.name}.png)", ""]
+        out += [f"_{md(n)}_" for n in s.notes] + ([""] if s.notes else [])
+    out += ["<details><summary>solve JSON</summary>", "", "```json",
+            markdown_json(json.dumps(json_safe(rep.solve_json), indent=1)), "```", "</details>", ""]
     for key, value in rep.data.items():
-        out += [f"<details><summary>{key} JSON</summary>", "", "```json", json.dumps(json_safe(value), indent=1),
-                "```", "</details>", ""]
+        out += [f"<details><summary>{md(key)} JSON</summary>", "", "```json",
+                markdown_json(json.dumps(json_safe(value), indent=1)), "```", "</details>", ""]
     return "\n".join(out)
 
 

@@ -23,15 +23,17 @@ from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.cloud_facts import capacity_summary
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
-from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis, within_budget
+from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis
 from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
-from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values, pareto_front
+from costopt.search.solver import OBJECTIVES, SOLVER_NAME, objective_values, pareto_front
+from costopt.search.limits import Request, check_cost_options, infeasible as limits_infeasible, masks as limits_masks, pick as limits_pick
 from costopt.perf.stacks import AUTO, STACKS, check_stack, stack_codes
 from costopt.perf.system import SystemParams, load_system
 from costopt.perf.timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from costopt.purchase.why import explain
+from costopt.perf.compute import DEFAULT_FRAMEWORK
 from costopt.perf.workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 from costopt.hardware.catalog import with_max_instances
 
@@ -54,7 +56,7 @@ def gpu_precisions(workload: Workload, gpus: list, precision: str) -> list[str]:
 
 
 def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, precision: str, batch: int,
-                 params: SystemParams, grad_accum: int = 1) -> tuple[GpuCompute, list[str]]:
+                 params: SystemParams, grad_accum: int = 1) -> tuple[GpuCompute, list[str], np.ndarray]:
     """Compute estimate per GPU type (a loop over catalog GPUs, not designs), at each GPU's precision.
 
     With K = grad_accum micro-batches per synchronisation, K forwards and K-1 backwards run before
@@ -65,6 +67,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
     f, b, st = np.ones(n), np.ones(n), np.zeros(n)
     mem_ok, supported = np.zeros(n, bool), np.zeros(n, bool)
     source, basis = ["none"] * n, [""] * n
+    memory_gb = np.full(n, np.nan)
     precisions = gpu_precisions(workload, space.gpus, precision)
     have = workload.precisions()
     used = set(np.flatnonzero(np.bincount(space.gpu_idx, minlength=n)).tolist())  # (np.unique would load numpy.ma)
@@ -87,6 +90,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
         k = grad_accum
         f[i], b[i], st[i] = k * est.forward_s + (k - 1) * est.backward_s, est.backward_s, est.step_s
         mem_ok[i] = memory_fits(est, g, params.memory_reserved_gb)
+        memory_gb[i] = est.peak_mem_bytes / 1e9
         supported[i] = True
         source[i], basis[i] = est.source, est.basis + (f"; {k} micro-batches per step" if k > 1 else "")
         if precision == "auto" and p != g.best_training_precision():
@@ -94,7 +98,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
                          f"{g.best_training_precision()} profile (the best {g.id} trains in)")
         if not mem_ok[i]:
             basis[i] += f"; needs {est.peak_mem_bytes / 1e9:.1f} GB + {params.memory_reserved_gb:g} GB reserved > {g.memory_gb:g} GB"
-    return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions
+    return GpuCompute(f, b, st, mem_ok, supported, source, basis), precisions, memory_gb
 
 
 def resolve_inputs(model, catalog, precision, batch_per_gpu, system, profile, tensor_set, overlap):
@@ -167,12 +171,12 @@ def evaluate_space(
     if stack is not None and stack != AUTO:
         space.stack = stack_codes(stack, space.strategy, space.reduce_on)
     count("gradient accumulation steps", grad_accum)
-    compute, precisions = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
+    compute, precisions, memory_gb = _gpu_compute(workload, catalog, space, precision, batch_per_gpu, params, grad_accum)
     timing = evaluate(space, compute, tensors, params, batch_per_gpu * grad_accum, overlap)
     costs = price_on_basis(evaluate_costs(space, catalog.site, facility=catalog.facility,
                                           support_years=support_years), timing.throughput_samples_per_s, basis)
     return Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params,
-                      space, compute, timing, costs, basis, grad_accum, precisions)
+                      space, compute, timing, costs, basis, grad_accum, precisions, memory_gb)
 
 
 def _space_kwargs(cat: Catalog, budget: float | None, basis: CostBasis, *, max_nodes: int | None = None,
@@ -212,7 +216,7 @@ def predict(
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
     tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1, stack: str = AUTO,
-    support_years: float = 0.0, today: date | None = None,
+    support_years: float = 0.0, today: date | None = None, framework: str = DEFAULT_FRAMEWORK,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README).
 
@@ -235,6 +239,7 @@ def predict(
     today = checks.as_of(today) or date.today()
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
+    workload = workload.with_framework(framework)  # the software stack's host time (compute.py)
     precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
@@ -322,7 +327,7 @@ def solve(
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
     grad_accum: int = 1, stack: str = AUTO, include: list[str] | str | None = None,
     exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
-    max_instances: int | None = None,
+    max_instances: int | None = None, confidence: float | None = None, framework: str = DEFAULT_FRAMEWORK,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
     `stack`: the communication stack of every design (auto: from each design's strategy, costopt/perf/stacks.py)."""
@@ -351,17 +356,19 @@ def solve(
     for k in gpus_per_node or []:
         count("GPUs per node", k)
     samples = checks.samples_to_train(epochs, dataset_size)
-    if deadline_hours is not None:
-        if samples is None:
-            raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
-        need = samples / (deadline_hours * 3600.0)
-        min_throughput = max(min_throughput or 0.0, need)
-    if objective == "cost" and min_throughput is None:
+    if deadline_hours is not None and samples is None:
+        raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
+    if confidence is not None and deadline_hours is None and min_throughput is None:
+        raise InputError("--confidence applies to a throughput target: give --deadline-hours or --min-throughput",
+                         field="confidence")
+    if objective == "cost" and min_throughput is None and deadline_hours is None:
         raise InputError("objective 'cost' needs --min-throughput or --deadline-hours (with --epochs and --dataset-size)", field="objective")
 
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
+    workload = workload.with_framework(framework)  # the software stack's host time (compute.py)
     precision = resolve_precision(workload, precision)
+    check_cost_options(cat, support_years, hours)
     if max_instances is not None:
         cat = with_max_instances(cat, max_instances)
     part_filter = PartFilter.from_options(include, exclude_gpus, gpus, cat)
@@ -369,7 +376,8 @@ def solve(
     kw = _space_kwargs(cat, budget, basis, max_nodes=max_nodes, strategies=strategies, reduce_on=reduce_on,
                        gpu_ids=gpus, nic_ids=nics, gpus_per_node=gpus_per_node)
     limits = dict(budget=budget, objective=objective, max_power_kw=max_power_kw, max_rack_units=max_rack_units,
-                  min_throughput=min_throughput, part_filter=part_filter)
+                  min_throughput=min_throughput, deadline_hours=deadline_hours, confidence=confidence,
+                  part_filter=part_filter)
     ev, counts = evaluate_bounded(cat, kw, limits, workload=workload, tensors=tensors, params=params,
                                   precision=precision, batch_per_gpu=batch, overlap=overlap, basis=basis,
                                   grad_accum=grad_accum, stack=stack, support_years=support_years)
@@ -411,22 +419,19 @@ def evaluate_bounded(cat: Catalog, space_kw: dict[str, Any], limits: dict[str, A
                                support_years=support_years, keep=keep)
 
 
-def _masks(ev: Evaluation, budget, objective, max_power_kw, max_rack_units, min_throughput,
-           part_filter=None) -> dict[str, np.ndarray]:
-    """The per-design masks `choose` works with (one definition for both the whole space and its pieces)."""
-    t, c = ev.timing, ev.costs
-    ok = t.feasible & c.buildable
-    hw_ok = ok.copy()
-    if max_power_kw is not None:
-        hw_ok &= c.power_kw <= max_power_kw
-    if max_rack_units is not None:
-        hw_ok &= c.rack_units <= max_rack_units
-    in_budget = within_budget(c, budget)
-    cand = hw_ok & in_budget if c.spend_usd is not None else hw_ok
-    within = hw_ok & in_budget
-    if objective == "cost" and min_throughput is not None:
-        within &= t.throughput_samples_per_s >= min_throughput
-    return {"ok": ok, "hw_ok": hw_ok, "in_budget": in_budget, "cand": cand, "within": within}
+def request_of(ev: Evaluation, budget=None, objective="throughput", max_power_kw=None, max_rack_units=None,
+               min_throughput=None, deadline_hours=None, confidence=None, part_filter=None) -> Request:
+    """The shared request (search/limits.py) of `choose`'s keyword limits; the work to train is the
+    evaluation's samples to train (epochs x dataset size)."""
+    return Request(budget=budget, objective=objective, max_power_kw=max_power_kw, max_rack_units=max_rack_units,
+                   min_throughput=min_throughput, work=ev.samples_to_train if deadline_hours is not None else None,
+                   deadline_hours=deadline_hours, confidence=confidence, unit="samples/s")
+
+
+def _masks(ev: Evaluation, **limits) -> dict[str, np.ndarray]:
+    """The per-design masks `choose` works with (search/limits.py: one definition for both workload kinds,
+    for the whole space and for its pieces)."""
+    return limits_masks(ev.results(), request_of(ev, **limits))
 
 
 def _family(s: DesignSpace, idx: np.ndarray) -> np.ndarray:
@@ -552,6 +557,7 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
     whole space."""
     spaces, timings, costs = [], [], []
     compute: GpuCompute | None = None
+    memory_gb = None
     n_designs = n_cand = 0
     part_filter = limits.get("part_filter") or PartFilter()
     n_left = np.zeros(len(REASONS), dtype=np.int64)
@@ -562,6 +568,8 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
                             precision=precision, batch_per_gpu=batch_per_gpu, overlap=overlap, basis=basis,
                             grad_accum=grad_accum, stack=stack, support_years=support_years)
         gpu_precision = ev.gpu_precision  # per catalog GPU: the same in every piece
+        memory_gb = ev.gpu_memory_gb if memory_gb is None else np.where(np.isnan(ev.gpu_memory_gb), memory_gb,
+                                                                          ev.gpu_memory_gb)
         kept, k = _survivors(ev, limits)
         if keep is not None:
             kept = np.union1d(kept, np.asarray(keep(ev), dtype=np.int64))
@@ -577,7 +585,7 @@ def _evaluate_in_chunks(chunks, limits: dict[str, Any], *, catalog: Catalog, wor
                         ("gpu_idx", "chassis_idx", "nic_idx", "nodes", "strategy", "reduce_on", "nics_per_node",
                           "stack")))
     ev = Evaluation(workload.model, precision, batch_per_gpu, overlap, catalog, workload, tensors, params, space, compute,
-                    _concat(timings, Timing), _concat(costs, Costs), basis, grad_accum, gpu_precision)
+                    _concat(timings, Timing), _concat(costs, Costs), basis, grad_accum, gpu_precision, memory_gb)
     return ev, (n_designs, n_cand, tuple(int(x) for x in n_left))
 
 
@@ -603,10 +611,14 @@ def _merge_compute(a: GpuCompute, b: GpuCompute, space: DesignSpace) -> GpuCompu
 def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 10, max_power_kw: float | None = None,
            max_rack_units: float | None = None, min_throughput: float | None = None,
            counts: tuple | None = None, part_filter: PartFilter | None = None,
-           today: date | None = None) -> SolveResult:
+           today: date | None = None, deadline_hours: float | None = None,
+           confidence: float | None = None) -> SolveResult:
     """Apply constraints to an evaluated space, pick the best design, rank the alternatives.
 
-    `counts` (designs evaluated, candidates after constraints) replaces the counts of `ev` when `ev`
+    The limits and the objective are search/limits.py's (shared with the large-model path): budget,
+    power, rack units, and a throughput target (`min_throughput`, or the evaluation's samples to train
+    within `deadline_hours`) met at `confidence` (default: p10 with a deadline, the point estimate
+    otherwise). `counts` (designs evaluated, candidates after constraints) replaces the counts of `ev` when `ev`
     holds only the survivors of a space evaluated in pieces (`_evaluate_in_chunks`; the left-out counts
     in `excluded` then count survivors only). `part_filter` (None: the default one, current data-centre
     and workstation parts) leaves designs out of the choice; the result's `excluded` says what the best
@@ -619,14 +631,19 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     positive("max power", max_power_kw)
     positive("max rack units", max_rack_units)
     positive("min throughput", min_throughput)
+    if deadline_hours is not None and ev.samples_to_train is None:
+        raise InputError("--deadline-hours needs --epochs and --dataset-size", field="deadline_hours")
     today = checks.as_of(today) or date.today()  # one date for every price age this result prints
     t, c, s = ev.timing, ev.costs, ev.space
     cost, thr = c.cost_usd, t.throughput_samples_per_s
     part_filter = part_filter if part_filter is not None else PartFilter()
     reasons = part_filter.design_reasons(s)
-    ok_all = t.feasible & c.buildable
-    ok = ok_all & (reasons == KEPT)
-    why_not = []
+    req = request_of(ev, budget, objective, max_power_kw, max_rack_units, min_throughput, deadline_hours, confidence)
+    target = req.target
+    res = ev.results()
+    m_all = limits_masks(res, req)
+    m = limits_masks(res, req, offered=reasons == KEPT)
+    ok_all, ok = m_all["ok"], m["ok"]
     if not ok.any():
         if ok_all.any():
             raise InfeasibleError(f"no design the part filter offers ({part_filter.describe()}) can run {ev.model} at "
@@ -636,37 +653,20 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
         raise InfeasibleError(
             f"no design can run {ev.model} at batch {ev.batch_per_gpu} ({ev.precision}): "
             + "; ".join(bases[:4]), reason="memory/precision")
-    hw_all = ok_all.copy()
-    if max_power_kw is not None:
-        hw_all &= c.power_kw <= max_power_kw
-        why_not.append(f"power <= {max_power_kw:g} kW")
-    if max_rack_units is not None:
-        hw_all &= c.rack_units <= max_rack_units
-        why_not.append(f"rack units <= {max_rack_units:g}")
-    hw_ok = hw_all & ok
+    hw_all, hw_ok, in_budget = m_all["hw_ok"], m["hw_ok"], m["in_budget"]
     order_rank = s.order_rank()
-
-    in_budget = within_budget(c, budget)
-    cand = np.flatnonzero(hw_ok)
-    front_budget = budget
-    if c.spend_usd is not None:  # the budget limits the purchase, not the cost compared: filter before the search
-        cand = np.flatnonzero(hw_ok & in_budget)
-        front_budget = None
-    best_local, info = (None, {"status": "Infeasible", "pareto_front_size": 0, "solver": SOLVER_NAME})
-    if len(cand):
-        best_local, info = best_on_front(objective, cost[cand], thr[cand], order_rank[cand], front_budget, min_throughput)
-    if best_local is None:
-        exc = _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not)
+    best, info = limits_pick(res, req, order_rank, m)
+    info = {**info, "solver": SOLVER_NAME}
+    if best is None:
+        exc = limits_infeasible(res, req, order_rank, m, ev.model)
         if ((reasons != KEPT) & hw_all).any():
             exc.args = (f"{exc.args[0]} (the part filter left runnable designs out: {part_filter.describe()}; "
                         f"--include consumer,legacy,eol considers them)",)
         raise exc
-    best = int(cand[best_local])
+    front_budget = None if c.spend_usd is not None else budget
 
     # alternatives: the best design of each (gpu, chassis, nic, strategy, reduce_on) family
-    within = hw_ok & in_budget
-    if objective == "cost" and min_throughput is not None:
-        within &= thr >= min_throughput
+    within = m["within"]
     idx = np.flatnonzero(within)
     score = -objective_values(objective, cost[idx], thr[idx])
     fam = _family(s, idx)
@@ -679,8 +679,12 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
     per_gpu = np.concatenate([[best], per_gpu[s.gpu_idx[per_gpu] != s.gpu_idx[best]]])
     ranked = np.concatenate([[best], ranked[ranked != best]])[: max(top, 1)]
     rows = ev.priced_rows(ranked, today)  # bills of materials only for the designs shown
-    expl = explain(ev, best, hw_ok & in_budget, objective, order_rank, min_throughput)
-    info = {**info, "candidates_after_constraints": int(len(cand)) if counts is None else counts[1]}
+    expl = explain(ev, best, hw_ok & in_budget & m["meets"], objective, order_rank, target)
+    info = {**info, "candidates_after_constraints": int(m["cand"].sum()) if counts is None else counts[1]}
+    if target is not None:
+        info["target_throughput"] = float(target)
+        info["confidence"] = req.level
+        info["target_rule"] = f"every design shown meets {req.target_phrase()}"
     per_gpu_rows = ev.priced_rows(per_gpu, today)
     # how sure: near-ties (80% ranges overlapping the best's) and decision robustness (costopt/search/robustness.py)
     from costopt.search.robustness import decision_robustness, near_ties
@@ -690,12 +694,17 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
         low, high = throughput_range(ev, both)
         for r, flag in zip(out, near_ties(low, high, 0)[1:] & (picked != best)):
             r["near_tie"] = bool(flag)
+    if ev.samples_to_train:
+        for r, i in zip(rows, ranked.tolist()):
+            _time_range(r, ev.samples_to_train)
+        for r in per_gpu_rows:
+            _time_range(r, ev.samples_to_train)
     pool = idx if len(idx) else np.array([best])
-    info.update(decision_robustness(ev, best, pool, objective, min_throughput))
+    info.update(decision_robustness(ev, best, pool, objective, target))
     excluded = excluded_summary(
-        reasons=reasons, pool=hw_all & in_budget, cost=cost, throughput=thr, order_rank=order_rank,
-        budget=front_budget, min_throughput=min_throughput, objective=objective, chosen=rows[0],
-        to_design=lambda i: ev.rows([i])[0], catalog=ev.catalog, part_filter=part_filter,
+        reasons=reasons, pool=hw_all & in_budget & m_all["meets"], cost=cost, throughput=thr, order_rank=order_rank,
+        budget=front_budget, min_throughput=target, objective=objective,
+        chosen=rows[0], to_design=lambda i: ev.rows([i])[0], catalog=ev.catalog, part_filter=part_filter,
         reason_counts=counts[2] if counts is not None and len(counts) > 2 else None)
     warnings = [w for w in [batch_warning(ev.model, ev.workload.optimizer, ev.batch_per_gpu * ev.grad_accum,
                                           rows[0]["total_gpus"])] if w]
@@ -704,6 +713,15 @@ def choose(ev: Evaluation, *, budget: float | None, objective: str, top: int = 1
                        expl.why, info, per_gpu_rows, ev, ranked, why_strategy=expl.strategy,
                        why_facts=expl.facts, warnings=warnings, excluded=excluded, as_of=today.isoformat(),
                        capacity=capacity)
+
+
+def _time_range(row: dict[str, Any], work: float) -> None:
+    """Time to train's 80% range: time runs against throughput, so its low end is work / the high end of
+    throughput and its high end work / the low end."""
+    lo, hi = row.get("throughput_low_samples_per_s"), row.get("throughput_high_samples_per_s")
+    if lo and hi:
+        row["time_to_train_low_h"] = float(f"{work / hi / 3600.0:.9g}")
+        row["time_to_train_high_h"] = float(f"{work / lo / 3600.0:.9g}")
 
 
 def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -726,34 +744,6 @@ def best_per_group(group: np.ndarray, score: np.ndarray, cost: np.ndarray, rank:
     pos = np.flatnonzero(ok)
     first = np.concatenate(([True], seg[pos][1:] != seg[pos][:-1]))
     return order[pos[first]]
-
-
-def _infeasible(ev, ok, hw_ok, cost, thr, order_rank, budget, min_throughput, objective, why_not) -> InfeasibleError:
-    pool = np.flatnonzero(hw_ok) if hw_ok.any() else np.flatnonzero(ok)
-    spend = ev.costs.spend_usd if ev.costs.spend_usd is not None else cost
-    if budget is not None and objective == "cost" and min_throughput is not None:
-        in_budget = pool[spend[pool] <= budget]
-        if len(in_budget) and not (thr[in_budget] >= min_throughput).any():
-            near = int(in_budget[np.lexsort((order_rank[in_budget], cost[in_budget], -thr[in_budget]))[0]])
-            d = ev.rows([near])[0]
-            return InfeasibleError(
-                f"no design within ${budget:,.0f} reaches {min_throughput:,.1f} samples/s; the fastest within budget "
-                f"reaches {d['throughput_samples_per_s']:,.1f} samples/s", nearest=d, reason="min-throughput")
-    if objective == "cost" and min_throughput is not None and not (thr[pool] >= min_throughput).any():
-        near = int(pool[np.lexsort((order_rank[pool], cost[pool], -thr[pool]))[0]])
-        d = ev.rows([near])[0]
-        return InfeasibleError(
-            f"no candidate reaches {min_throughput:,.1f} samples/s (fastest: {d['throughput_samples_per_s']:,.1f})",
-            nearest=d, reason="min-throughput")
-    if not hw_ok.any():
-        near = int(pool[np.lexsort((order_rank[pool], -thr[pool], cost[pool]))[0]])
-        d = ev.rows([near])[0]
-        return InfeasibleError(f"no design satisfies {' and '.join(why_not)}", nearest=d, reason="constraints")
-    cheapest = int(pool[np.lexsort((order_rank[pool], -thr[pool], spend[pool]))[0]])
-    d = ev.rows([cheapest])[0]
-    return InfeasibleError(
-        f"budget ${budget:,.0f} is below the cheapest feasible design (${float(spend[cheapest]):,.0f})",
-        nearest=d, reason="budget")
 
 
 __all__ = ["predict", "solve", "choose", "evaluate_space", "infeasible_reason", "Evaluation", "SolveResult", "DESIGN_FIELDS"]

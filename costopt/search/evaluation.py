@@ -1,20 +1,58 @@
-"""The result of evaluating a design space: `Evaluation` holds, per design, the space, its compute,
-timing, costs and feasibility as arrays; `DESIGN_FIELDS` and `design_dict` are the one row format
-that tables, JSON, exports and reports read; `throughput_range` is each design's 80% range.
+"""The one result every workload's performance model returns, and the data-parallel result behind it.
 
-Split from `search/api.py` so the modules that read a result (why, robustness, reports) import the
-result type without importing the engine that makes it."""
+A reader's map (docs/model.md, "One engine"):
+
+    catalog ─► design space (search/design_space.py: GPU, chassis, G per node, M nodes, NIC × k, strategy)
+      │
+      ├─ data-parallel zoo model:  search/api.py::evaluate_space  (perf/compute.py, perf/timing.py)  ─► Evaluation
+      └─ transformer by architecture: search/llm_search.py::search_llm  (perf/llm/: best layout per design) ─► LlmSearch
+      │                                 both priced by hardware/cost.py on one CostBasis
+      ▼
+    DesignResults  (this module; `Evaluation.results()`, `LlmSearch.results()`)
+      ▼
+    search/limits.py: Request (budget, power, rack units, throughput target from --min-throughput or
+      work / deadline, at a confidence; objective) ─► masks ─► pick (solver.py's Pareto front) or
+      infeasible (the nearest feasible design, exit 1)
+      ▼
+    rows(idx) (the row format of tables, JSON, exports, reports; DESIGN_FIELDS for data-parallel
+      models, perf/llm/evaluate.py::design_record for transformers) ─► BOM (hardware/bom.py), Why, CLI
+
+`DesignResults`, per design of the space (numpy arrays of one element per design unless said):
+
+    unit            "samples/s" (data-parallel models) or "tokens/s" (transformers): the unit of every
+                    throughput below, of `--min-throughput`, and of the work a deadline divides
+    space, costs    the hardware (DesignSpace) and its costs on the request's basis (Costs: cost_usd,
+                    capex_usd, power_kw, rack_units, buildable, spend_usd, ...)
+    throughput      point estimate (the median of its error distribution)
+    feasible        bool: runs (fits in GPU memory, precision supported, layout/degrees valid, global
+                    batch held); the fabric's `costs.buildable` is the other half
+    ranges(idx)     (low, high): the 80% range (p10, p90) of the designs `idx`
+    reason(idx)     str per design: '' or the first reason it cannot run
+    memory_gb(idx)  GB per GPU the design needs (NaN where the model does not size it)
+    breakdown(idx)  dict of arrays: the iteration (step) time and its terms, in seconds
+    evidence(idx)   str per design: where its compute time comes from (measured, published ratio,
+                    roofline estimate, with the figures)
+    rows(idx)       the designs as output rows (dicts)
+
+Functions of `idx` are evaluated only for the designs a command shows or tests, never the whole space,
+so a million-design solve pays for arrays only. Downstream code (limits, objectives, near-ties, BOM,
+the CLI) reads only this interface.
+
+`Evaluation` (below) is the data-parallel result: the space, its compute, timing, costs and
+feasibility as arrays; `DESIGN_FIELDS` and `design_dict` are its row format; `throughput_range` is each
+design's 80% range. Split from `search/api.py` so the modules that read a result (why, robustness,
+reports) import the result type without importing the engine that makes it."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from costopt.hardware.bom import bom_dicts, oldest_price
+from costopt.hardware.bom import bom_dicts, oldest_price, tco_lines
 from costopt.hardware.cost import CostBasis
 from costopt.hardware.part_filter import segment_lifecycle
 from costopt.perf.intervals import COMPUTE_KINDS, compute_kind
@@ -44,6 +82,29 @@ DESIGN_FIELDS = (
 )
 
 
+Idx = np.ndarray  # design indices (int64)
+
+
+@dataclass
+class DesignResults:
+    """The result interface of the module docstring."""
+
+    unit: str
+    space: DesignSpace
+    costs: Costs
+    throughput: np.ndarray
+    feasible: np.ndarray
+    ranges: Callable[[Idx], tuple[np.ndarray, np.ndarray]]
+    reason: Callable[[Idx], np.ndarray]
+    memory_gb: Callable[[Idx], np.ndarray]
+    breakdown: Callable[[Idx], dict[str, np.ndarray]]
+    evidence: Callable[[Idx], np.ndarray]
+    rows: Callable[[Idx], list[dict[str, Any]]]
+
+    def __len__(self) -> int:
+        return len(self.throughput)
+
+
 @dataclass
 class Evaluation:
     """A design space with its timing and costs: one numpy element per design."""
@@ -63,9 +124,37 @@ class Evaluation:
     basis: CostBasis = field(default_factory=CostBasis)
     grad_accum: int = 1  # micro-batches of batch_per_gpu per synchronisation
     gpu_precision: list[str] | None = None  # per catalog GPU (space.gpus order): the precision it runs
+    gpu_memory_gb: np.ndarray | None = None  # per catalog GPU: GB its compute estimate needs (NaN: none)
 
     def __len__(self) -> int:
         return len(self.space)
+
+    def results(self) -> DesignResults:
+        """This evaluation as the one result interface (module docstring)."""
+        t, s = self.timing, self.space
+
+        def reason(idx: Idx) -> np.ndarray:
+            idx = np.asarray(idx, dtype=np.int64)
+            bott = np.array(BOTTLENECKS, dtype=object)[t.bottleneck[idx]]
+            basis = np.array(self.compute.basis, dtype=object)[s.gpu_idx[idx]]
+            why = np.where(bott == "memory", "does not fit in GPU memory: " + basis,
+                           np.where(bott == "precision", basis, "the fabric cannot be built with that switch family"))
+            return np.where(t.feasible[idx] & self.costs.buildable[idx], "", why).astype(object)
+
+        def memory(idx: Idx) -> np.ndarray:
+            gm = self.gpu_memory_gb if self.gpu_memory_gb is not None else np.full(len(s.gpus), np.nan)
+            return gm[s.gpu_idx[np.asarray(idx, dtype=np.int64)]]
+
+        def breakdown(idx: Idx) -> dict[str, np.ndarray]:
+            idx = np.asarray(idx, dtype=np.int64)
+            return {"t_iter_s": t.t_iter_s[idx], "t_compute_s": t.t_compute_s[idx], "t_comm_s": t.t_comm_s[idx],
+                    "t_exposed_comm_s": t.t_exposed_comm_s[idx]}
+
+        return DesignResults(
+            "samples/s", s, self.costs, t.throughput_samples_per_s, t.feasible,
+            lambda idx: throughput_range(self, idx), reason, memory, breakdown,
+            lambda idx: np.array(self.compute.basis, dtype=object)[s.gpu_idx[np.asarray(idx, dtype=np.int64)]],
+            self.rows)
 
     @property
     def samples_to_train(self) -> float | None:
@@ -158,6 +247,9 @@ class Evaluation:
         out = self.rows(idx)
         for d, i in zip(out, np.asarray(idx, dtype=np.int64).tolist()):
             d["bom"] = bom_dicts(self.catalog, self.space, self.costs, int(i))
+            rented = self.costs.rented is not None and bool(self.costs.rented[int(i)])
+            if self.basis.tco_years and not rented:  # the whole cost of owning, term by term (bom.tco_lines)
+                d["tco"] = tco_lines(self.catalog, self.costs, int(i), self.basis.tco_years)
             age = oldest_price(d["bom"], today or date.today())
             d["oldest_price_date"] = age["oldest_price_date"]
             d["price_warning"] = age["warning"]

@@ -8,7 +8,8 @@ Strategy names: `ddp` (replicas with an all-reduce; `ring` and `hierarchical` me
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +17,26 @@ import numpy as np
 
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.cloud_facts import capacity_summary
-from costopt.core.checks import count, positive
-from costopt.hardware.cost import Costs, evaluate_costs
+from costopt.core import checks
+from costopt.core.checks import count, non_negative, positive
+from costopt.hardware.bom import bom_dicts, oldest_price
+from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis, take_costs, within_budget
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
-from costopt.search.solver import OBJECTIVES, best_on_front
+from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
+from costopt.search.evaluation import DesignResults
+from costopt.search.limits import Request, at_confidence, check_cost_options, infeasible as limits_infeasible, masks as limits_masks, \
+    pick as limits_pick
 from costopt.core.units import HOURS_PER_YEAR
 from costopt.perf.intervals import range_phrase
 from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
-from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
+from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
-                       require_precision_somewhere, DEFAULT_FRAMEWORK)
+                       require_precision_somewhere, DEFAULT_FRAMEWORK, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -130,8 +137,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1,
-                framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format."""
@@ -157,7 +163,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
                                             one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
-                         framework=framework)
+                         framework=framework,
+                         hold_batch=global_batch is not None)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
@@ -177,6 +184,10 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                                                                                          "a smaller --micro-batch or --checkpointing full")
             msg = (f"{cfg.name} ({cfg.params / 1e9:.1f} B parameters) does not fit with {s} on {gpu}: "
                    f"{_memory_phrase(rec)}; {hint}")
+        elif reason.startswith("the global batch"):
+            msg = (f"{cfg.name} cannot hold --global-batch {gb:,} on {rec['total_gpus']} x {gpu}: data-parallel degree "
+                   f"{rec['dp']} x micro-batch {rec['micro_batch']} = {rec['dp'] * rec['micro_batch']:,} sequences "
+                   f"does not divide it; choose a global batch that is a multiple of it, or other --tp/--pp/--micro-batch")
         else:
             msg = f"{cfg.name} cannot run as asked on {gpu}: {reason}"
         raise InfeasibleError(msg, nearest=None, reason="memory" if "memory" in reason else "layout")
@@ -201,11 +212,40 @@ class LlmSearch:
     offered: np.ndarray  # bool: kept by the part filter
     parts: PartFilter
     ranges: LlmRange  # 80% range of every design's tokens/s (ranges.py)
-    framework: str = DEFAULT_FRAMEWORK
+    basis: CostBasis = field(default_factory=CostBasis)  # what cost_usd means (hardware/cost.py)
+    support_years: float = 0.0
+    exact_batch: bool = False  # every design holds global_batch exactly (--global-batch given)
+    skipped_by_bound: int = 0  # node counts never timed: their bound cannot beat their GPU type's best (llm_nodes.py)
+    framework: str = DEFAULT_FRAMEWORK  # the training software the designs are timed for (evaluate.FRAMEWORKS)
 
     @property
     def ok(self) -> np.ndarray:
         return self.ev.fits & self.costs.buildable & self.offered
+
+    def results(self, tokens: float | None = None, years: float = OWNED_YEARS) -> DesignResults:
+        """This search as the one result interface (search/evaluation.py): tokens/s per design with its
+        80% range, feasibility and reason, memory, the step breakdown and the compute basis."""
+        ev, rng = self.ev, self.ranges
+        tm = ev.timing
+        ix = lambda idx: np.asarray(idx, dtype=np.int64)  # noqa: E731
+
+        def rows(idx) -> list[dict[str, Any]]:
+            return [{**_add_costs(_ranged(design_record(ev, i), rng, i), self.costs, i, tokens, years),
+                     "model": self.cfg.name} for i in ix(idx).tolist()]
+
+        return DesignResults(
+            "tokens/s", self.space, self.costs, tm.tokens_per_s, ev.fits,
+            lambda idx: (rng.low[ix(idx)], rng.high[ix(idx)]),
+            lambda idx: ev.why_not[ix(idx)].astype(object),
+            lambda idx: ev.memory_per_gpu_bytes[ix(idx)] / 1e9,
+            lambda idx: {"t_step_s": tm.t_step_s[ix(idx)], "t_compute_s": tm.t_compute_s[ix(idx)],
+                         "t_pipeline_bubble_s": tm.t_bubble_s[ix(idx)],
+                         "t_data_parallel_exposed_s": tm.t_dp_exposed_s[ix(idx)],
+                         "t_tensor_parallel_s": tm.t_tp_s[ix(idx)], "t_pipeline_p2p_s": tm.t_pp_s[ix(idx)],
+                         "t_optimizer_s": tm.t_opt_s[ix(idx)]},
+            lambda idx: np.array([r["compute_basis"] for r in (design_record(ev, i) for i in ix(idx).tolist())],
+                                 dtype=object),
+            rows)
 
 
 def search_llm(budget: float | None, model: str | None, *, objective: str = "throughput",
@@ -214,10 +254,23 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                gpus_per_node: list[int] | None = None, max_nodes: int | None = None,
                model_config: str | Path | None = None, strategies: list[str] | None = None,
                include: list[str] | None = None, exclude_gpus: list[str] | None = None,
-               max_instances: int | None = None, framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
-    """The design space of a large-model solve, each design with its fastest layout that fits, and costs."""
-    if objective not in OBJECTIVES or objective == "cost":
-        raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
+               max_instances: int | None = None, tco_years: float = 0.0, support_years: float = 0.0,
+               hours: float | None = None, request: Request | None = None, prune: bool = True,
+               framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
+    """The design space of a large-model solve, each design with its fastest layout that fits, and costs
+    on the data-parallel path's basis (hardware/cost.py: capex with `support_years` of support, plus
+    `tco_years` of electricity; a rented design per hour, or for `hours` hours).
+
+    Node counts: every whole number the budget buys. With `prune` (default) the node counts that cannot
+    beat or tie their GPU type's best under the budget, the objective and `request`'s limits (power,
+    rack units, throughput target) are never timed (search/llm_nodes.py): the choice `choose_llm` makes
+    with that request is exact. A caller that reprices the designs (another cost basis, a price cut)
+    or chooses under other limits passes `prune=False`: every node count is timed."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got '{objective}'", field="objective")
+    non_negative("TCO years", tco_years)
+    non_negative("support years", support_years)
+    positive("hours", hours)
     if budget is None or not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
         raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
     if max_nodes is not None:
@@ -227,18 +280,57 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     if max_instances is not None:  # a cloud catalog: at most this many instances of a type (cloud_facts.py)
         count("max instances", max_instances)
         cat = with_max_instances(cat, max_instances)
+    check_cost_options(cat, support_years, hours)
     parts = PartFilter.from_options(include, exclude_gpus, gpus, cat)
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
-    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, framework=framework)
-    costs = evaluate_costs(space, cat.site, facility=cat.facility)
+    params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
+    hold = global_batch is not None  # a global batch asked for is held exactly by every design
+    basis = CostBasis(tco_years=tco_years, hours=hours)
+    # no per-job horizon on this basis, so no cost depends on throughput: priced before any timing
+    costs = price_on_basis(evaluate_costs(space, cat.site, facility=cat.facility, support_years=support_years),
+                           np.ones(len(space)), basis)
     offered = parts.design_reasons(space) == KEPT
+    skipped = 0
+    if prune:
+        nodes = search_node_counts(cfg, space, costs.cost_usd, _admissible(costs, budget, request),
+                                   space.gpu_idx * 2 + offered, objective=objective, precision=precision,
+                                   global_batch=gb, layouts=layouts,
+                                   min_tokens_per_s=request.target if request is not None else None,
+                                   qualifies=_qualifies(request), hold_batch=hold, params=params)
+        space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
+        costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
+    else:
+        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold,
+                                    params=params)
+    ev.framework = framework
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev), framework)
+                     design_ranges(ev), basis, float(support_years), hold, skipped, framework)
+
+
+def _admissible(costs: Costs, budget: float, request: Request | None) -> np.ndarray:
+    """Designs every limit known before timing allows (limits.py's hw_ok and in_budget, less memory)."""
+    adm = costs.buildable & within_budget(costs, budget)
+    if request is not None and request.max_power_kw is not None:
+        adm &= costs.power_kw <= request.max_power_kw
+    if request is not None and request.max_rack_units is not None:
+        adm &= costs.rack_units <= request.max_rack_units
+    return adm
+
+
+def _qualifies(request: Request | None):
+    """Which timed designs meet the request's throughput target as limits.masks judges it (at its confidence)."""
+    if request is None or request.target is None:
+        return None
+
+    def meets(ev: LlmEvaluation) -> np.ndarray:
+        rng = design_ranges(ev)
+        thr = np.where(ev.fits, ev.timing.tokens_per_s, 0.0)
+        return at_confidence(thr, rng.low, rng.high, request.level) >= request.target
+    return meets
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
@@ -257,81 +349,142 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               gpus_per_node: list[int] | None = None, max_nodes: int | None = None, top: int = 10,
               model_config: str | Path | None = None, strategies: list[str] | None = None,
               include: list[str] | None = None, exclude_gpus: list[str] | None = None,
-              max_instances: int | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
-    """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing).
-    The same part filter as data-parallel solves: current data-centre and workstation parts unless
-    `include` opens consumer, legacy or end-of-life ones (part_filter.py)."""
-    if objective not in OBJECTIVES or objective == "cost":
-        raise InputError("large-model solves take --objective throughput or cost-per-throughput", field="objective")
+              max_instances: int | None = None, max_power_kw: float | None = None,
+              max_rack_units: float | None = None, min_throughput: float | None = None,
+              deadline_hours: float | None = None, confidence: float | None = None, tco_years: float = 0.0,
+              support_years: float = 0.0, hours: float | None = None,
+              today: date | str | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+    """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing),
+    under the limits and objective of search/limits.py (the same rules as data-parallel solves): power,
+    rack units, a tokens/s target (`min_throughput`, or `tokens` within `deadline_hours`, met at
+    `confidence`; default p10 with a deadline). The same part filter as data-parallel solves: current
+    data-centre and workstation parts unless `include` opens consumer, legacy or end-of-life ones."""
     if budget is None or not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
         raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
     positive("tokens", tokens)
     count("top", top)
+    req = _request(budget, objective, tokens, max_power_kw, max_rack_units, min_throughput, deadline_hours, confidence)
     found = search_llm(budget, model, objective=objective, catalog=catalog, precision=precision, seq_len=seq_len,
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
-                       exclude_gpus=exclude_gpus, max_instances=max_instances, framework=framework)
-    return choose_llm(found, tokens=tokens, top=top)
+                       exclude_gpus=exclude_gpus, max_instances=max_instances, tco_years=tco_years,
+                       support_years=support_years, hours=hours, request=req, framework=framework)
+    return choose_llm(found, tokens=tokens, top=top, request=req, today=today)
+
+
+def _request(budget, objective, tokens, max_power_kw=None, max_rack_units=None, min_throughput=None,
+             deadline_hours=None, confidence=None) -> Request:
+    """The shared request (search/limits.py) of a large-model solve, with its own input checks."""
+    if deadline_hours is not None and tokens is None:
+        raise InputError("--deadline-hours needs --tokens (the tokens to train by then)", field="deadline_hours")
+    if objective == "cost" and min_throughput is None and deadline_hours is None:
+        raise InputError("objective 'cost' needs --min-throughput (tokens/s) or --deadline-hours with --tokens",
+                         field="objective")
+    if confidence is not None and min_throughput is None and deadline_hours is None:
+        raise InputError("--confidence applies to a throughput target: give --deadline-hours or --min-throughput",
+                         field="confidence")
+    return Request(budget=budget, objective=objective, max_power_kw=max_power_kw, max_rack_units=max_rack_units,
+                   min_throughput=min_throughput, work=tokens, deadline_hours=deadline_hours, confidence=confidence,
+                   unit="tokens/s")
 
 
 def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
-               years: float = OWNED_YEARS) -> dict[str, Any]:
-    """The pick on the Pareto front of a search, the best design of each other GPU type, and the Why."""
-    cfg, space, ev, costs, budget, objective = (found.cfg, found.space, found.ev, found.costs, found.budget,
-                                                found.objective)
+               years: float = OWNED_YEARS, request: Request | None = None,
+               today: date | str | None = None) -> dict[str, Any]:
+    """The pick on the Pareto front of a search under `request`'s limits (search/limits.py; None: the
+    budget and objective of the search only), the best design of each other GPU type, and the Why."""
+    cfg, space, costs, budget = found.cfg, found.space, found.costs, found.budget
     layouts, parts, gb, offered = found.layouts, found.parts, found.global_batch, found.offered
-    ok = found.ok
-    if not ok.any():
+    req = request or _request(budget, found.objective, tokens)
+    today = checks.as_of(today) or date.today()  # the day price ages are counted to (--as-of)
+    objective = req.objective
+    res = found.results(tokens, years)
+    m = limits_masks(res, req, offered=offered)
+    if not m["ok"].any():
         raise InfeasibleError(f"no design in the catalog can train {cfg.name} ({cfg.params / 1e9:.1f} B parameters) "
-                              f"at sequence length {cfg.seq_len}: none fits in GPU memory with any layout",
-                              reason="memory")
-    cand = np.flatnonzero(ok)
-    order = np.empty(len(space), dtype=np.int64)
-    order[space.sort_key()] = np.arange(len(space))
-    thr = ev.timing.tokens_per_s
-    best_local, info = best_on_front(objective, costs.cost_usd[cand], thr[cand], order[cand], budget)
-    if best_local is None:
-        cheapest = int(cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]])
-        nearest = {**_add_costs(_ranged(design_record(ev, cheapest), found.ranges, cheapest), costs, cheapest, tokens,
-                                years), "model": cfg.name}
-        raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the nearest "
-                              f"feasible design is the cheapest that can: {_design_phrase(nearest)} for "
-                              f"${nearest['cost_usd']:,.0f} (raise --budget to at least that)",
-                              nearest=nearest, reason="budget")
-    best = int(cand[best_local])
-    # alternatives: the best design of each other GPU type within the budget
+                              f"at sequence length {cfg.seq_len}"
+                              + (f" holding a global batch of {gb:,} sequences" if found.exact_batch else "")
+                              + ": none fits in GPU memory with any layout", reason="memory")
+    order = space.order_rank()
+    thr = res.throughput
+    best, info = limits_pick(res, req, order, m)
+    if best is None:
+        if req.target is None and not req.max_power_kw and not req.max_rack_units:
+            cand = np.flatnonzero(m["ok"])
+            cheapest = int(cand[np.lexsort((order[cand], costs.cost_usd[cand]))[0]])
+            nearest = res.rows([cheapest])[0]
+            raise InfeasibleError(f"no design that can train {cfg.name} fits a budget of ${budget:,.0f}; the nearest "
+                                  f"feasible design is the cheapest that can: {_design_phrase(nearest)} for "
+                                  f"${nearest['cost_usd']:,.0f} (raise --budget to at least that)",
+                                  nearest=nearest, reason="budget")
+        raise limits_infeasible(res, req, order, m, cfg.name)
+    # alternatives: the best design of each other GPU type among the designs that meet every limit
     alts = []
-    within = cand[costs.cost_usd[cand] <= budget]
+    within = np.flatnonzero(m["within"])
     for gi in sorted(set(space.gpu_idx[within].tolist())):
         if gi == space.gpu_idx[best]:
             continue
         mine = within[space.gpu_idx[within] == gi]
-        j, _ = best_on_front(objective, costs.cost_usd[mine], thr[mine], order[mine], budget)
+        j, _ = best_on_front(objective, costs.cost_usd[mine], thr[mine], order[mine], None)
         if j is not None:
             alts.append(int(mine[j]))
-    alts.sort(key=lambda i: (-thr[i], costs.cost_usd[i], order[i]))
+    score = objective_values(objective, costs.cost_usd, thr)
+    alts.sort(key=lambda i: (score[i], costs.cost_usd[i], order[i]))
     rng = found.ranges
-    rec = lambda i: {**_add_costs(_ranged(design_record(ev, i), rng, i), costs, i, tokens, years),  # noqa: E731
-                     "model": cfg.name}
-    best_rec = rec(best)
+    best_rec = res.rows([best])[0]
     shown = alts[: max(top - 1, 0)]
-    alt_recs = [rec(i) for i in shown]
+    alt_recs = res.rows(shown)
     # near-ties: the best design of another GPU type whose 80% range overlaps the pick's (robustness.py's rule)
     both = np.array([best, *shown], dtype=np.int64)
     best_rec["near_tie"] = False
+    # the pick's bill of materials (hardware/bom.py, the same line items as data-parallel designs) and price age
+    best_rec["bom"] = bom_dicts(found.catalog, space, costs, best)
+    age = oldest_price(best_rec["bom"], today)
+    best_rec["oldest_price_date"], best_rec["price_warning"] = age["oldest_price_date"], age["warning"]
     for r, flag in zip(alt_recs, near_ties(rng.low[both], rng.high[both], 0)[1:]):
         r["near_tie"] = bool(flag)
+    solver = {**info, "solver": SOLVER_NAME, "feasible_hardware_designs": int(m["ok"].sum()),
+              "designs_skipped_by_bound": found.skipped_by_bound,
+              "candidates_after_constraints": int(m["cand"].sum()),
+              "near_ties": sum(1 for r in alt_recs if r["near_tie"])}
+    if req.target is not None:
+        solver.update({"target_tokens_per_s": float(req.target), "confidence": req.level,
+                       "target_rule": f"every design shown meets {req.target_phrase()}"})
+        lo, hi = res.ranges(both)
+        for r, c in zip([best_rec, *alt_recs], at_confidence(thr[both], lo, hi, req.level).tolist()):
+            r["tokens_per_s_at_confidence"] = float(c)
+            if tokens is not None and c > 0:
+                r["hours_to_train_at_confidence"] = tokens / c / 3600.0
+    limits = {k: v for k, v in (("max_power_kw", req.max_power_kw), ("max_rack_units", req.max_rack_units),
+                                ("min_throughput_tokens_per_s", req.min_throughput),
+                                ("deadline_hours", req.deadline_hours)) if v is not None}
     return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, "budget_usd": budget,
-            "objective": objective, "global_batch_sequences": gb, "tokens_to_train": tokens,
+            "objective": objective, "global_batch_sequences": gb,
+            "global_batch_rule": (f"held exactly: dp x micro-batch x gradient accumulation = {gb:,} sequences in "
+                                  "every design" if found.exact_batch else
+                                  f"about {gb:,} sequences ({gb * cfg.seq_len / 1e6:.1f} M tokens): each design "
+                                  "the smallest multiple of dp x micro-batch at or above it (--global-batch holds "
+                                  "one exactly)"),
+            "tokens_to_train": tokens, "limits": limits, "as_of": today.isoformat(), "cost_basis": _cost_basis(found),
             "candidates_evaluated": int(len(space)), "layouts_per_design": int(len(layouts.tp)),
             "best": best_rec, "best_per_gpu": alt_recs,
-            "solver": {**info, "feasible_hardware_designs": int(ok.sum()),
-                       "near_ties": sum(1 for r in alt_recs if r["near_tie"])},
+            "solver": solver,
             "parts_offered": parts.describe(), "designs_left_out_by_part_filter": int((~offered).sum()),
-            "why": _why(best_rec, alt_recs[:1] or [rec(i) for i in alts[:1]], estimated_price_parts(space, best),
+            "why": _why(best_rec, alt_recs[:1] or res.rows(alts[:1]), estimated_price_parts(space, best),
                         vendor=space.gpus[int(space.gpu_idx[best])].vendor),
             # a rented pick: its instance type's capacity cap and whether it bound (cloud_facts.py)
             "capacity": capacity_summary(space.chassis[int(space.chassis_idx[best])], int(space.nodes[best]))}
+
+
+def _cost_basis(found: LlmSearch) -> str:
+    b = found.basis
+    parts = ["capex (one-off purchase" + (f" with {found.support_years:g} years of support" if found.support_years
+                                          else "") + ")"]
+    if b.tco_years:
+        parts.append(f"plus {b.tco_years:g} years of electricity (TCO)")
+    if b.hours:
+        parts.append(f"rented designs for {b.hours:g} hours")
+    return " ".join(parts)
 
 
 def _design_phrase(d: dict, joiner: str = ", ") -> str:

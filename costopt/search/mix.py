@@ -6,13 +6,17 @@ errors. Layout (see `examples/mix.toml`):
     [mix]        name, description                      (labels only)
     [jobs.NAME]  model, precision, batch_per_gpu, weight, min_throughput,
                  deadline_hours + epochs + dataset_size, gpus (only these GPU ids)
+                 a large-model job (a transformer: a zoo one such as llama3_70b, or model_config = "FILE.toml"
+                 relative to the mix file): tokens (to train), seq_len, global_batch (sequences),
+                 strategies (fsdp, zero1, ...), deadline_hours (with tokens); its throughput is tokens/s
     [limits]     budget_usd, max_power_kw, max_rack_units, max_nodes, max_gpu_types, one_nic_type
     [inventory]  gpus / chassis / nics = { id = units already owned }
     [stock]      gpus / chassis / nics = { id = most units that can be bought }
     [[discount]] gpu | chassis | nic = id, tiers = [{ from_units, unit_price_usd }, ...]
 
-A job's target throughput (samples/s) is the larger of `min_throughput` and
-epochs × dataset_size / (deadline_hours × 3600). `weight` (default 1) scales the job in the
+A job's target throughput (samples/s; tokens/s for a large-model job) is the larger of `min_throughput`
+and epochs × dataset_size / (deadline_hours × 3600) (tokens / (deadline_hours × 3600) for a large-model
+job). `weight` (default 1) scales the job in the
 weighted-throughput objective. Validation names the file, the job or table, and the field.
 """
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from costopt.hardware.catalog import Catalog
 from costopt.hardware.catalog_schema import error_location
@@ -41,8 +45,16 @@ class _Strict(BaseModel):
 
 
 class _Float(_Strict):
-    # TOML integers are fine where a float is expected (budget_usd = 500000)
+    # TOML integers are fine where a float is expected (budget_usd = 500000); booleans are not numbers
+    # (lax mode would read `budget_usd = true` as 1.0)
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v, info):
+        if isinstance(v, bool) and cls.model_fields[info.field_name].annotation is not bool:
+            raise ValueError(f"must be a number, not {str(v).lower()}")
+        return v
 
 
 class MixInfo(_Strict):
@@ -50,9 +62,13 @@ class MixInfo(_Strict):
     description: str = ""
 
 
+LLM_FIELDS = ("tokens", "model_config", "seq_len", "global_batch", "strategies")  # a large-model job's own keys
+DP_FIELDS = ("batch_per_gpu", "epochs", "dataset_size")  # a data-parallel job's own keys
+
+
 class JobSpec(_Float):
-    model: Annotated[str, Field(min_length=1)]
-    precision: Literal["fp32", "amp_bf16", "amp_fp16"] = "fp32"
+    model: Annotated[str, Field(min_length=1)] | None  # required unless model_config names the architecture
+    precision: Literal["fp32", "amp_bf16", "amp_fp16"] = "fp32"  # a large-model job: amp_bf16 unless given
     batch_per_gpu: Annotated[int, Field(ge=1, strict=True)] | None = None
     weight: PositiveFloat = 1.0
     min_throughput: PositiveFloat | None = None
@@ -60,20 +76,47 @@ class JobSpec(_Float):
     epochs: PositiveFloat | None = None
     dataset_size: PositiveFloat | None = None
     gpus: list[str] = []
+    tokens: PositiveFloat | None = None
+    model_config_file: Annotated[str, Field(min_length=1)] | None = Field(None, alias="model_config")
+    seq_len: Annotated[int, Field(ge=1, le=10**7, strict=True)] | None = None
+    global_batch: Annotated[int, Field(ge=1, le=10**9, strict=True)] | None = None
+    strategies: list[str] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_or_config(cls, data):
+        if isinstance(data, dict) and "model_config" in data and "model" not in data:
+            return {**data, "model": None}  # a transformer described by its architecture file
+        return data
 
     @model_validator(mode="after")
     def _deadline_complete(self):
+        if self.tokens is not None:  # a large-model job: its work is tokens, its deadline tokens / hours
+            dp = [k for k in DP_FIELDS if getattr(self, k) is not None]
+            if dp:
+                raise ValueError(f"{', '.join(dp)}: not for a large-model job (its work is tokens; its layout and "
+                                 "micro-batch are searched)")
+            return self
         given = [k for k in ("deadline_hours", "epochs", "dataset_size") if getattr(self, k) is not None]
         if given and len(given) != 3:
             missing = [k for k in ("deadline_hours", "epochs", "dataset_size") if k not in given]
-            raise ValueError(f"a deadline needs deadline_hours, epochs and dataset_size; missing {', '.join(missing)}")
+            raise ValueError(f"a deadline needs deadline_hours, epochs and dataset_size (or, for a large-model "
+                             f"job, deadline_hours and tokens); missing {', '.join(missing)}")
         return self
 
     @property
+    def large_model_fields(self) -> list[str]:
+        """The large-model keys this job gives (empty: none)."""
+        return [k for k in LLM_FIELDS
+                if getattr(self, "model_config_file" if k == "model_config" else k) not in (None, [])]
+
+    @property
     def target(self) -> float | None:
-        """Samples/s this job must reach (None: no target)."""
+        """Samples/s (tokens/s for a large-model job) this job must reach (None: no target)."""
         need = None
-        if self.deadline_hours is not None:
+        if self.deadline_hours is not None and self.tokens is not None:
+            need = self.tokens / (self.deadline_hours * 3600.0)
+        elif self.deadline_hours is not None:
             need = self.epochs * self.dataset_size / (self.deadline_hours * 3600.0)
         if self.min_throughput is not None:
             need = max(need or 0.0, self.min_throughput)

@@ -3,7 +3,10 @@
 A design = hardware (gpu, chassis → G GPUs per node, M nodes, NIC × NICs per node, as in
 design_space.py) + layout (strategy ∈ ddp|zero1|zero2|fsdp|hsdp, tensor degree t, pipeline degree p,
 micro-batch b, activation checkpointing). The global batch B (sequences) is fixed by the user (or
-the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉.
+the default of `DEFAULT_GLOBAL_BATCH_TOKENS` tokens); gradient accumulation is m = ⌈B / (d·b)⌉. A
+global batch the user gives is held exactly (`hold_batch`): a layout runs only when d·b·m = B, i.e.
+d·b divides B; the default is a target, each design training the smallest multiple of d·b at or
+above it.
 
 Search: the layouts are a few hundred; for each layout every hardware design is evaluated in one
 numpy pass (a loop over layouts, never over designs), and each hardware design keeps its fastest
@@ -291,8 +294,10 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
 WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
            "hybrid sharding needs more than one node",
-           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory")
-_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT = range(1, len(WHY_NOT))
+           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
+           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
+_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
+    1, len(WHY_NOT))
 
 
 @dataclass
@@ -325,7 +330,8 @@ def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
 
 
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
-            global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None) -> _Sizing:
+            global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None,
+            hold_batch: bool = False) -> _Sizing:
     """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
     peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
     (GPU, G, M) triples and times only the pairs that fit."""
@@ -340,6 +346,9 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
     d = np.maximum(np.round(d), 1.0)
     grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
+        held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
+        why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
     shard_group = np.minimum(d, np.maximum(G / t, 1.0))
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
@@ -374,8 +383,10 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
-                     flash_attention: np.ndarray | None = None, framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                     flash_attention: np.ndarray | None = None, hold_batch: bool = False,
+                     framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
+    `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
     `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node); `framework`
     selects the training software's fitted values (params_for_framework)."""
@@ -385,7 +396,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     lp = low_precision_of(precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch)
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
     timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
@@ -426,7 +437,8 @@ class TripleSizing:
 
 def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
                  params: LlmParams | None = None, keep_sizes: bool = False,
-                 chunk_elements: int = 400_000, framework: str = DEFAULT_FRAMEWORK) -> TripleSizing:
+                 chunk_elements: int = 400_000, hold_batch: bool = False,
+                 framework: str = DEFAULT_FRAMEWORK) -> TripleSizing:
     """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
     distinct triple (a few hundred triples instead of thousands of designs)."""
     params = params_for_framework(params or default_llm_params(), framework)
@@ -450,7 +462,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
         tri = np.tile(np.arange(n_tri), len(ks))
         size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
                        _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params,
-                       low_precision_of(precision, params))
+                       low_precision_of(precision, params), hold_batch)
         out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
         if keep_sizes:
             out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
@@ -463,7 +475,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
 def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
                     precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
                     params: LlmParams | None = None, chunk_elements: int = 400_000,
-                    framework: str = DEFAULT_FRAMEWORK) -> tuple[np.ndarray, np.ndarray]:
+                    hold_batch: bool = False, framework: str = DEFAULT_FRAMEWORK) -> tuple[np.ndarray, np.ndarray]:
     """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
     layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
     per design and layout group (default: one group) the fastest fitting layout, the lowest index
@@ -494,7 +506,8 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         hw_pair = {k: v[design] for k, v in hw.items()}
         arch = ArchArrays.of(cfg, len(design))
         lp = low_precision_of(precision, params)
-        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp)
+        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp,
+                       hold_batch)
         thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params,
                       lp=lp).tokens_per_s
         # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
@@ -511,9 +524,11 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000, framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                           chunk_elements: int = 400_000, hold_batch: bool = False,
+                           framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
     """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
-    layout index. Designs with no layout that fits keep layout 0 (and say why).
+    layout index. Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only
+    layouts whose dp x micro-batch divides the global batch fit (`--global-batch` held exactly).
 
     Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
     distinct (GPU, G, M) triples), then `fastest_fitting` (step time of the pairs that fit). Every
@@ -523,11 +538,11 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
     params = params_for_framework(params or default_llm_params(), framework)
     layouts = layouts or all_layouts()
     sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
-                         chunk_elements=chunk_elements)
+                         chunk_elements=chunk_elements, hold_batch=hold_batch)
     _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
-                                params=params, chunk_elements=chunk_elements)
+                                params=params, chunk_elements=chunk_elements, hold_batch=hold_batch)
     return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
-                            global_batch=global_batch, params=params, framework=framework)
+                            global_batch=global_batch, params=params, hold_batch=hold_batch, framework=framework)
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:

@@ -265,6 +265,9 @@ def _run_cbc(prob: pulp.LpProblem, time_limit: float | None, warm_start: bool = 
              progress: Progress | None = None, label: str = "CBC") -> dict[str, Any]:
     """Solve with CBC; status, gap (relative, from CBC's log) and wall time. `time_limit` is CBC's own
     (PuLP's writing and reading of the program come on top); `progress` gets a line every few seconds."""
+    from costopt.core.children import cbc_dies_with_parent
+
+    cbc_dies_with_parent()  # CBC ends with costopt, even when costopt is killed (core/children.py)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "cbc.log"
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, logPath=str(log), warmStart=warm_start,

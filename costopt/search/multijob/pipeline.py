@@ -28,6 +28,7 @@ from costopt.search.multijob.program import ProgramResult, solve_program
 from costopt.search.multijob.pruning import _within_limits, prune, reduce_jobs
 
 
+NO_NODE_BUDGET = 1e15  # a large-model job without a budget to bound its node counts (objective cost)
 DEFAULT_TIME_LIMIT_S = 300.0  # seconds for a whole mix solve unless told otherwise
 REPORT_RESERVE = 0.03  # share of the time limit (at least 2 s) kept back for the report
 BUILD_SHARE = 0.75  # building the candidates stops past this share of the time limit
@@ -48,18 +49,25 @@ def job_candidates(name: str, ev: Evaluation, weight: float = 1.0, target: float
     """Candidates of one job from an evaluated design space (memory-feasible, buildable designs only, and
     of those only `keep` when given: the part filter's); `designs` is left empty (`build_jobs` fills it
     for the designs it keeps)."""
-    s, c = ev.space, ev.costs
-    ok = np.flatnonzero(ev.timing.feasible & c.buildable & (True if keep is None else keep))
+    return space_candidates(name, ev.space, ev.costs, ev.timing.throughput_samples_per_s, ev.timing.feasible,
+                            str(ev.model), weight, target, keep)
+
+
+def space_candidates(name: str, s, c, throughput: np.ndarray, feasible: np.ndarray, model: str, weight: float = 1.0,
+                     target: float | None = None, keep: np.ndarray | None = None) -> JobCandidates:
+    """`job_candidates` from a design space `s`, its costs `c`, throughput per design (samples/s, or tokens/s
+    for a large-model job) and feasibility: what a data-parallel evaluation and a large-model search share."""
+    ok = np.flatnonzero(feasible & c.buildable & (True if keep is None else keep))
     ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
     nic_ids = np.array([n.id for n in s.nics] + ["none"], dtype=object)
     ni = np.where(s.nic_idx < 0, len(s.nics), s.nic_idx)
     # candidates follow the deterministic design order, so ties resolve the same way every run
     ok = ok[np.argsort(np.argsort(s.sort_key())[ok], kind="stable")]
     return JobCandidates(
-        name, c.cost_usd[ok], ev.timing.throughput_samples_per_s[ok], c.power_kw[ok], c.rack_units[ok],
+        name, c.cost_usd[ok], throughput[ok], c.power_kw[ok], c.rack_units[ok],
         s.nodes[ok], s.total_gpus[ok], ids(s.gpus)[s.gpu_idx[ok]], ids(s.chassis)[s.chassis_idx[ok]], nic_ids[ni[ok]],
-        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok, model=ev.model,
-        counts={"enumerated": len(s), "feasible": int(len(ok))},
+        nics_per_node=np.where(s.nic_idx[ok] < 0, 0, s.nics_per_node[ok]), weight=weight, target=target, index=ok,
+        model=model, counts={"enumerated": len(s), "feasible": int(len(ok))},
     )
 
 
@@ -100,6 +108,105 @@ def _drop_timings(value: Any) -> Any:
     return value
 
 
+def large_model_job(mix: Mix, name: str, spec) -> dict[str, Any] | None:
+    """The large-model search settings of a job (None: a data-parallel job): a job with large-model keys
+    (tokens, model_config, ...) or a zoo transformer (perf/llm.is_llm_request). Its model_config path is
+    read relative to the mix file."""
+    from costopt.perf.llm import is_llm_request
+    from costopt.perf.workload import list_models
+    from costopt.search.mix import DP_FIELDS
+
+    if not spec.large_model_fields and not is_llm_request(spec.model, None, None, None, list_models()):
+        return None
+    dp = [k for k in DP_FIELDS if getattr(spec, k) is not None]
+    if dp:
+        raise InputError(f"{mix.where}: job '{name}': {', '.join(dp)}: not for a large-model job (its work is "
+                         "tokens; its layout and micro-batch are searched)")
+    cfg = None if spec.model_config_file is None else str(Path(mix.where).parent / spec.model_config_file)
+    return {"model": spec.model if cfg is None else None, "model_config": cfg, "tokens": spec.tokens,
+            "seq_len": spec.seq_len, "global_batch": spec.global_batch, "strategies": tuple(spec.strategies),
+            "gpus": tuple(spec.gpus),
+            "precision": spec.precision if "precision" in spec.model_fields_set else "amp_bf16"}
+
+
+def _check_large_model_options(mix: Mix, llm: dict[str, Any], strategies, reduce_on, overlap: str, system) -> None:
+    """Options of a mix solve that a large-model job cannot use: --strategy and --reduce-on (a large-model
+    job's strategies are set in the mix file); --overlap and --system apply to data-parallel jobs only, so
+    a mix with none of them refuses them."""
+    big = [n for n, v in llm.items() if v is not None]
+    if not big:
+        return
+    named = [k for k, v in (("--strategy", strategies), ("--reduce-on", reduce_on)) if v]
+    if named:
+        raise InputError(f"{', '.join(named)}: the mix {mix.where} has a large-model job ('{big[0]}'); set its "
+                         "strategies in the mix file (strategies = [\"fsdp\", ...]), a data-parallel job's with the option "
+                         "only when the mix has no large-model job")
+    if len(big) == len(llm):
+        named = [k for k, v in (("--overlap", None if overlap == "wfbp" else overlap), ("--system", system)) if v]
+        if named:
+            raise InputError(f"{', '.join(named)}: only for data-parallel jobs, and every job of {mix.where} is a "
+                             "large-model one")
+
+
+def _llm_candidates(mix: Mix, name: str, spec, job: dict[str, Any], catalog: Catalog, market: Market, lim: MixLimits,
+                    node_budget: float | None, tco_years: float, pf: PartFilter, trim: bool,
+                    want_front: bool) -> tuple[JobCandidates, dict[str, Any] | None]:
+    """A large-model job's candidates: the hardware designs of the large-model search (search/llm_search.py),
+    each at its fastest layout that fits, throughput in tokens/s, cost on the mix's basis (capex, plus
+    electricity over `tco_years`); reduced like a data-parallel job's (per-design limits, `prune`)."""
+    from costopt.hardware.cost import CostBasis, price_on_basis
+    from costopt.search.llm_search import search_llm
+    from costopt.search.llm_table import llm_frame
+
+    try:
+        found = search_llm(node_budget or NO_NODE_BUDGET, job["model"], catalog=catalog, precision=job["precision"],
+                           seq_len=job["seq_len"], global_batch=job["global_batch"], gpus=list(job["gpus"]) or None,
+                           max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
+                           model_config=job["model_config"], strategies=list(job["strategies"]) or None,
+                           include=["all"])
+    except InputError as exc:
+        raise InputError(f"{mix.where}: job '{name}': {exc}") from None
+    basis = CostBasis(tco_years=tco_years)
+    thr = found.ev.timing.tokens_per_s
+    costs = price_on_basis(found.costs, thr, basis)
+    jpf = replace(pf, named_gpus=tuple(dict.fromkeys([*pf.named_gpus, *spec.gpus])))
+    reasons = jpf.design_reasons(found.space)
+    model = found.cfg.name
+    full = space_candidates(name, found.space, costs, thr, found.ev.fits, model, keep=reasons == KEPT)
+    front = None
+    if want_front:
+        out_c = space_candidates(name, found.space, costs, thr, found.ev.fits, model, keep=reasons != KEPT)
+        out_c = out_c.take(np.flatnonzero(_within_limits(out_c, market, lim, None)))
+        idx = out_c.index[pareto_front(out_c.cost_usd, out_c.throughput, found.space.order_rank()[out_c.index])]
+        rows = [_row_dict(r) for _, r in llm_frame(found, idx, basis, job["tokens"]).iterrows()]
+        for r, i in zip(rows, idx):
+            r["excluded_reason"] = REASONS[int(reasons[i])]
+        front = {"counts": {r: int((reasons == i).sum()) for i, r in enumerate(REASONS) if (reasons == i).any()},
+                 "front": rows}
+    base = full.take(np.flatnonzero(_within_limits(full, market, lim, None))) if trim else full
+    base.counts["within_limits"] = len(base)
+    base = base.take(prune(base, market, lim))
+    base.designs = llm_frame(found, base.index, basis, job["tokens"])
+    base.designs.index = base.index
+    base.counts["after_pruning"] = len(base)
+    return base, front
+
+
+def _row_dict(row) -> dict[str, Any]:
+    """A large-model table row as JSON-ready values (floats to 9 significant digits, NaN as None), as
+    `design_dict` writes a data-parallel one."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, np.integer):
+            v = int(v)
+        elif isinstance(v, (np.floating, float)):
+            v = None if math.isnan(float(v)) else float(f"{float(v):.9g}")
+        elif isinstance(v, np.bool_):
+            v = bool(v)
+        out[k] = v
+    return out
+
+
 def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tco_years: float = 0.0,
                overlap: str = "wfbp", system=None, strategies: list[str] | None = None,
                reduce_on: list[str] | None = None, tensor_set: str = "pytorch", trim: bool = True,
@@ -126,12 +233,24 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
         if lim.budget_usd is not None and tco_years == 0 else None
     jobs: list[JobCandidates] = []
     shared: dict[tuple, JobCandidates] = {}
+    llm = {name: large_model_job(mix, name, spec) for name, spec in mix.jobs.items()}
+    _check_large_model_options(mix, llm, strategies, reduce_on, overlap, system)
     for k, (name, spec) in enumerate(mix.jobs.items(), 1):
         t0 = time.perf_counter()
         samples = spec.epochs * spec.dataset_size if spec.epochs and spec.dataset_size else None
         key = (spec.model, spec.precision, spec.batch_per_gpu, tuple(spec.gpus), samples)
+        if llm[name] is not None:
+            key = ("large-model", *sorted(llm[name].items(), key=lambda kv: kv[0]))
         base = shared.get(key)
-        if base is None:
+        if base is None and llm[name] is not None:
+            base, front = _llm_candidates(mix, name, spec, llm[name], catalog, market, lim, node_budget, tco_years,
+                                          pf, trim, left_out is not None)
+            shared[key] = base
+            if front is not None:
+                fronts[key] = front
+            how = (f"{base.counts['enumerated']:,} hardware designs (large-model search), "
+                   f"{base.counts['feasible']:,} fit, {len(base):,} kept")
+        elif base is None:
             try:
                 cat, params, workload, batch, tensors = resolve_inputs(
                     spec.model, catalog, spec.precision, spec.batch_per_gpu, system, None, tensor_set, overlap)
@@ -279,12 +398,17 @@ def _report(mix: Mix, cat: Catalog, objective: str, lim: MixLimits, market: Mark
     tot = evaluate_picks(jobs, market, picks[None, :])
     job_rows = []
     for j, (job, d) in enumerate(zip(jobs, picks)):
-        design = design_dict(job.designs.loc[job.index[d]])
+        big = "tokens_per_s" in job.designs.columns  # a large-model job: tokens/s
+        row = job.designs.loc[job.index[d]]
+        design = _row_dict(row) if big else design_dict(row)
         design["model"] = job.model
         thr = float(job.throughput[d])
+        unit = "tokens_per_s" if big else "samples_per_s"
         job_rows.append({
-            "name": job.name, "model": job.model, "weight": job.weight, "target_samples_per_s": job.target,
-            "throughput_samples_per_s": thr, "target_ratio": (thr / job.target) if job.target else None,
+            "name": job.name, "model": job.model, "weight": job.weight, f"target_{unit}": job.target,
+            f"throughput_{unit}": thr, "throughput": thr, "target": job.target,
+            "throughput_unit": unit.replace("_per_", "/"), "kind": "large-model" if big else "data-parallel",
+            "target_ratio": (thr / job.target) if job.target else None,
             "candidates": dict(job.counts), "design": design,
         })
     binding, unused = explain(jobs, market, lim, objective, picks, float(res.objective_value))
@@ -326,9 +450,10 @@ def excluded_report(pf: PartFilter, left_out: dict[str, Any], jobs: list[dict[st
         for r, n in info["counts"].items():
             total[r] = total.get(r, 0) + n
         pick = j["design"]
+        key = "tokens_per_s" if j.get("kind") == "large-model" else "throughput_samples_per_s"
         cheaper = [d for d in info["front"] if d["cost_usd"] <= pick["cost_usd"] * (1 + 1e-9)]
-        best = max(cheaper, key=lambda d: d["throughput_samples_per_s"], default=None)
-        ratio = None if best is None else best["throughput_samples_per_s"] / j["throughput_samples_per_s"]
+        best = max(cheaper, key=lambda d: d[key], default=None)
+        ratio = None if best is None else best[key] / j["throughput"]
         sentence = ""
         if best is not None and ratio > 1.0 + 1e-9:
             g = catalog.gpus[best["gpu"]]

@@ -23,17 +23,22 @@ def render(res: MixResult, console, timings: bool = False) -> None:
     # 120 columns without a cut cell: a light box, short headers, and a cell too wide folds onto a second line
     t = Table(title="One design per job", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True,
               pad_edge=False)
+    # a mix with a large-model job: throughput in each job's unit (samples/s, tokens/s), said in the cell
+    mixed = any(j.get("kind") == "large-model" for j in res.jobs)
+    unit = (lambda j: " tok" if j.get("kind") == "large-model" else " smp") if mixed else (lambda j: "")  # noqa: E731
     for col, just in (("job", "left"), ("model", "left"), ("gpu", "left"), ("GPUs", "right"), ("nic", "left"),
-                      ("strategy", "left"), ("list cost", "right"), ("samples/s", "right"), ("target", "right"),
+                      ("strategy", "left"), ("list cost", "right"), ("per s" if mixed else "samples/s", "right"),
+                      ("target", "right"),
                       ("ratio", "right"), ("kW", "right"), ("RU", "right"), ("designs", "right")):
         t.add_column(col, justify=just, overflow="fold", no_wrap=col != "designs")  # only the long one wraps
     for j in res.jobs:
         d = j["design"]
         c = j["candidates"]
-        t.add_row(j["name"], j["model"], d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", d["nic"],
-                  {"hierarchical": "hier"}.get(d["strategy"], d["strategy"]) + ("" if d["reduce_on"] == "gpu" else "/cpu"),
-                  f"${d['cost_usd']:,.0f}", f"{j['throughput_samples_per_s']:,.0f}",
-                  "-" if j["target_samples_per_s"] is None else f"{j['target_samples_per_s']:,.0f}",
+        how = (f"{d['strategy']} tp{d['tp']} pp{d['pp']}" if j.get("kind") == "large-model" else
+               {"hierarchical": "hier"}.get(d["strategy"], d["strategy"]) + ("" if d["reduce_on"] == "gpu" else "/cpu"))
+        t.add_row(j["name"], j["model"], d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}",
+                  d["nic"] or "none", how, f"${d['cost_usd']:,.0f}", f"{j['throughput']:,.0f}{unit(j)}",
+                  "-" if j["target"] is None else f"{j['target']:,.0f}{unit(j)}",
                   "-" if j["target_ratio"] is None else f"{j['target_ratio']:.2f}", f"{d['power_kw']:,.1f}",
                   f"{d['rack_units']:g}",
                   f"{c.get('feasible', 0):,} > {c.get('within_limits', 0):,} > {c.get('after_pruning', 0):,}")
