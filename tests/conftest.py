@@ -18,6 +18,17 @@ if "COSTOPT_CACHE_DIR" not in os.environ:
     os.environ["COSTOPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="costopt-test-cache-")
     atexit.register(shutil.rmtree, os.environ["COSTOPT_CACHE_DIR"], ignore_errors=True)
 
+# One terminal width for every test, with or without pytest-xdist: the CLI honours COLUMNS (a terminal's
+# width; piped output otherwise gets 200 columns, cli/common.py `_console`). pytest-xdist's workers start
+# with COLUMNS=80 and LINES=24 in their environment (the main process has neither), so under `-n 2` tables
+# folded at 80 columns and tests that read a table line (test_basis.py::test_compare_cli_states_horizon)
+# failed only there. Each test sees what a piped run sees (pytest's own output keeps the real terminal's
+# width); a test wanting another width passes env={"COLUMNS": ...}.
+@pytest.fixture(autouse=True)
+def _piped_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("LINES", raising=False)
+
 STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The only skips CI accepts: what its machine cannot have (no GPU), and documented command lines whose
 # check CI runs another way (the full rig run of docs/measuring.md: CI runs the rig's small case).

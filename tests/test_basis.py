@@ -12,12 +12,14 @@ from costopt.purchase import purchasing as P
 from costopt.hardware.catalog import load_catalog
 from costopt.hardware.cost import CostBasis
 from costopt.core.errors import InputError
+from hand_tco import whole_cost_without_power
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR_A = ROOT / "catalogs" / "vendor-a-datacenter-2026.toml"
 AWS = ROOT / "catalogs" / "aws-on-demand-2025.toml"
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 HOURS_IN_A_YEAR = 365.25 * 24  # written out here, not imported
+
 
 
 def run_cli(*args):
@@ -70,10 +72,14 @@ def test_export_tco_is_labelled_and_priced_as_tco(tmp_path):
                          "--format", "json", "-o", out)
     assert rc == 0, err
     df = pd.read_json(out)
-    assert set(df["cost_basis"]) == {"USD capex + electricity over 4 years"}
-    assert np.allclose(df["cost_usd"], df["capex_usd"] + 4 * df["energy_usd_per_year"])
+    tco = ("USD whole cost of owning over 4 years (capex, storage, financing, colocation, electricity, support, "
+           "staff, less resale)")
+    assert set(df["cost_basis"]) == {tco}
+    expected = [whole_cost_without_power(c, p, g, 4) + 4 * e
+                for c, p, g, e in zip(df["capex_usd"], df["power_kw"], df["total_gpus"], df["energy_usd_per_year"])]
+    assert np.allclose(df["cost_usd"], expected, rtol=1e-7)
     res = costopt.solve(150_000, "resnet50", catalog=MINI, tco_years=4)
-    assert res.best["cost_basis"] == "USD capex + electricity over 4 years"
+    assert res.best["cost_basis"] == tco
     assert df.iloc[0]["cost_usd"] == pytest.approx(res.best["cost_usd"])
 
 
@@ -93,12 +99,13 @@ def test_compare_owned_and_cloud_per_job_like_with_like():
     opts = P.Options(precision="amp_bf16", epochs=90, dataset_size=1_281_167, years=3, utilization=0.5)
     cmp = P.compare([VENDOR_A, AWS], "vgg16", 300_000, opts, price_cuts=False)
     own, rent = cmp.answers[0].best, cmp.answers[1].best
-    assert cmp.answers[0].cost_basis == "USD per training job (capex over 3 years at 50% use + electricity)"
+    assert cmp.answers[0].cost_basis == "USD per training job (whole cost of owning over 3 years at 50% use)"
     assert cmp.answers[1].cost_basis == "USD per training job (rent x time to train)"
     # owned: one job takes h hours; the cluster is busy 0.5 x 3 years, so an hour of work carries
-    # capex / (3 x 8766 x 0.5) of the purchase, plus an hour of electricity
+    # the whole cost of owning but electricity / (3 x 8766 x 0.5), plus an hour of electricity
     h = samples / own["throughput_samples_per_s"] / 3600
-    expected = h * (own["capex_usd"] / (3 * HOURS_IN_A_YEAR * 0.5) + own["energy_usd_per_year"] / HOURS_IN_A_YEAR)
+    fixed = whole_cost_without_power(own["capex_usd"], own["power_kw"], own["total_gpus"], 3)
+    expected = h * (fixed / (3 * HOURS_IN_A_YEAR * 0.5) + own["energy_usd_per_year"] / HOURS_IN_A_YEAR)
     assert own["cost_usd"] == pytest.approx(expected, rel=2e-8)  # DESIGN dicts carry 9 significant digits (api.design_dict): the inputs above are rounded too
     assert own["capex_usd"] <= 300_000  # the budget still limits the purchase
     assert own["cost_usd"] < 1000  # a job's share, not the $-hundred-thousand purchase
@@ -129,8 +136,9 @@ def test_compare_owned_and_cloud_hours():
     opts = P.Options(hours=2000, years=4, utilization=1.0)
     cmp = P.compare([VENDOR_A, AWS], "resnet50", 100_000, opts, price_cuts=False)
     own, rent = cmp.answers[0].best, cmp.answers[1].best
-    assert own["cost_usd"] == pytest.approx(2000 * (own["capex_usd"] / (4 * HOURS_IN_A_YEAR)
-                                                    + own["energy_usd_per_year"] / HOURS_IN_A_YEAR))
+    fixed = whole_cost_without_power(own["capex_usd"], own["power_kw"], own["total_gpus"], 4)
+    assert own["cost_usd"] == pytest.approx(2000 * (fixed / (4 * HOURS_IN_A_YEAR)
+                                                    + own["energy_usd_per_year"] / HOURS_IN_A_YEAR), rel=2e-8)
     assert rent["cost_usd"] <= 100_000 and cmp.answers[1].cost_basis == "USD for 2000 h of rent"
 
 
@@ -143,4 +151,4 @@ def test_compare_cli_states_horizon():
     rc, out, err = run_cli("compare", VENDOR_A, AWS, "--model", "resnet50", "--budget", "100000", "--epochs", "1",
                            "--dataset-size", "1281167", "--utilization", "0.4", "--years", "5", "--no-price-cut")
     assert rc == 0, err
-    assert "capex over 5 years at 40% use" in out and "rent x time to train" in out
+    assert "whole cost of owning over 5 years at 40% use" in out and "rent x time to train" in out

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import costopt
+from hand_tco import whole_cost_without_power
 
 MINI = Path(__file__).parent / "fixtures" / "mini.toml"
 
@@ -40,7 +41,7 @@ def test_xlsx_inputs_sheet(book):
     assert rows["model"] == "resnet50" and rows["budget_usd"] == "150,000.00"
     assert rows["catalog"] == "mini-test (owned)" and rows["costopt_version"] == costopt.__version__
     assert dt.date.fromisoformat(rows["date"]) and rows["catalog_date"]
-    assert rows["cost_basis_owned"] == "USD capex + electricity over 3 years"
+    assert rows["cost_basis_owned"] == "USD whole cost of owning over 3 years (capex, storage, financing, colocation, electricity, support, staff, less resale)"
 
 
 def test_xlsx_units_formats_autofilter(book):
@@ -57,12 +58,14 @@ def test_xlsx_units_formats_autofilter(book):
     assert row2[col["scaling_efficiency [fraction]"]].number_format == "0.000"
     assert ws.auto_filter.ref == f"A1:{ws.cell(1, len(header)).column_letter}{ws.max_row}"
     assert ws.freeze_panes == "B2"
-    # the cell holds the number, the format shows dollars: capex + 3 years of electricity
+    # the cell holds the number, the format shows dollars: the whole cost of owning over 3 years (hand_tco.py)
     cost = row2[col["cost_usd [USD]"]].value
-    assert cost == pytest.approx(row2[col["capex_usd [USD]"]].value + 3 * row2[col["energy_usd_per_year [USD/year]"]].value)
-    assert row2[col["cost_basis"]].value == "capex+energy_3y"
+    whole = whole_cost_without_power(row2[col["capex_usd [USD]"]].value, row2[col["power_kw [kW]"]].value,
+                                     row2[col["total_gpus [count]"]].value, 3)
+    assert cost == pytest.approx(whole + 3 * row2[col["energy_usd_per_year [USD/year]"]].value, rel=1e-7)
+    assert row2[col["cost_basis"]].value == "tco_3y"
     legend = list(book["legend"].values)
-    assert ("cost_basis", "capex+energy_3y", None, "USD capex + electricity over 3 years") in legend
+    assert ("cost_basis", "tco_3y", None, "USD whole cost of owning over 3 years (capex, storage, financing, colocation, electricity, support, staff, less resale)") in legend
 
 
 def test_csv_has_codes_and_a_legend_file(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hand_tco import whole_cost_without_power
 
 from costopt.core.units import HOURS_PER_YEAR
 from costopt.hardware.catalog import load_catalog
@@ -33,10 +34,12 @@ def run_cli(*args):
     return r.exit_code, r.stdout, r.stderr
 
 
-def _energy_per_year(cat, power_kw: float) -> float:
-    """Electricity per year at full use, by hand: nameplate kW x average draw x PUE x USD/kWh x 8,766 h."""
+def _energy_per_year(cat, power_kw: float, gpu: str | None = None) -> float:
+    """Electricity per year at full use, by hand: nameplate kW x average draw x PUE x USD/kWh x 8,766 h; the
+    PUE is the site's liquid PUE (1.2) when the GPU's TDP is above 1,000 W (e.g. MI355X, 1,400 W: liquid cooled)."""
     s = cat.site
-    return power_kw * s.average_draw_fraction * s.pue * s.electricity_usd_per_kwh * HOURS_PER_YEAR
+    liquid = gpu is not None and cat.gpus[gpu].tdp_w > 1000.0
+    return power_kw * s.average_draw_fraction * (1.2 if liquid else s.pue) * s.electricity_usd_per_kwh * HOURS_PER_YEAR
 
 
 @pytest.fixture(scope="module")
@@ -86,14 +89,16 @@ def test_compare_price_cut_makes_the_loser_reach_the_winner(vendors):
 
 def test_compare_owned_against_cloud_on_one_job(owned_vs_cloud):
     """Owned beside rented: both priced for the job of 1e12 tokens (cost.CostBasis): rented = rent per hour x
-    hours to train; owned = hours x (capex / (3 years x 8,766 h x 100% use) + electricity per hour)."""
+    hours to train; owned = hours x (the whole cost of owning but electricity over 3 years (hand_tco.py) /
+    (3 years x 8,766 h x 100% use) + electricity per hour)."""
     own, cloud = owned_vs_cloud.answers
     cat = load_catalog(VENDOR_A)
     b = own.best
     h = TOKENS / b["tokens_per_s"] / 3600.0
     assert b["capex_usd"] <= BUDGET
-    want = h * (b["capex_usd"] / (3 * HOURS_PER_YEAR) + _energy_per_year(cat, b["power_kw"]) / HOURS_PER_YEAR)
-    assert b["cost_usd"] == pytest.approx(want, rel=1e-9)
+    fixed = whole_cost_without_power(b["capex_usd"], b["power_kw"], b["total_gpus"], 3)
+    want = h * (fixed / (3 * HOURS_PER_YEAR) + _energy_per_year(cat, b["power_kw"], b["gpu"]) / HOURS_PER_YEAR)
+    assert b["cost_usd"] == pytest.approx(want, rel=1e-7)
     k = cloud.best
     rate = load_catalog(AWS).chassis_by_id[k["chassis"]].usd_per_hour * k["nodes"]
     assert k["cost_usd"] == pytest.approx(rate * TOKENS / k["tokens_per_s"] / 3600.0, rel=1e-9)
@@ -129,21 +134,31 @@ def test_rent_vs_buy_same_job_both_sides(rvb):
     assert k["tokens_per_s"] >= b["tokens_per_s"]  # the cheapest rented design at least as fast
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the large-model search does not hold --global-batch exactly yet "
-                   "(a design trains dp x micro-batch x accumulation sequences, rounded up); the engine's fix")
-def test_rent_vs_buy_same_global_batch_both_sides(rvb):
-    # 4M tokens / 8,192 per sequence = 512 sequences (the default global batch), on both sides
-    assert rvb.buy["global_batch_sequences"] == rvb.rent["global_batch_sequences"] == 512
+def test_rent_vs_buy_holds_a_given_global_batch_on_both_sides():
+    r = L.rent_vs_buy_llm(L.LlmJob(model="llama3_70b", tokens=TOKENS, global_batch=512), BUDGET, AWS)
+    for d in (r.buy, r.rent):  # dp x micro-batch x accumulation = 512 sequences on each side
+        assert d["global_batch_sequences"] == 512
+        assert d["dp"] * d["micro_batch"] * d["grad_accum"] == 512
+    assert "global batch (512 sequences, held exactly)" in r.held_equal
+
+
+def test_rent_vs_buy_says_when_the_default_batch_is_rounded(rvb):
+    if rvb.buy["global_batch_sequences"] != rvb.rent["global_batch_sequences"]:
+        assert "--global-batch holds one exactly" in rvb.held_equal
+        assert f"{rvb.rent['global_batch_sequences']:,} rented" in rvb.held_equal
 
 
 def test_rent_vs_buy_break_even_holds_on_the_rows(rvb):
     rows = {what: v for what, v, _ in rvb.rows}
     capex, energy = rows["buy: capex"], rows["buy: electricity at full use"]
     rate, t_own, t_rent = rows["rent: price"], rows["buy: throughput"], rows["rent: throughput"]
-    assert energy == pytest.approx(_energy_per_year(load_catalog(None), rvb.buy["power_kw"]), rel=1e-9)
+    assert energy == pytest.approx(_energy_per_year(load_catalog(None), rvb.buy["power_kw"], rvb.buy["gpu"]), rel=1e-9)
     gap = rate * t_own / t_rent - energy / HOURS_PER_YEAR
-    assert rows["break-even utilisation"] == pytest.approx(capex / (3 * HOURS_PER_YEAR * gap), rel=1e-12)
-    assert rows["break-even at full use"] == pytest.approx(capex / (HOURS_PER_YEAR / 12 * gap), rel=1e-12)
+    # the owned side: the whole cost of owning but electricity over 3 years (hand_tco.py), not capex alone
+    fixed = whole_cost_without_power(capex, rvb.buy["power_kw"], rvb.buy["total_gpus"], 3)
+    assert rows["buy: whole cost of owning but electricity"] == pytest.approx(fixed, rel=1e-9)
+    assert rows["break-even utilisation"] == pytest.approx(fixed / (3 * HOURS_PER_YEAR * gap), rel=1e-9)
+    assert rows["break-even at full use"] == pytest.approx(fixed / (HOURS_PER_YEAR / 12 * gap), rel=1e-9)
     # the job: 1e12 tokens on each side
     assert rows["job: time to train, owned"] == pytest.approx(TOKENS / t_own / 3600, rel=1e-12)
     assert rows["job: time to train, rented"] == pytest.approx(TOKENS / t_rent / 3600, rel=1e-12)

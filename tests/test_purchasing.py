@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hand_tco import whole_cost_without_power
 
 import costopt
 from costopt.purchase import purchasing as P
@@ -239,10 +240,12 @@ def test_rent_vs_buy_break_even_formula():
     assert r.buy == costopt.solve(200_000, "resnet50", catalog=VENDOR_B, top=1, epochs=90, dataset_size=1_281_167).best
     assert r.rent["throughput_samples_per_s"] >= r.buy["throughput_samples_per_s"]  # same work per hour at least
     gap = r.rent_usd_per_hour * r.work_ratio - r.energy_usd_per_year_full_use / HOURS_PER_YEAR
-    assert r.breakeven_utilization == pytest.approx(r.capex_usd / (3 * HOURS_PER_YEAR * gap))
+    # the owned side is the whole cost of owning over 3 years (hand_tco.py), not the purchase alone
+    fixed = whole_cost_without_power(r.capex_usd, r.buy["power_kw"], r.buy["total_gpus"], 3)
+    assert r.breakeven_utilization == pytest.approx(fixed / (3 * HOURS_PER_YEAR * gap), rel=1e-7)
     # at the break-even utilisation owning and renting cost the same
     u = r.breakeven_utilization
-    own = r.capex_usd + 3 * u * r.energy_usd_per_year_full_use
+    own = fixed + 3 * u * r.energy_usd_per_year_full_use
     rent = 3 * u * HOURS_PER_YEAR * r.rent_usd_per_hour * r.work_ratio
     assert own == pytest.approx(rent)
     assert r.breakeven_months_full_use == pytest.approx(u * 36)

@@ -16,6 +16,7 @@ from costopt.core.units import HOURS_PER_YEAR
 from costopt.hardware.catalog import load_catalog
 from costopt.hardware.cost import billed_hours
 from costopt.purchase import purchasing as P
+from hand_tco import whole_cost_without_power
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR_A = str(ROOT / "catalogs" / "vendor-a-datacenter-2026.toml")
@@ -94,33 +95,43 @@ def test_compare_never_rents_for_less_than_a_capacity_block_day():
     assert "capacity-block, minimum 24 h" in cmp.held_equal and "same job" in cmp.held_equal
 
 
+CB_PRICES = {"p4d.24xlarge": 14.75, "p5.48xlarge": 39.33, "p5e.48xlarge": 39.80, "p5en.48xlarge": 41.61}  # the file's
+SP_PRICES = {"p4d.24xlarge": 13.73, "p5.48xlarge": 34.40, "p5en.48xlarge": 40.00, "p6-b200.48xlarge": 71.20}
+
+
 def test_rent_vs_buy_capacity_blocks_hand_break_even():
-    # vendor A's pick (one 8 x H200 node) against Capacity Blocks: the match is 1 x p5e.48xlarge at $39.80/h.
-    # u* = C / (Y·8766·(R·ratio − E/8766)); ratio = 1 when the rented node is the same 8 x H200.
+    # vendor A's pick (one 8 x H200 node) against Capacity Blocks: R = nodes x the block price of the match.
+    # u* = C / (Y·8766·(R·ratio − E/8766)), ratio = T_own / T_rent.
     r = P.rent_vs_buy("vgg16", 300_000, CB, VENDOR_A, years=3, utilization=0.3,
                       opts=P.Options(precision="amp_bf16", **JOB))
-    assert r.rent["chassis"] == "p5e.48xlarge" and r.rent_usd_per_hour == pytest.approx(39.80)
-    C, E, ratio = r.capex_usd, r.energy_usd_per_year_full_use, r.work_ratio
-    # e.g. C = 299,860, E = 8,308.72, ratio 1: 299,860 / (26,298 x (39.80 - 0.94783)) = 0.2935
-    assert r.breakeven_utilization == pytest.approx(C / (3 * HOURS_PER_YEAR * (39.80 * ratio - E / HOURS_PER_YEAR)))
+    R = r.rent["nodes"] * CB_PRICES[r.rent["chassis"]]
+    assert r.rent_usd_per_hour == pytest.approx(R)
+    E, ratio = r.energy_usd_per_year_full_use, r.work_ratio
+    # C = the whole cost of owning but electricity over 3 years (hand_tco.py): capex 299,860, 8 GPUs, 10.2 kW ->
+    # 299,860 + 1,600 + 43,155.51 + 71,585.64 + 53,974.80 + 19,200 - 89,958 = 399,417.95
+    C = whole_cost_without_power(r.capex_usd, r.buy["power_kw"], r.buy["total_gpus"], 3)
+    assert C == pytest.approx(399_417.95, abs=0.05)
+    assert r.breakeven_utilization == pytest.approx(C / (3 * HOURS_PER_YEAR * (R * ratio - E / HOURS_PER_YEAR)),
+                                                    rel=1e-7)
     rows = {w: v for w, v, _ in r.rows}
-    # one job alone (1.41 h) is billed a whole day: 24 x 39.80 = $955.20
+    # one job alone (under a day) is billed a whole day: 24 x R
+    assert 90 * 1_281_167 / r.rent["throughput_samples_per_s"] / 3600 < 24
     assert rows["job: rented hours billed, one job alone"] == 24.0
-    assert rows["job: rent"] == pytest.approx(955.20)
-    # 30% of 3 years of work, jobs back to back: 0.3 x 26,298 h x ratio, rounded up to whole days, x $39.80
+    assert rows["job: rent"] == pytest.approx(24 * R)
+    # 30% of 3 years of work, jobs back to back: 0.3 x 26,298 h x ratio, rounded up to whole days, x R
     work = 0.3 * 3 * HOURS_PER_YEAR * ratio
-    assert rows["at your utilisation: rented total"] == pytest.approx(39.80 * 24 * math.ceil(work / 24 - 1e-9))
+    assert rows["at your utilisation: rented total"] == pytest.approx(R * 24 * math.ceil(work / 24 - 1e-9))
     assert r.rent_pricing == "capacity-block" and r.rent_min_hours == 24.0
     assert "never less than 24 h per rental" in r.held_equal and "30% of 3 years" in r.held_equal
 
 
 def test_rent_vs_buy_savings_plan_is_billed_for_the_whole_horizon():
-    # a 1-year plan billed every hour: 3 years of p5en at $40.00 = 40 x 3 x 8766 = $1,051,920 at any use
+    # a 1-year plan billed every hour: 3 years = R x 3 x 8766 at any use (p5en: 40 x 26,298 = $1,051,920 a node)
     r = P.rent_vs_buy("vgg16", 300_000, SP, VENDOR_A, years=3, utilization=0.3,
                       opts=P.Options(precision="amp_bf16", **JOB))
-    assert r.rent["chassis"] == "p5en.48xlarge"
+    R = r.rent["nodes"] * SP_PRICES[r.rent["chassis"]]
     rows = {w: v for w, v, _ in r.rows}
-    assert rows["at your utilisation: rented total"] == pytest.approx(40.00 * 3 * 8766)
+    assert rows["at your utilisation: rented total"] == pytest.approx(R * 3 * 8766)
     assert r.verdict.startswith("buy") and "billed whether used or not" in r.verdict
 
 

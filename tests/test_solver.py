@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hand_tco import whole_cost_without_power
 
 import costopt
 from costopt.search.api import evaluate_space
@@ -207,7 +208,9 @@ def test_constraints_are_respected():
 def test_tco_years_add_electricity():
     a = costopt.predict("resnet50", "h100-sxm", 8, 2, "ib-ndr", "ring")
     b = costopt.predict("resnet50", "h100-sxm", 8, 2, "ib-ndr", "ring", tco_years=4)
-    assert b["cost_usd"] == pytest.approx(a["capex_usd"] + 4 * a["energy_usd_per_year"], rel=1e-6)
+    # --tco-years 4: the whole cost of owning (tests/hand_tco.py) plus 4 years of electricity at full use
+    whole = whole_cost_without_power(a["capex_usd"], a["power_kw"], a["total_gpus"], 4)
+    assert b["cost_usd"] == pytest.approx(whole + 4 * a["energy_usd_per_year"], rel=1e-6)
     # energy = kW x draw x PUE x $/kWh x 8766 h (reference site: 0.75, 1.5, 0.0826 — hardware_facts.md §7e)
     assert a["energy_usd_per_year"] == pytest.approx(a["power_kw"] * 0.75 * 1.5 * 0.0826 * 8766, rel=1e-5)
 

@@ -75,7 +75,7 @@ def run_compare(catalogs, j, budget: float, *, hours, tco_years, years, utilizat
         return
     c = _console()
     c.print(f"costopt compare: model {cmp.model} (large-model path), budget {_fmt_money(cmp.budget_usd)}, objective "
-            f"{cmp.objective}, global batch {cmp.global_batch_sequences:,} sequences"
+            f"{cmp.objective}, global batch {'' if cmp.exact_batch else 'about '}{cmp.global_batch_sequences:,} sequences"
             + (f", {cmp.tokens:,.3g} tokens to train" if cmp.tokens else ""))
     t = Table(title="Best design per catalog", title_justify="left")
     t.add_column("")
@@ -136,8 +136,8 @@ def run_rent_vs_buy(j, budget: float, cloud, catalog, *, years, utilization, hou
     c = _console()
     b, k = r.buy, r.rent
     c.print(f"costopt rent-vs-buy: model {r.model} (large-model path), budget {_fmt_money(r.budget_usd)}, {r.years:g} "
-            f"years; the same job on both sides: global batch {b['global_batch_sequences']:,} sequences of "
-            f"{b['seq_len']:,} tokens" + (f", {r.samples:,.3g} tokens to train" if r.samples else ""))
+            f"years; the same job on both sides: sequences of {b['seq_len']:,} tokens"
+            + (f", {r.samples:,.3g} tokens to train" if r.samples else ""))
     c.print(f"Buy  ({r.owned_catalog}): {_design(b)}, {_layout(b)}: {_tokens(b)}")
     c.print(f"Rent ({r.cloud_catalog}): {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}), {_layout(k)}: "
             f"{_tokens(k)}")

@@ -112,6 +112,7 @@ def compare(
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
     if _llm(model, model_config, strategy, tokens):
@@ -132,8 +133,8 @@ def compare(
         model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
-                                                       utilization, max_instances=max_instances, include=include,
-                                                       exclude_gpu=exclude_gpu),
+                                                       utilization, as_of=as_of, max_instances=max_instances,
+                                                       include=include, exclude_gpu=exclude_gpu),
                         price_cuts=price_cut)
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -203,6 +204,7 @@ def rent_vs_buy(
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
+    as_of: Optional[str] = _AS_OF,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
     if _llm(model, model_config, strategy, tokens):
@@ -222,7 +224,7 @@ def rent_vs_buy(
         model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
-                                     system=system, max_instances=max_instances, include=include,
+                                     system=system, as_of=as_of, max_instances=max_instances, include=include,
                                      exclude_gpu=exclude_gpu))
     except CostoptError as exc:
         _fail(exc, fmt.value)

@@ -16,6 +16,9 @@ The quantities are the ones cost.py priced (same arrays, same formulas), so for 
 A rented design (cloud catalog) has no capex: its bill lists the instances at their hourly price,
 summing to the cluster's USD per hour.
 
+`tco_lines` lists the whole cost of owning (cost.tco_terms) the same way, one line per term, summing to
+the TCO: capex, storage, financing, colocation, electricity, support, staff, less resale.
+
 Computed only for the designs a command shows (a handful), never for the whole design space.
 """
 
@@ -100,6 +103,53 @@ def bill_of_materials(catalog: Catalog, space: DesignSpace, costs: Costs, i: int
     return lines
 
 
+_TCO_SOURCES = {
+    "storage": "storage $ per usable TB: Pure Storage FlashBlade//E $0.20/GB (2023); TB per GPU an estimate",
+    "financing": "cost of capital: estimate inside the 5.5-7.5% data-centre capitalisation rates (CBRE H2 2018)",
+    "colocation": "colocation $/kW-month: CBRE North America Data Center Trends H2 2025 ($194.95)",
+    "electricity": "electricity: EIA 2025 US industrial $/kWh x PUE x average draw (docs/sources.md §6)",
+    "support": "hardware support % per year: estimate inside 5-7% maintenance (datastoragereport.com, 2026)",
+    "staff": "operations staff: estimate, 1 FTE per 250 processors (CTWatch 2006) at $200,000 a year",
+    "resale": "resale: 25-35% after 36 months (GPU TCO analysis, v2-pseo-ai.pages.dev, 2026), straight line",
+}
+
+
+def tco_lines(catalog: Catalog, costs: Costs, i: int, years: float, utilization: float = 1.0) -> list[dict[str, Any]]:
+    """The whole cost of owning design `i` over `years` (cost.tco_terms), one line per term, in BOM_FIELDS;
+    the lines sum to the whole cost (to the cent, but for rounding each line to cents). Sources: docs/sources.md §11 (and §6 for electricity)."""
+    from costopt.hardware.cost import tco_breakdown
+
+    site = catalog.site
+    t = tco_breakdown(costs, i, years, utilization)
+    kw = float(costs.power_kw[i])
+    gpus = float(costs.gpus[i]) if costs.gpus is not None else 0.0
+    hw = float(costs.hardware_usd[i]) if costs.hardware_usd is not None else t["capex"]
+    d = site.tco_date
+    lines = [_line("capex (the bill of materials)", "capex", t["capex"], 1, "bill of materials above", "")]
+    if t["storage"]:
+        lines.append(_line(f"storage, {t['storage_tb']:,.4g} usable TB", "storage", site.storage_usd_per_tb,
+                           t["storage_tb"], _TCO_SOURCES["storage"], d))
+    if t["financing"]:
+        lines.append(_line(f"financing: capex + storage at {site.cost_of_capital_pct:g}% a year over {years:g} years",
+                           "financing", t["financing"], 1, _TCO_SOURCES["financing"], d))
+    if t["colocation"]:
+        lines.append(_line(f"colocation, {kw:,.4g} kW x 12 months x {years:g} years", "colocation",
+                           site.colocation_usd_per_kw_month, kw * 12 * years, _TCO_SOURCES["colocation"], d))
+    lines.append(_line(f"electricity at {utilization:.0%} use, per year x {years:g} years", "electricity",
+                       float(costs.energy_usd_per_year[i]) * utilization, years, _TCO_SOURCES["electricity"], site.date))
+    if t["support"]:
+        lines.append(_line(f"hardware support, {site.support_pct_per_year:g}% of hardware per year", "support",
+                           t["support"] / max(years, 1e-12), years, _TCO_SOURCES["support"], d))
+    if t["staff"]:
+        lines.append(_line(f"operations staff, per GPU-year ({gpus:,.0f} GPUs x {years:g} years)", "staff",
+                           site.staff_usd_per_gpu_year, gpus * years, _TCO_SOURCES["staff"], d))
+    if t["resale"]:
+        frac = -t["resale"] / hw if hw else 0.0
+        lines.append(_line(f"resale after {years:g} years ({frac:.0%} of the hardware)", "resale", -hw * frac, 1,
+                           _TCO_SOURCES["resale"], d))
+    return [ln.to_dict() for ln in lines]
+
+
 def bom_dicts(catalog: Catalog, space: DesignSpace, costs: Costs, i: int) -> list[dict[str, Any]]:
     return [line.to_dict() for line in bill_of_materials(catalog, space, costs, i)]
 
@@ -132,4 +182,4 @@ def oldest_price(lines: list[dict[str, Any]], today: date) -> dict[str, Any]:
             "warning": warn}
 
 
-__all__ = ["BomLine", "BOM_FIELDS", "bill_of_materials", "bom_dicts", "oldest_price", "parse_price_date"]
+__all__ = ["BomLine", "BOM_FIELDS", "bill_of_materials", "bom_dicts", "oldest_price", "parse_price_date", "tco_lines"]

@@ -237,6 +237,22 @@ class Site(_Strict):
     average_draw_fraction: Annotated[float, Field(gt=0, le=1.0)] = 0.75
     source: str = _record_default(_records.Site, "source")
     date: Date = _record_default(_records.Site, "date")
+    facility: Literal["colocation", "own"] = "colocation"
+    colocation_usd_per_kw_month: NonNegativeFloat = _record_default(_records.Site, "colocation_usd_per_kw_month")
+    liquid_pue: Annotated[float, Field(ge=1.0, le=3.0)] = _record_default(_records.Site, "liquid_pue")
+    liquid_above_tdp_w: PositiveFloat = _record_default(_records.Site, "liquid_above_tdp_w")
+    support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site, "support_pct_per_year")
+    staff_usd_per_gpu_year: NonNegativeFloat = _record_default(_records.Site, "staff_usd_per_gpu_year")
+    storage_usd_per_tb: NonNegativeFloat = _record_default(_records.Site, "storage_usd_per_tb")
+    storage_tb: NonNegativeFloat = 0.0
+    storage_tb_per_gpu: NonNegativeFloat = _record_default(_records.Site, "storage_tb_per_gpu")
+    cost_of_capital_pct: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site, "cost_of_capital_pct")
+    residual_pct_at_3_years: Annotated[float, Field(ge=0, le=100)] = _record_default(_records.Site,
+                                                                                    "residual_pct_at_3_years")
+    tco_source: str = _record_default(_records.Site, "tco_source")
+    tco_date: Date = _record_default(_records.Site, "tco_date")
+    tco_estimates: list[str] = ["support_pct_per_year", "staff_usd_per_gpu_year", "storage_tb_per_gpu",
+                                "cost_of_capital_pct", "liquid_above_tdp_w"]
 
 
 class Facility(_Strict):

@@ -14,7 +14,21 @@
                    fibre + transceivers) + racks × (rack + PDUs per rack × PDU)
     support      = support years × round(hardware × support % per year / 100, cents)
     capex        = hardware + support          (costopt/hardware/bom.py lists the same items, summing to capex)
-    TCO(years)   = capex + years × power_kW × average draw × PUE × $/kWh × 8766 h
+    electricity  = power_kW × average draw × PUE_d × $/kWh × 8766 h per year at full use; PUE_d = the site's
+                   PUE, or its liquid PUE for nodes whose GPUs need liquid cooling (TDP > liquid_above_tdp_w)
+
+The whole cost of owning over Y years (`tco_terms`; each rate a catalog [site] field with its source),
+the owned cluster busy a fraction u of the time:
+
+    storage      S = usable TB × $/TB                     (TB: site.storage_tb, else TB per GPU × GPUs)
+    financing    F = Y·(C+S)·r / (1 − (1+r)^−Y) − (C+S)   (the purchase paid by a loan over Y years at rate r;
+                                                           F = 0 when r = 0)
+    colocation   L = Y × 12 × $/kW-month × power_kW       (contracted IT power; 0 for an own facility)
+    electricity  P = Y × u × electricity per year
+    support      H = max(0, Y − support years in capex) × hardware × support % / 100
+    staff        W = Y × GPUs × $ per GPU-year
+    resale       R = hardware × max(0, 1 − Y·(1 − ρ₃)/3)  (straight line through ρ₃ = residual % at 3 years)
+    TCO(Y, u)    = C + S + F + L + P + H + W − R
 
 Rented nodes (cloud catalogs: a chassis with `usd_per_hour`, see catalog.py) are not bought:
 
@@ -28,7 +42,7 @@ means; every command (solve, compare, export, report, rent-vs-buy, multi-job) go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -55,6 +69,15 @@ class Costs:
     racks: np.ndarray | None = None  # racks, each with its PDUs
     support_usd_per_year: np.ndarray | None = None  # support contract per year (whole cents)
     support_years: float = 0.0
+    hardware_usd: np.ndarray | None = None  # capex without the support bought up front
+    gpus: np.ndarray | None = None  # GPUs per design (M·G)
+    colocation_usd_per_year: np.ndarray | None = None  # whole cost of owning, per year (0 when rented)
+    support_tco_usd_per_year: np.ndarray | None = None
+    staff_usd_per_year: np.ndarray | None = None
+    storage_usd: np.ndarray | None = None  # one-off, bought with the cluster
+    storage_tb: np.ndarray | None = None
+    capital_rate: float = 0.0  # cost of capital per year (fraction)
+    residual_at_3_years: float = 0.0  # fraction of the hardware price
     min_rental_hours: np.ndarray | None = None  # rented designs: the shortest rental billed (0: none)
     rental_increment_hours: np.ndarray | None = None  # rented designs: rentals billed in steps of this (0: continuous)
 
@@ -101,7 +124,16 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
                 + racks * (fac.rack_price_usd + fac.pdus_per_rack * fac.pdu_price_usd))
     support = np.round(hardware * fac.support_pct_per_year / 100.0, 2)
     capex = hardware + support_years * support
-    energy = power_kw * site.average_draw_fraction * site.pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
+    liquid = gpu_tdp[space.gpu_idx] > site.liquid_above_tdp_w  # parts that need liquid cooling
+    pue = np.where(liquid, site.liquid_pue, site.pue)
+    energy = power_kw * site.average_draw_fraction * pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
+    gpus = M * G
+    colo = (power_kw * site.colocation_usd_per_kw_month * 12.0 if site.facility == "colocation"
+            else np.zeros_like(power_kw))
+    support_tco = hardware * site.support_pct_per_year / 100.0
+    staff = gpus * site.staff_usd_per_gpu_year
+    storage_tb = np.full_like(gpus, float(site.storage_tb)) if site.storage_tb else gpus * site.storage_tb_per_gpu
+    storage = storage_tb * site.storage_usd_per_tb
     cost = capex
     buildable = (M <= 1) | (node_ports <= P * P / 2.0)
     hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
@@ -119,9 +151,42 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
         links = np.where(rented, zero, links)
         racks = np.where(rented, zero, racks)
         support = np.where(rented, zero, support)
+        colo, support_tco, staff = (np.where(rented, zero, a) for a in (colo, support_tco, staff))
+        storage, storage_tb, hardware = (np.where(rented, zero, a) for a in (storage, storage_tb, hardware))
         buildable = buildable | rented
     return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
-                 support, float(support_years), min_rent, rent_step)
+                 support, float(support_years), hardware, gpus, colo, support_tco, staff, storage, storage_tb,
+                 site.cost_of_capital_pct / 100.0, site.residual_pct_at_3_years / 100.0, min_rent, rent_step)
+
+
+TCO_TERMS = ("capex", "storage", "financing", "colocation", "electricity", "support", "staff", "resale")
+
+
+def tco_terms(costs: Costs, years: float, utilization: float = 1.0) -> dict[str, np.ndarray]:
+    """The whole cost of owning each design over `years` at `utilization` (module docstring: C, S, F, L,
+    P, H, W, R), term by term, and their `total` (resale counted negative). Rented designs: all 0."""
+    n = len(costs.capex_usd)
+    zero = np.zeros(n)
+    get = lambda a: zero if a is None else a  # noqa: E731
+    Y = float(years)
+    C, S = costs.capex_usd, get(costs.storage_usd)
+    r = costs.capital_rate
+    if r > 0 and Y > 0:
+        financing = Y * (C + S) * r / (1.0 - (1.0 + r) ** -Y) - (C + S)
+    else:
+        financing = zero
+    bought = costs.support_years if costs.support_usd_per_year is not None else 0.0
+    hw = get(costs.hardware_usd)
+    out = {
+        "capex": C, "storage": S, "financing": financing,
+        "colocation": Y * get(costs.colocation_usd_per_year),
+        "electricity": Y * utilization * costs.energy_usd_per_year,
+        "support": max(0.0, Y - bought) * get(costs.support_tco_usd_per_year),
+        "staff": Y * get(costs.staff_usd_per_year),
+        "resale": -hw * max(0.0, 1.0 - Y * (1.0 - costs.residual_at_3_years) / 3.0),
+    }
+    out["total"] = sum(out[k] for k in TCO_TERMS)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -138,12 +203,14 @@ class CostBasis:
 
         rented d:  cost = usd_per_hour_d × billed(h)    (no horizon: USD per hour; billed(h) = `billed_hours`,
                    at least the provider's minimum term, in its billing steps)
-        owned d:   cost = capex_d + tco_years × E_d     (a purchase; E_d electricity per year at average draw)
+        owned d:   cost = capex_d                        (a purchase)
+                   cost = TCO_d(tco_years, 1)            (with `tco_years`: the whole cost of owning, `tco_terms`)
         owned d, amortised on the horizon (`amortize_years` Y and `utilization` u, used when owned and
         rented designs are compared):
-                   cost = h × (capex_d / (Y × 8766 × u) + E_d / 8766)
-        i.e. the share of the purchase one hour of work uses when the cluster is busy a fraction u of
-        Y years, plus that hour's electricity. A budget then still limits the purchase: spend = capex_d.
+                   cost = h × (TCO_d(Y, 0) / (Y × 8766 × u) + E_d / 8766)
+        i.e. the share of the whole cost of owning (without electricity) one hour of work uses when the
+        cluster is busy a fraction u of Y years, plus that hour's electricity (E_d per year at full use).
+        A budget then still limits the purchase: spend = capex_d.
     """
 
     tco_years: float = 0.0
@@ -184,12 +251,13 @@ class CostBasis:
                 return "USD per training job (rent x time to train)"
             return "USD per hour of rent"
         if self.amortize_years is not None:
-            share = f"capex over {self.amortize_years:g} years at {self.utilization:.0%} use + electricity"
+            share = f"whole cost of owning over {self.amortize_years:g} years at {self.utilization:.0%} use"
             if h == "hours":
                 return f"USD for {self.hours:g} h of use ({share})"
             return f"USD per training job ({share})"
         if self.tco_years:
-            return f"USD capex + electricity over {self.tco_years:g} years"
+            return (f"USD whole cost of owning over {self.tco_years:g} years (capex, storage, financing, "
+                    f"colocation, electricity, support, staff, less resale)")
         return "USD capex (one-off purchase)"
 
     def short(self, rented: bool) -> str:
@@ -201,7 +269,7 @@ class CostBasis:
             return "rent_per_job" if h == "job" else "rent_per_hour"
         if self.amortize_years is not None:
             return f"own_{self.hours:g}h" if h == "hours" else "own_per_job"
-        return f"capex+energy_{self.tco_years:g}y" if self.tco_years else "capex"
+        return f"tco_{self.tco_years:g}y" if self.tco_years else "capex"
 
 
 def horizon_hours(basis: CostBasis, throughput: np.ndarray) -> np.ndarray | None:
@@ -232,14 +300,23 @@ def billed_hours(hours: np.ndarray, min_hours: np.ndarray | None, step_hours: np
     return np.maximum(stepped, lo)
 
 
+def tco_breakdown(costs: Costs, i: int, years: float, utilization: float = 1.0) -> dict[str, float]:
+    """`tco_terms` of one design (index `i`) as floats, with `total` and `storage_tb`."""
+    t = tco_terms(costs, years, utilization)
+    out = {k: float(v[i]) for k, v in t.items()}
+    out["storage_tb"] = float(costs.storage_tb[i]) if costs.storage_tb is not None else 0.0
+    return out
+
+
 def price_on_basis(costs: Costs, throughput: np.ndarray, basis: CostBasis) -> Costs:
     """`costs` (from `evaluate_costs`) with `cost_usd` (and `spend_usd`) on `basis`; see `CostBasis`."""
     h = horizon_hours(basis, throughput)
-    owned_cost = costs.capex_usd + basis.tco_years * costs.energy_usd_per_year
+    owned_cost = tco_terms(costs, basis.tco_years)["total"] if basis.tco_years else costs.capex_usd
     spend = None
     if basis.amortize_years is not None and h is not None:
         busy_hours = basis.amortize_years * HOURS_PER_YEAR * basis.utilization
-        owned_cost = h * (costs.capex_usd / busy_hours + costs.energy_usd_per_year / HOURS_PER_YEAR)
+        fixed = tco_terms(costs, basis.amortize_years, 0.0)["total"]  # every term but the electricity of use
+        owned_cost = h * (fixed / busy_hours + costs.energy_usd_per_year / HOURS_PER_YEAR)
         spend = costs.capex_usd.copy()
     rented = costs.rented if costs.rented is not None else np.zeros(len(owned_cost), dtype=bool)
     hourly = costs.usd_per_hour if costs.usd_per_hour is not None else np.zeros(len(owned_cost))
@@ -259,3 +336,11 @@ def within_budget(costs: Costs, budget: float | None) -> np.ndarray:
         return np.ones(n, dtype=bool)
     spend = costs.spend_usd if costs.spend_usd is not None else costs.cost_usd
     return spend <= budget
+
+
+def take_costs(costs: Costs, idx: np.ndarray) -> Costs:
+    """The costs of the designs `idx` (a subset of the space `costs` was evaluated on, in that order):
+    every per-design array field taken, the scalars kept."""
+    n = len(costs.cost_usd)
+    return replace(costs, **{f.name: getattr(costs, f.name)[idx] for f in fields(costs)
+                             if isinstance(getattr(costs, f.name), np.ndarray) and getattr(costs, f.name).shape[:1] == (n,)})

@@ -267,6 +267,34 @@ class Site(_Record):
         "draw 0.75 of server TDP (Epoch energy.py) — docs/sources.md §6, §7e"
     )
     date: str = "2025-06-20"
+    # -- the whole cost of owning (cost.py `tco_terms`); each default with its source in `tco_source` --
+    facility: str = "colocation"  # colocation (rent space and power per kW-month) | own (your building: PUE only)
+    colocation_usd_per_kw_month: float = 194.95
+    liquid_pue: float = 1.2  # PUE of the nodes whose GPUs need liquid cooling (TDP above liquid_above_tdp_w)
+    liquid_above_tdp_w: float = 1000.0
+    support_pct_per_year: float = 6.0  # hardware support contract, % of the hardware price per year
+    staff_usd_per_gpu_year: float = 800.0  # operations staff, per GPU and year
+    storage_usd_per_tb: float = 200.0  # usable TB of shared all-flash storage, bought once
+    storage_tb: float = 0.0  # usable TB bought; 0: sized to the cluster, storage_tb_per_gpu per GPU
+    storage_tb_per_gpu: float = 1.0
+    cost_of_capital_pct: float = 7.0  # % per year: the purchase financed by a loan repaid over the horizon
+    residual_pct_at_3_years: float = 30.0  # resale value after 36 months, % of the hardware price (straight line)
+    tco_source: str = (
+        "colocation $194.95 per kW-month: CBRE North America Data Center Trends H2 2025, average asking rate of "
+        "primary markets (+6.5% year on year; H2 2024: $184.06, cbre.com 2025-02-26); liquid PUE 1.2: cold-plate "
+        "direct liquid cooling achieves 1.15-1.25 (scaled2c.com DLC guide); support 6%/year: ESTIMATE inside the "
+        "5-7% of hardware cost per year quoted for storage-array maintenance (datastoragereport.com, 2026); staff "
+        "$800 per GPU-year: ESTIMATE, one FTE per 250 processors (CTWatch Quarterly 2006, Roskies & Zacharia) at a "
+        "loaded $200,000 a year (2010 figure: '$100k/year or more', beowulf list); storage $200 per usable TB: "
+        "Pure Storage FlashBlade//E '$0.20 per GB' (2023-03); 1 TB per GPU: ESTIMATE; cost of capital 7%: "
+        "ESTIMATE inside the 5.5-7.5% capitalisation rates of data-centre assets (CBRE H2 2018); residual 30% "
+        "after 36 months: '25-35% after 36 months' (GPU TCO analysis, v2-pseo-ai.pages.dev, 2026) — "
+        "docs/sources.md §11"
+    )
+    tco_date: str = "2026-02-01"
+    tco_estimates: list[str] = field(default_factory=lambda: [
+        "support_pct_per_year", "staff_usd_per_gpu_year", "storage_tb_per_gpu", "cost_of_capital_pct",
+        "liquid_above_tdp_w"])
 
 
 @dataclass(**_RECORD)

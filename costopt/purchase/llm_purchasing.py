@@ -76,13 +76,15 @@ class LlmJob:
                              field="objective")
         self.exclude_gpus = checks.ident_list("exclude gpu", self.exclude_gpus)
 
-    def search(self, catalog: Catalog, budget: float) -> LlmSearch:
-        """`search_llm` on one catalog; --max-instances only where it rents, --exclude-gpu ids it lists."""
+    def search(self, catalog: Catalog, budget: float, prune: bool = False) -> LlmSearch:
+        """`search_llm` on one catalog; --max-instances only where it rents, --exclude-gpu ids it lists.
+        Every node count is timed unless `prune` (only where the designs keep the search's own costs)."""
         return search_llm(budget, self.model, objective=self.objective, catalog=catalog, precision=self.precision,
                           seq_len=self.seq_len, global_batch=self.global_batch, max_nodes=self.max_nodes,
                           model_config=self.model_config, strategies=self.strategies, include=self.include,
                           exclude_gpus=[g for g in self.exclude_gpus or [] if g in catalog.gpus] or None,
-                          max_instances=self.max_instances if catalog.is_cloud else None)
+                          max_instances=self.max_instances if catalog.is_cloud else None,
+                          prune=prune)  # repriced afterwards (cost basis, price cuts): every node count timed
 
 
 def _catalog(c: str | Path | Catalog | None) -> Catalog:
@@ -160,10 +162,12 @@ class LlmComparison:
     price_cuts: list[LlmPriceCut] = field(default_factory=list)
     held_equal: str = ""  # what every catalog's pick shares: model, job, calendar, each rental's terms
     price_warnings: list[str] = field(default_factory=list)
+    exact_batch: bool = False  # every pick holds the global batch exactly (--global-batch given)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"kind": "large-model", "model": self.model, "budget_usd": self.budget_usd, "objective": self.objective,
                 "held_equal": self.held_equal, "price_warnings": self.price_warnings,
+                "global_batch_exact": self.exact_batch,
                 "tokens_to_train": self.tokens, "global_batch_sequences": self.global_batch_sequences,
                 "catalogs": [{"label": a.label, "catalog": a.catalog.catalog.name, "kind": a.catalog.catalog.kind,
                               "cost_basis": a.cost_basis, "best": a.best, "error": a.error or None,
@@ -271,11 +275,11 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
     basis = CostBasis(tco_years=tco_years, hours=hours, samples=job.tokens if hours is None else None,
                       amortize_years=years if amortize else None, utilization=utilization)
     answers: list[LlmCatalogAnswer] = []
-    gb = None
+    gb, exact = None, False
     for cat in cats:
         label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
         found = priced(job.search(cat, budget), basis)
-        gb = found.global_batch
+        gb, exact = found.global_batch, found.exact_batch
         try:
             res = choose_llm(found, tokens=job.tokens, top=5, years=years)
             res["best"]["cost_basis"] = basis.label(cat.is_cloud)
@@ -300,10 +304,10 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
     cuts = [price_cut_llm(answers[i], scores[w], job, budget, basis) for i in order[1:]
             if price_cuts and answers[i].best is not None]
     name = answers[w].result["model"]
-    held = _compare_held(answers, name, job, hours, years, utilization, int(gb))
+    held = _compare_held(answers, name, job, hours, years, utilization, int(gb), exact)
     warnings = _price_warnings([a.best for a in answers if a.best is not None])
     return LlmComparison(name, float(budget), job.objective, job.tokens, int(gb), answers, w, margin, cuts, held,
-                         warnings)
+                         warnings, exact)
 
 
 @dataclass
@@ -317,14 +321,18 @@ class _HeldOptions:
     utilization: float
 
 
-def _compare_held(answers, model: str, job: LlmJob, hours, years: float, utilization: float, gb: int) -> str:
+def _compare_held(answers, model: str, job: LlmJob, hours, years: float, utilization: float, gb: int,
+                  exact: bool) -> str:
     """The data-parallel compare's held-equal sentence, its work counted in tokens, plus the sequence and batch."""
     text = _compare_held_equal(answers, model, _HeldOptions(job.precision, job.tokens if hours is None else None,
                                                             hours, years, utilization))
     if job.tokens is not None and hours is None:
         text = text.replace(f"({job.tokens:,.0f} samples)", f"({job.tokens:,.0f} tokens)")
     seq = answers[0].best["seq_len"] if answers[0].best else None
-    return text + (f"; sequence length {seq:,}" if seq else "") + f"; global batch {gb:,} sequences"
+    return text + (f"; sequence length {seq:,}" if seq else "") + (
+        f"; global batch {gb:,} sequences, held exactly" if exact else
+        f"; global batch about {gb:,} sequences (the default, about 4M tokens; each design rounds it to its "
+        "data-parallel degree: --global-batch holds one exactly)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -376,19 +384,20 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     rent = rent_res["best"]
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
+    from costopt.hardware.cost import tco_breakdown
     terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])  # billed by the provider's terms
+    owned_terms = tco_breakdown(owned.costs, _index(owned, buy), years, 0.0)  # the whole cost of owning
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         buy["capex_usd"], energy, t_own, rate, rent["tokens_per_s"], years=years, utilization=utilization,
-        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms)
+        hours=hours, work=job.tokens, unit="token", capacity=capacity, terms=terms, owned=owned_terms)
     held = _held_equal(buy_res["model"], job, years, utilization, job.tokens, ratio, terms)
     if job.tokens is not None:  # the sentence counts the job's work in its unit
         held = held.replace(f"({job.tokens:,.0f} samples;", f"({job.tokens:,.0f} tokens;")
-    held += (f"; the same sequence length ({buy['seq_len']:,}) and global batch (the default "
-             f"{owned.global_batch:,} sequences)" if not owned.exact_batch else
-             f"; the same sequence length ({buy['seq_len']:,}) and global batch ({owned.global_batch:,} sequences)")
-    if not fast.any():
-        verdict += (f"; no rented design is as fast as the purchase: the fastest ({rent['tokens_per_s']:,.0f} tokens/s) "
-                    f"takes {ratio:.2f} rented hours per owned hour of work")
+    held += f"; the same sequence length ({buy['seq_len']:,})" + (
+        f" and global batch ({owned.global_batch:,} sequences, held exactly)" if owned.exact_batch else
+        f"; a global batch of about {owned.global_batch:,} sequences (the default, about 4M tokens), each design "
+        f"rounding it to its data-parallel degree ({buy['global_batch_sequences']:,} bought, "
+        f"{rent['global_batch_sequences']:,} rented; --global-batch holds one exactly)")
     r = RentVsBuy(buy_res["model"], float(budget), years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent,
                   rate, ratio, buy["capex_usd"], energy, u_star, m_star, utilization, hours, job.tokens, rows, verdict,
                   capacity, held, terms["pricing"], terms["min_hours"], terms["interruption"],
@@ -468,7 +477,10 @@ def export_llm(catalog: str | Path | Catalog | None, job: LlmJob, budget: float,
         raise InputError(f"--tco-years adds electricity to owned designs; {cat.path} is a cloud catalog",
                          field="tco_years")
     basis = table_basis(cat, job, hours, tco_years)
-    found = priced(job.search(cat, budget), basis)
+    # an owned catalog without --tco-years keeps the search's capex, so the table can be the solve's own
+    # pruned search (the node counts whose bound could win, search/llm_nodes.py): each GPU type's best
+    # row is the solve's; otherwise every node count is timed
+    found = priced(job.search(cat, budget, prune=not cat.is_cloud and not tco_years), basis)
     table = ranked_table_llm(found, basis, job.tokens)
     if table.empty:
         choose_llm(found, tokens=job.tokens, top=1)  # raises what solve raises

@@ -316,10 +316,10 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
     intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {_layout(b)}) from {r.owned_catalog}, "
              f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "
              f"{_layout(k)}) from {r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour, "
-             f"{_tokens_phrase(k)}, for the same job (global batch {b['global_batch_sequences']:,} sequences of "
-             f"{b['seq_len']:,} tokens" + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over "
-             f"{r.years:g} years. Verdict: {r.verdict}.")
+             f"{_tokens_phrase(k)}, for the same job (sequences of {b['seq_len']:,} tokens"
+             + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
     sec = Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
+    sec.notes.append(r.held_equal + ".")
     sec.notes.append("Break-even utilisation u* = capex / (years x 8,766 h x (rent per hour x T_own / T_rent - "
                      "electricity per hour)): the rented side is scaled by the ratio of tokens/s so both do the same "
                      "work (purchase/purchasing.py, rent_buy_arithmetic).")

@@ -48,7 +48,7 @@ from costopt.core.files import read_input_text
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.part_filter import KEPT, PartFilter
-from costopt.hardware.cost import CostBasis, evaluate_costs, price_on_basis, within_budget
+from costopt.hardware.cost import CostBasis, evaluate_costs, tco_breakdown, price_on_basis, within_budget
 from costopt.search.solver import objective_values
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.purchase.export import export_table
@@ -466,28 +466,44 @@ class RentVsBuy:
 
 def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, t_rent: float, *, years: float,
                         utilization: float | None, hours: float | None, work: float | None, unit: str = "sample",
-                        capacity: dict[str, Any] | None = None, terms: dict[str, Any] | None = None
+                        capacity: dict[str, Any] | None = None, terms: dict[str, Any] | None = None,
+                        owned: dict[str, float] | None = None
                         ) -> tuple[list[tuple[str, float, str]], float, float | None, float | None, float | None, str]:
     """The break-even arithmetic of rent vs buy, in any unit of work (`unit`: 'sample' or 'token';
     throughputs in units/s, `work` the units of one job or None): the rows, the work ratio T_own/T_rent,
     the break-even utilisation and months, the utilisation used and the verdict. The rental is billed by
     its provider's `terms` (`rental.rental_terms`; None: billed by the second, no minimum): the maths is
-    `rental._rent_versus_own`'s docstring."""
+    `rental._rent_versus_own`'s docstring. `owned` (cost.tco_breakdown at utilisation 0) gives the owned
+    side's whole cost over the years, term by term; None: the purchase alone (capex)."""
     if terms is None:
         terms = rental_terms(None)
+    fixed = owned["total"] if owned is not None else capex
     per = f"{unit}s/s"
     ratio = t_own / t_rent
     if utilization is None and hours is not None:
         utilization = min(1.0, hours / (years * HOURS_PER_YEAR))
-    rv = _rent_versus_own(rate, ratio, capex, energy, years, terms)
+    rv = _rent_versus_own(rate, ratio, fixed, energy, years, terms)
     u_star, m_star = rv["u_star"], rv["m_star"]
-    rows: list[tuple[str, float, str]] = [
-        ("buy: capex", capex, "USD, one-off"),
+    rows: list[tuple[str, float, str]] = [("buy: capex", capex, "USD, one-off")]
+    if owned is not None:
+        rows += [
+            ("buy: storage", owned["storage"], f"USD, one-off ({owned['storage_tb']:,.4g} usable TB)"),
+            ("buy: financing", owned["financing"], f"USD over {years:g} years (a loan of capex + storage)"),
+            ("buy: colocation", owned["colocation"], f"USD over {years:g} years (contracted kW x $/kW-month)"),
+            ("buy: hardware support", owned["support"], f"USD over {years:g} years"),
+            ("buy: operations staff", owned["staff"], f"USD over {years:g} years"),
+            ("buy: resale at the end", owned["resale"], f"USD after {years:g} years (negative: money back)"),
+            ("buy: whole cost of owning but electricity", fixed, f"USD over {years:g} years, any utilisation"),
+        ]
+    rows += [
         ("buy: electricity at full use", energy, "USD per year (power x average draw x PUE x $/kWh)"),
         ("buy: throughput", t_own, per),
         ("buy: capex per unit of throughput", capex / t_own, f"USD per {unit}/s"),
         ("rent: price", rate, "USD per hour"),
-        ("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})"),
+        (("rent: minimum term", terms["min_hours"], f"hours ({terms['pricing']}, {terms['step_text']}; {terms['source']})")
+         if terms["min_hours"] >= 1 else
+         ("rent: minimum term", terms["min_hours"] * 60.0,
+          f"minutes ({terms['pricing']}, {terms['step_text']}; {terms['source']})")),
         ("rent: throughput", t_rent, per),
         ("rent: price per unit of throughput", 1000.0 * rate / t_rent, f"USD per hour per 1,000 {per}"),
         ("rent: cost of one owned-cluster hour of work", rv["rent_per_work_hour"],
@@ -508,9 +524,9 @@ def rent_buy_arithmetic(capex: float, energy: float, t_own: float, rate: float, 
         ]
         per_job_gap = rate * rent_h - energy / HOURS_PER_YEAR * own_h
         if per_job_gap > 0 and not terms["commitment"]:
-            rows.append(("job: jobs for the purchase to pay off", capex / per_job_gap, "jobs"))
+            rows.append(("job: jobs for the purchase to pay off", fixed / per_job_gap, "jobs"))
     if utilization is not None:
-        own_total = capex + years * utilization * energy
+        own_total = fixed + years * utilization * energy
         rows += [
             ("at your utilisation: owned total", own_total, f"USD over {years:g} years at {utilization:.0%} use"),
             ("at your utilisation: rented total", rv["rent_total"](utilization),
@@ -576,9 +592,10 @@ def rent_vs_buy(model: str, budget: float, cloud_catalog: str | Path | Catalog, 
     energy = buy["energy_usd_per_year"]
     terms = rental_terms(cloud_cat.chassis_by_id[rent["chassis"]])
     samples = opts.samples
+    owned = tco_breakdown(own_res.evaluation.costs, int(own_res.ranked[0]), years, 0.0)
     rows, ratio, u_star, m_star, utilization, verdict = rent_buy_arithmetic(
         capex, energy, t_own, rate, rent["throughput_samples_per_s"], years=years, utilization=utilization,
-        hours=opts.hours, work=samples, unit="sample", capacity=capacity, terms=terms)
+        hours=opts.hours, work=samples, unit="sample", capacity=capacity, terms=terms, owned=owned)
     hours = opts.hours
     held = _held_equal(model, opts, years, utilization, samples, ratio, terms)
     return RentVsBuy(model, budget, years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent, rate, ratio,

@@ -71,7 +71,8 @@ def _rent_versus_own(rate: float, ratio: float, capex: float, energy: float, yea
 
     One job alone (`rent_vs_buy`'s "job" rows, and `compare` per job) is billed(rent_h): at least the
     minimum term.
-    owned(u) = C + Y·u·E. For a use-priced rental, rent(u) = u·S with S = rent(1) (billing steps aside),
+    owned(u) = C + Y·u·E, C the whole cost of owning but electricity (cost.tco_terms at u = 0: capex,
+    storage, financing, colocation, support, staff, less resale; `capex` here). For a use-priced rental, rent(u) = u·S with S = rent(1) (billing steps aside),
     so the break-even is u* = C / (S − Y·E) (None when S ≤ Y·E: renting costs less than the electricity).
     For a commitment owned(u) = rent at u* = (R·billed(Y·8766) − C) / (Y·E): owning is cheaper below it.
     m* = months of full use to break even = C / ((S/(Y·8766) − E/8766) · 8766/12)."""
@@ -101,7 +102,7 @@ def _rent_verdict(rv: dict[str, Any], years: float, utilization: float | None, t
         flat = rv["flat"]
         if flat <= rv["capex"]:
             return (f"rent: the {terms['pricing']} rental for all {years:g} years (${flat:,.0f}, billed whether used or "
-                    f"not) costs less than the purchase alone")
+                    f"not) costs less than owning without electricity")
         if u_star is None or u_star >= 1:
             return (f"buy: owning costs less than the {terms['pricing']} rental for {years:g} years (${flat:,.0f}, "
                     f"billed whether used or not) at any utilisation")
@@ -148,7 +149,7 @@ def _compare_held_equal(answers: list[Any], model: str, opts: Any) -> str:
             rented.append(f"{a.label}: {t['pricing']}, minimum {_hours_text(t['min_hours']) if t['min_hours'] else 'none'}, "
                           f"{t['step_text']}")
     owned = any(a.best is not None and not a.catalog.is_cloud for a in answers)
-    cal = (f"; owned designs: capex over {opts.years:g} years at {opts.utilization:.0%} use plus electricity"
+    cal = (f"; owned designs: the whole cost of owning over {opts.years:g} years at {opts.utilization:.0%} use"
            if owned and rented else "")
     return (f"Held equal: model {model}, precision {opts.precision}, {use}{cal}"
             + (f"; rentals: {'; '.join(rented)}" if rented else ""))

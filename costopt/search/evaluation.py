@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from costopt.hardware.bom import bom_dicts, oldest_price
+from costopt.hardware.bom import bom_dicts, oldest_price, tco_lines
 from costopt.hardware.cost import CostBasis
 from costopt.hardware.part_filter import segment_lifecycle
 from costopt.perf.intervals import COMPUTE_KINDS, compute_kind
@@ -247,6 +247,9 @@ class Evaluation:
         out = self.rows(idx)
         for d, i in zip(out, np.asarray(idx, dtype=np.int64).tolist()):
             d["bom"] = bom_dicts(self.catalog, self.space, self.costs, int(i))
+            rented = self.costs.rented is not None and bool(self.costs.rented[int(i)])
+            if self.basis.tco_years and not rented:  # the whole cost of owning, term by term (bom.tco_lines)
+                d["tco"] = tco_lines(self.catalog, self.costs, int(i), self.basis.tco_years)
             age = oldest_price(d["bom"], today or date.today())
             d["oldest_price_date"] = age["oldest_price_date"]
             d["price_warning"] = age["warning"]
