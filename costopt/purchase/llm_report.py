@@ -332,7 +332,8 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
                      max_nodes: int | None = None, top: int = 8, years: float = 3.0,
                      include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                      progress: bool = True, cloud: str | Path | Catalog | None = None,
-                     utilization: float | None = None) -> Report:
+                     utilization: float | None = None, max_instances: int | None = None,
+                     as_of: str | None = None) -> Report:
     """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number.
     `cloud`: a cloud catalog for the rent-or-buy section (`utilization`: how busy the purchase would be)."""
     count("top", top)
@@ -340,12 +341,19 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
     positive("years", years)
     if utilization is not None and cloud is None:
         raise InputError("--utilization: only with --cloud (the rent-or-buy section)", field="utilization")
+    from costopt.hardware.catalog import load_catalog
+
+    catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    if max_instances is not None and not catalog.is_cloud and cloud is None:
+        raise InputError(f"--max-instances: {catalog.path or catalog.catalog.name} is not a cloud catalog (use "
+                         "--max-nodes), and there is no --cloud", field="max_instances")
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(LLM_SECTIONS) + 1 + (cloud is not None))
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
-                           strategies=strategies, include=include, exclude_gpus=exclude_gpus)
-        res = choose_llm(found, tokens=tokens, top=top, years=years)
+                           strategies=strategies, include=include, exclude_gpus=exclude_gpus,
+                           max_instances=max_instances if catalog.is_cloud else None)
+        res = choose_llm(found, tokens=tokens, top=top, years=years, today=as_of)
         prog.advance(task)
         ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]
         colors = _gpu_colors(ranked + [g.id for g in found.space.gpus if g.id not in ranked])
@@ -364,7 +372,7 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
 
             job = LlmJob(model=model, model_config=model_config, tokens=tokens, seq_len=seq_len,
                          global_batch=global_batch, precision=precision, strategies=strategies, max_nodes=max_nodes,
-                         include=include, exclude_gpus=exclude_gpus)
+                         include=include, exclude_gpus=exclude_gpus, max_instances=max_instances)
             sec, data["rent-vs-buy"] = _rent_or_buy(job, budget, found.catalog, cloud, years, utilization)
             sections.append(sec)
             prog.advance(task)

@@ -63,10 +63,19 @@ def _refuse_given(given: dict[str, Any], table: dict[str, tuple[Any, str]]) -> N
 
 
 def is_llm(model: str | None, model_config: Any = None, strategy: Any = None, tokens: Any = None) -> bool:
+    """The request takes the large-model path (perf/llm/__init__.py::is_llm_request). `tokens` with a
+    data-parallel zoo model (and no `model_config`) is refused: its work is epochs x dataset size."""
     from costopt.perf.llm import is_llm_request
     from costopt.perf.workload import list_models
 
-    return is_llm_request(model, model_config, strategy, tokens, list_models())
+    dp_models = list_models()
+    if tokens is not None and model_config is None and model in dp_models:
+        from costopt.perf.llm.arch import is_llm_model
+
+        if not is_llm_model(model):
+            raise InputError(f"--tokens: applies to transformers (see costopt models); '{model}' is a data-parallel zoo "
+                             "model, whose work is --epochs x --dataset-size", field="tokens")
+    return is_llm_request(model, model_config, strategy, tokens, dp_models)
 
 
 @dataclass
