@@ -1,9 +1,11 @@
 """Benchmark: the large-model layout search (`solve --budget 5000000 --model llama3_70b --tokens 1e11`).
 
 Prints figures; it is not a test. It times the whole `solve_llm` call (CPU and wall), the layout
-search alone, and the same search done the plain way (every design x layout pair timed in chunks of
-400,000, the search before the two-pass pruning), and checks that both choose the same layout for
-every design and that the JSON of the solve is the same byte for byte.
+search alone on the node grid (pass 1 of the node search, search/llm_nodes.py), the same search done
+the plain way (every design x layout pair timed in chunks of 400,000, the search before the two-pass
+pruning), and the node search over every whole node count against timing every node count; it checks
+that both choose the same layout for every design, the same pick, and that the JSON of the solve is the
+same byte for byte.
 
     python benchmarks/bench_llm_solve.py [--repeats 3] [--skip-plain] [--report]
 """
@@ -21,6 +23,9 @@ from costopt.search.design_space import enumerate_designs
 from costopt.core.files import json_safe
 from costopt.search.llm_search import DEFAULT_MAX_NODES, solve_llm
 from costopt.perf.llm.arch import load_llm_model
+from costopt.hardware.cost import evaluate_costs, within_budget
+from costopt.search.llm_nodes import search_node_counts
+from costopt.search.solver import best_on_front
 from costopt.perf.llm.evaluate import (NODE_GRID, Layout, all_layouts, best_layout_per_design, default_global_batch,
                                   evaluate_layouts)
 
@@ -65,8 +70,8 @@ def main() -> None:
     cat = load_catalog()
     cfg = load_llm_model("llama3_70b")
     gb = default_global_batch(cfg)
-    space = enumerate_designs(cat, max_nodes=DEFAULT_MAX_NODES, strategies=("ring",), node_budget_usd=5e6)
-    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
+    every = enumerate_designs(cat, max_nodes=DEFAULT_MAX_NODES, strategies=("ring",), node_budget_usd=5e6)
+    space = every.take(np.flatnonzero(np.isin(every.nodes, NODE_GRID)))
     layouts = all_layouts()
     pairs = len(space) * len(layouts.tp)
     print(f"llama3_70b, budget $5,000,000: {len(space):,} hardware designs x {len(layouts.tp):,} layouts = {pairs:,} pairs")
@@ -82,6 +87,26 @@ def main() -> None:
               f"{pairs / cpu:12,.0f} pairs/s of CPU")
         same = all(np.array_equal(getattr(ev.layout, f), getattr(layouts, f)[best_k]) for f in FIELDS)
         print(f"same layout chosen for every design: {same}")
+    costs = evaluate_costs(every, cat.site, facility=cat.facility)
+    adm = costs.buildable & within_budget(costs, 5e6)
+    wall, cpu, nodes = timed(lambda: search_node_counts(cfg, every, costs.cost_usd, adm, every.gpu_idx,
+                                                        objective="throughput", precision="amp_bf16",
+                                                        global_batch=gb, layouts=layouts), args.repeats)
+    print(f"every whole node count: {len(every):,} designs; pass 1 (grid + each family's largest count) "
+          f"{nodes.timed_first:,}, pass 2 {len(nodes.keep) - nodes.timed_first:,}, skipped by the bound "
+          f"{nodes.skipped:,}; wall {wall:6.2f} s, CPU {cpu:6.2f} s")
+    if not args.skip_plain:
+        wall, cpu, full = timed(lambda: best_layout_per_design(cfg, every, precision="amp_bf16", global_batch=gb,
+                                                               layouts=layouts), 1)
+        print(f"every whole node count, all timed:      wall {wall:6.2f} s, CPU {cpu:6.2f} s")
+        rank = every.order_key()
+        thr = np.where(full.fits & adm, full.timing.tokens_per_s, np.nan)
+        sel = np.flatnonzero(np.isfinite(thr))
+        j, _ = best_on_front("throughput", costs.cost_usd[sel], thr[sel], rank[sel], 5e6)
+        k = nodes.keep[nodes.ev.fits & adm[nodes.keep]]
+        t2 = nodes.ev.timing.tokens_per_s[np.searchsorted(nodes.keep, k)]
+        j2, _ = best_on_front("throughput", costs.cost_usd[k], t2, rank[k], 5e6)
+        print("same pick as timing every node count:", int(sel[j]) == int(k[j2]))
     again = solve_llm(5e6, "llama3_70b", tokens=1e11, catalog=cat)
     print("solve JSON byte-identical run to run:",
           json.dumps(json_safe(res), sort_keys=True) == json.dumps(json_safe(again), sort_keys=True))

@@ -148,3 +148,54 @@ def test_leave_one_gpu_out_p90_meets_issue_24():
                    "(target 1.5x; 1.77x before): P100 Inception-v3 (TensorFlow 2017) with Pascal left out")
 def test_leave_one_gpu_out_worst_meets_issue_24():
     assert _logo()["worst_ratio"] <= 1.5
+
+
+# --- the software stack (--framework) -------------------------------------------------------------------
+
+
+def _h200_split(model, precision):
+    from costopt.perf.compute import reference_split, sample_cost
+
+    cat = load_catalog()
+    w = load_workload(model)
+    pts = tuple(sorted((q for q in w.profiles if q.gpu == "h200-sxm" and q.precision == precision),
+                       key=lambda q: q.batch))
+    return w, cat, reference_split(model, pts, sample_cost(w.flops), cat.gpus["h200-sxm"], precision)
+
+
+def test_cuda_graphs_scale_only_the_host_time():
+    # data/compute_defaults.toml [framework.cuda-graphs]: host x0.1 per phase and per step (estimate).
+    # resnet101 amp_bf16 at batch 32 on the H200 (host-bound): forward = smax(0.1 H, k + 32 g), p = 3
+    w, cat, sp = _h200_split("resnet101", "amp_bf16")
+    g = cat.gpus["h200-sxm"]
+    est = w.with_framework("cuda-graphs").compute(g, "amp_bf16", 32, cat)
+    f = sp.forward
+    assert est.forward_s == pytest.approx(((0.1 * f.host_s) ** 3 + (f.floor_s + 32 * f.gpu_per_sample_s) ** 3) ** (1 / 3),
+                                          rel=1e-9)
+    assert est.step_s == pytest.approx(((0.1 * sp.step_host_s) ** 3 + sp.step_gpu_s ** 3) ** (1 / 3), rel=1e-9)
+    eager = w.compute(g, "amp_bf16", 32, cat)
+    assert est.iteration_s < eager.iteration_s
+    assert "software stack eager (the default)" in eager.basis and "cuda-graphs" in est.basis
+
+
+def test_vendor_tuned_fuses_only_the_optimizer_loop():
+    # [framework.vendor-tuned]: forward/backward host as measured, optimizer-step host x0.05:
+    # resnet50 amp_bf16 step = smax(0.05 H_s, G_s), p = 3 (H_s from the 2.06 ms step at batch 32)
+    w, cat, sp = _h200_split("resnet50", "amp_bf16")
+    g = cat.gpus["h200-sxm"]
+    est = w.with_framework("vendor-tuned").compute(g, "amp_bf16", 64, cat)
+    eager = w.compute(g, "amp_bf16", 64, cat)
+    assert est.forward_s == eager.forward_s and est.backward_s == eager.backward_s
+    assert est.step_s == pytest.approx(((0.05 * sp.step_host_s) ** 3 + sp.step_gpu_s ** 3) ** (1 / 3), rel=1e-9)
+
+
+def test_unknown_framework_is_refused():
+    with pytest.raises(InputError, match="unknown framework 'jax'"):
+        load_workload("resnet50").with_framework("jax")
+    from typer.testing import CliRunner
+
+    from costopt.cli.main import app
+
+    r = CliRunner().invoke(app, ["predict", "--model", "resnet50", "--gpu", "h200-sxm", "--gpus-per-node", "1",
+                                 "--nodes", "1", "--strategy", "ring", "--framework", "jax"])
+    assert r.exit_code == 2 and "unknown framework" in r.output

@@ -90,6 +90,10 @@ def solve(
     mixed_nics: Optional[bool] = typer.Option(None, "--mixed-nics/--one-nic-type", help="With --workload: allow a "
                                               "different NIC type per job (default: one NIC type for the fabric)."),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
+                                  "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -132,6 +136,9 @@ def solve(
                 raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
             if fmt is Fmt.csv:
                 raise InputError("--workload supports --format table or json")
+            if framework != "eager":
+                raise InputError("--framework: a --workload mix runs every job as measured (eager); give --framework "
+                                 "to a single-model solve", field="framework")
             show = sys.stderr.isatty() if progress is None else progress
             mres = multijob.solve_mix(
                 workload, catalog=catalog, objective=objective, budget=budget, max_power_kw=max_power_kw,
@@ -170,7 +177,7 @@ def solve(
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
-            max_instances=max_instances, confidence=confidence,
+            max_instances=max_instances, confidence=confidence, **({} if framework == "eager" else {"framework": framework}),
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -223,7 +230,11 @@ def solve(
         c.print(res.capacity["sentence"])
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
-        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
+        rng = (f" (80% range {_fmt_number(b['time_to_train_low_h'])}-{_fmt_number(b['time_to_train_high_h'])} h)"
+               if b.get("time_to_train_low_h") is not None else "")
+        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h{rng}")
+    if res.solver.get("target_rule"):
+        c.print(f"Target: {res.solver['target_rule']}.")
     c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']} (age "
             f"counted to {res.as_of})" + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
     if res.excluded.get("sentence"):
@@ -267,6 +278,10 @@ def predict(
     nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
+    framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
+                                  "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -283,14 +298,15 @@ def predict(
     """Predict one design's iteration time, throughput and cost."""
     from costopt.search import engine
 
-    llm = engine.is_llm(model, model_config, strategy, tokens)
     try:
+        llm = engine.is_llm(model, model_config, strategy, tokens)
         d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
                            seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
                            checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
                            reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
                            chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
-                           grad_accum=grad_accum, stack=stack, today=as_of)
+                           grad_accum=grad_accum, stack=stack, today=as_of,
+                           **({} if framework == "eager" else {"framework": framework}))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

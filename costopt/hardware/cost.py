@@ -46,7 +46,7 @@ means; every command (solve, compare, export, report, rent-vs-buy, multi-job) go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -356,3 +356,11 @@ def within_budget(costs: Costs, budget: float | None) -> np.ndarray:
         return np.ones(n, dtype=bool)
     spend = costs.spend_usd if costs.spend_usd is not None else costs.cost_usd
     return spend <= budget
+
+
+def take_costs(costs: Costs, idx: np.ndarray) -> Costs:
+    """The costs of the designs `idx` (a subset of the space `costs` was evaluated on, in that order):
+    every per-design array field taken, the scalars kept."""
+    n = len(costs.cost_usd)
+    return replace(costs, **{f.name: getattr(costs, f.name)[idx] for f in fields(costs)
+                             if isinstance(getattr(costs, f.name), np.ndarray) and getattr(costs, f.name).shape[:1] == (n,)})

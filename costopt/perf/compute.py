@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -552,12 +552,39 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
     return out
 
 
+DEFAULT_FRAMEWORK = "eager"
+
+
+def frameworks() -> dict:
+    """Software stacks (data/compute_defaults.toml [framework.*]): host time multiples with their sources."""
+    return defaults()["framework"]
+
+
+def framework_note(name: str) -> tuple[float, float, str]:
+    """(host scale per phase, host scale of the optimizer step, words for the basis) of a software stack."""
+    fw = frameworks()
+    if name not in fw:
+        raise InputError(f"unknown framework '{name}' (choose from {', '.join(sorted(fw))})", field="framework")
+    f = fw[name]
+    default = " (the default)" if name == DEFAULT_FRAMEWORK else ""
+    if f["host_scale"] == 1.0 and f["step_host_scale"] == 1.0:
+        words = f"software stack {name}{default}: host time as measured"
+    else:
+        words = (f"software stack {name}{default}: host time x{f['host_scale']:g} per phase, x{f['step_host_scale']:g} "
+                 f"per optimizer step{' (estimate)' if f['estimate'] else ''}")
+    return float(f["host_scale"]), float(f["step_host_scale"]), words
+
+
 def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None, gpu: Gpu, precision: str,
-             batch: int, catalog: Catalog, *, withhold: frozenset = frozenset()) -> ComputeEstimate:
+             batch: int, catalog: Catalog, *, withhold: frozenset = frozenset(),
+             framework: str = DEFAULT_FRAMEWORK) -> ComputeEstimate:
     """Forward/backward/step time and peak memory of `model` on `gpu` at `batch` and `precision`.
 
     `withhold`: GPU ids whose measurements and published figures are not used (leave-one-GPU-out).
+    `framework`: the software stack (data/compute_defaults.toml [framework.*]); its host time is the
+    measured (eager) host time times the stack's scale, the GPU time is the same.
     """
+    hscale, sscale, fw_words = framework_note(framework)
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision '{precision}' (choose from {', '.join(PRECISIONS)})")
     if batch < 1:
@@ -587,6 +614,10 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         ref = catalog.gpus["h200-sxm" if "h200-sxm" in refs else refs[0]]
     pts = tuple(sorted(by_gpu[ref.id], key=lambda q: q.batch))
     sp = reference_split(model, pts, cost, ref, precision, withhold)
+    if hscale != 1.0 or sscale != 1.0:
+        sp = Split(replace(sp.forward, host_s=sp.forward.host_s * hscale),
+                   replace(sp.backward, host_s=sp.backward.host_s * hscale),
+                   sp.step_host_s * sscale, sp.step_gpu_s, sp.batches)
     p = smooth_p()
     bm = np.array([q.batch for q in pts], dtype=np.float64)
     mem = _interp_memory(bm, np.array([q.peak_mem_bytes for q in pts]), batch)
@@ -599,7 +630,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         rms = max(sp.forward.fit_log_rms, sp.backward.fit_log_rms)
         basis = (f"{how} at batch {batch} ({gpu.id}, {pts[0].source}, {pts[0].date}): host + GPU fit of the "
                  f"measured batches {', '.join(map(str, sp.batches))} (host {host_ms:.3g} ms per forward + backward, "
-                 f"GPU {gpu_us:.3g} us per sample; fit within {math.expm1(rms):.0%} rms)")
+                 f"GPU {gpu_us:.3g} us per sample; fit within {math.expm1(rms):.0%} rms); {fw_words}")
         return _floored(fwd, bwd, step, mem, how, basis, cost, gpu, precision, batch)
     fr = fit_fractions(None, ref.id, withhold)
     um, ub, fnote = fr.for_gpu(gpu, precision)
@@ -614,7 +645,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
              f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
     basis = (f"estimate: {ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
              f"the software stack's) with its GPU time x{ratio:.3g}, the roofline ratio ({gpu.id} at {1 / um:.0%} "
-             f"of peak FLOP/s and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}")
+             f"of peak FLOP/s and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
     return _floored(fwd, bwd, step, mem, "roofline", basis, cost, gpu, precision, batch)
 
 

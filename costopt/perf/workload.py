@@ -18,6 +18,7 @@ same-model ratio > roofline, never faster than the GPU's peak). Gradients are fp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from costopt.hardware.catalog import Catalog, Gpu
-from costopt.perf.compute import PRECISIONS, PROFILE_PRECISION, ZOO_DIR, ComputeEstimate, ProfilePoint, estimate
+from costopt.perf.compute import (DEFAULT_FRAMEWORK, PRECISIONS, PROFILE_PRECISION, ZOO_DIR, ComputeEstimate,
+                                  ProfilePoint, estimate, framework_note)
 from costopt.core.errors import InputError
 from costopt.core.files import read_json
 from costopt.core.units import gb_to_bytes
@@ -104,6 +106,7 @@ class Workload:
     profiles: tuple[ProfilePoint, ...]
     path: str
     flops: dict | None = None  # zoo `flops` (tools/zoo_flops.py); None for a profile file without it
+    framework: str = DEFAULT_FRAMEWORK  # software stack whose host time the compute carries (compute.py)
 
     def tensors(self, tensor_set: str = "pytorch") -> TensorSet:
         if tensor_set not in self.tensor_sets:
@@ -119,7 +122,13 @@ class Workload:
     def compute(self, gpu: Gpu, precision: str, batch: int, catalog: Catalog,
                 withhold: frozenset = frozenset()) -> ComputeEstimate:
         """Forward/backward/step time and peak memory of one `gpu` at `batch` and `precision` (compute.py)."""
-        return estimate(self.model, self.profiles, self.flops, gpu, precision, batch, catalog, withhold=withhold)
+        return estimate(self.model, self.profiles, self.flops, gpu, precision, batch, catalog, withhold=withhold,
+                        framework=self.framework)
+
+    def with_framework(self, framework: str) -> "Workload":
+        """The same workload under another software stack (compute.py `framework_note` checks the name)."""
+        framework_note(framework)
+        return dataclasses.replace(self, framework=framework)
 
 
 # Largest values a profile may hold: a step of about 3 hours, a petabyte of memory, 10^13 parameters in

@@ -76,13 +76,15 @@ class LlmJob:
                              field="objective")
         self.exclude_gpus = checks.ident_list("exclude gpu", self.exclude_gpus)
 
-    def search(self, catalog: Catalog, budget: float) -> LlmSearch:
-        """`search_llm` on one catalog; --max-instances only where it rents, --exclude-gpu ids it lists."""
+    def search(self, catalog: Catalog, budget: float, prune: bool = False) -> LlmSearch:
+        """`search_llm` on one catalog; --max-instances only where it rents, --exclude-gpu ids it lists.
+        Every node count is timed unless `prune` (only where the designs keep the search's own costs)."""
         return search_llm(budget, self.model, objective=self.objective, catalog=catalog, precision=self.precision,
                           seq_len=self.seq_len, global_batch=self.global_batch, max_nodes=self.max_nodes,
                           model_config=self.model_config, strategies=self.strategies, include=self.include,
                           exclude_gpus=[g for g in self.exclude_gpus or [] if g in catalog.gpus] or None,
-                          max_instances=self.max_instances if catalog.is_cloud else None)
+                          max_instances=self.max_instances if catalog.is_cloud else None,
+                          prune=prune)  # repriced afterwards (cost basis, price cuts): every node count timed
 
 
 def _catalog(c: str | Path | Catalog | None) -> Catalog:
@@ -475,7 +477,10 @@ def export_llm(catalog: str | Path | Catalog | None, job: LlmJob, budget: float,
         raise InputError(f"--tco-years adds electricity to owned designs; {cat.path} is a cloud catalog",
                          field="tco_years")
     basis = table_basis(cat, job, hours, tco_years)
-    found = priced(job.search(cat, budget), basis)
+    # an owned catalog without --tco-years keeps the search's capex, so the table can be the solve's own
+    # pruned search (the node counts whose bound could win, search/llm_nodes.py): each GPU type's best
+    # row is the solve's; otherwise every node count is timed
+    found = priced(job.search(cat, budget, prune=not cat.is_cloud and not tco_years), basis)
     table = ranked_table_llm(found, basis, job.tokens)
     if table.empty:
         choose_llm(found, tokens=job.tokens, top=1)  # raises what solve raises

@@ -33,6 +33,7 @@ from costopt.perf.stacks import AUTO, STACKS, check_stack, stack_codes
 from costopt.perf.system import SystemParams, load_system
 from costopt.perf.timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
 from costopt.purchase.why import explain
+from costopt.perf.compute import DEFAULT_FRAMEWORK
 from costopt.perf.workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
 from costopt.hardware.catalog import with_max_instances
 
@@ -215,7 +216,7 @@ def predict(
     overlap: str = "wfbp", catalog: str | Path | Catalog | None = None, system: str | Path | SystemParams | None = None,
     profile: str | Path | None = None, tensor_set: str = "pytorch", chassis: str | None = None,
     tco_years: float = 0.0, nics_per_node: int = 1, grad_accum: int = 1, stack: str = AUTO,
-    support_years: float = 0.0, today: date | None = None,
+    support_years: float = 0.0, today: date | None = None, framework: str = DEFAULT_FRAMEWORK,
 ) -> dict[str, Any]:
     """Predict one named design; returns a DESIGN dict (see README).
 
@@ -238,6 +239,7 @@ def predict(
     today = checks.as_of(today) or date.today()
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, tensor_set, overlap)
+    workload = workload.with_framework(framework)  # the software stack's host time (compute.py)
     precision = resolve_precision(workload, precision)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, strategy, reduce_on, chassis, nics_per_node)
     ev = evaluate_space(space, catalog=cat, workload=workload, tensors=tensors, params=params,
@@ -325,7 +327,7 @@ def solve(
     nics: list[str] | None = None, gpus_per_node: list[int] | None = None, hours: float | None = None,
     grad_accum: int = 1, stack: str = AUTO, include: list[str] | str | None = None,
     exclude_gpus: list[str] | None = None, support_years: float = 0.0, today: date | None = None,
-    max_instances: int | None = None, confidence: float | None = None,
+    max_instances: int | None = None, confidence: float | None = None, framework: str = DEFAULT_FRAMEWORK,
 ) -> SolveResult:
     """Best design for the money; raises InfeasibleError (with the nearest design) when none fits.
     `stack`: the communication stack of every design (auto: from each design's strategy, costopt/perf/stacks.py)."""
@@ -364,6 +366,7 @@ def solve(
 
     cat, params, workload, batch, tensors = resolve_inputs(model, catalog, precision, batch_per_gpu, system,
                                                             profile, "pytorch" if tensor_set is None else tensor_set, overlap)
+    workload = workload.with_framework(framework)  # the software stack's host time (compute.py)
     precision = resolve_precision(workload, precision)
     check_cost_options(cat, support_years, hours)
     if max_instances is not None:

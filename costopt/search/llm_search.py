@@ -20,10 +20,11 @@ from costopt.hardware.cloud_facts import capacity_summary
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.bom import bom_dicts, oldest_price
-from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis
+from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis, take_costs, within_budget
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
 from costopt.search.evaluation import DesignResults
@@ -33,9 +34,9 @@ from costopt.core.units import HOURS_PER_YEAR
 from costopt.perf.intervals import range_phrase
 from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
-from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
+from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
-                       require_precision_somewhere)
+                       require_precision_somewhere, DEFAULT_FRAMEWORK, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -136,7 +137,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format."""
@@ -162,6 +163,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
                                             one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
+                         framework=framework,
                          hold_batch=global_batch is not None)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
@@ -213,6 +215,8 @@ class LlmSearch:
     basis: CostBasis = field(default_factory=CostBasis)  # what cost_usd means (hardware/cost.py)
     support_years: float = 0.0
     exact_batch: bool = False  # every design holds global_batch exactly (--global-batch given)
+    skipped_by_bound: int = 0  # node counts never timed: their bound cannot beat their GPU type's best (llm_nodes.py)
+    framework: str = DEFAULT_FRAMEWORK  # the training software the designs are timed for (evaluate.FRAMEWORKS)
 
     @property
     def ok(self) -> np.ndarray:
@@ -251,10 +255,17 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                model_config: str | Path | None = None, strategies: list[str] | None = None,
                include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                max_instances: int | None = None, tco_years: float = 0.0, support_years: float = 0.0,
-               hours: float | None = None) -> LlmSearch:
+               hours: float | None = None, request: Request | None = None, prune: bool = True,
+               framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
     """The design space of a large-model solve, each design with its fastest layout that fits, and costs
     on the data-parallel path's basis (hardware/cost.py: capex with `support_years` of support, plus
-    `tco_years` of electricity; a rented design per hour, or for `hours` hours)."""
+    `tco_years` of electricity; a rented design per hour, or for `hours` hours).
+
+    Node counts: every whole number the budget buys. With `prune` (default) the node counts that cannot
+    beat or tie their GPU type's best under the budget, the objective and `request`'s limits (power,
+    rack units, throughput target) are never timed (search/llm_nodes.py): the choice `choose_llm` makes
+    with that request is exact. A caller that reprices the designs (another cost basis, a price cut)
+    or chooses under other limits passes `prune=False`: every node count is timed."""
     if objective not in OBJECTIVES:
         raise InputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got '{objective}'", field="objective")
     non_negative("TCO years", tco_years)
@@ -274,17 +285,52 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     gb = global_batch or default_global_batch(cfg)
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
-    space = space.take(np.flatnonzero(np.isin(space.nodes, NODE_GRID)))
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
+    params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
-    ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold)
     basis = CostBasis(tco_years=tco_years, hours=hours)
+    # no per-job horizon on this basis, so no cost depends on throughput: priced before any timing
     costs = price_on_basis(evaluate_costs(space, cat.site, facility=cat.facility, support_years=support_years),
-                           ev.timing.tokens_per_s, basis)
+                           np.ones(len(space)), basis)
     offered = parts.design_reasons(space) == KEPT
+    skipped = 0
+    if prune:
+        nodes = search_node_counts(cfg, space, costs.cost_usd, _admissible(costs, budget, request),
+                                   space.gpu_idx * 2 + offered, objective=objective, precision=precision,
+                                   global_batch=gb, layouts=layouts,
+                                   min_tokens_per_s=request.target if request is not None else None,
+                                   qualifies=_qualifies(request), hold_batch=hold, params=params)
+        space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
+        costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
+    else:
+        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold,
+                                    params=params)
+    ev.framework = framework
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev), basis, float(support_years), hold)
+                     design_ranges(ev), basis, float(support_years), hold, skipped, framework)
+
+
+def _admissible(costs: Costs, budget: float, request: Request | None) -> np.ndarray:
+    """Designs every limit known before timing allows (limits.py's hw_ok and in_budget, less memory)."""
+    adm = costs.buildable & within_budget(costs, budget)
+    if request is not None and request.max_power_kw is not None:
+        adm &= costs.power_kw <= request.max_power_kw
+    if request is not None and request.max_rack_units is not None:
+        adm &= costs.rack_units <= request.max_rack_units
+    return adm
+
+
+def _qualifies(request: Request | None):
+    """Which timed designs meet the request's throughput target as limits.masks judges it (at its confidence)."""
+    if request is None or request.target is None:
+        return None
+
+    def meets(ev: LlmEvaluation) -> np.ndarray:
+        rng = design_ranges(ev)
+        thr = np.where(ev.fits, ev.timing.tokens_per_s, 0.0)
+        return at_confidence(thr, rng.low, rng.high, request.level) >= request.target
+    return meets
 
 
 def strategy_layouts(strategies: list[str] | None) -> Layout:
@@ -307,7 +353,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               max_rack_units: float | None = None, min_throughput: float | None = None,
               deadline_hours: float | None = None, confidence: float | None = None, tco_years: float = 0.0,
               support_years: float = 0.0, hours: float | None = None,
-              today: date | str | None = None) -> dict[str, Any]:
+              today: date | str | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing),
     under the limits and objective of search/limits.py (the same rules as data-parallel solves): power,
     rack units, a tokens/s target (`min_throughput`, or `tokens` within `deadline_hours`, met at
@@ -322,7 +368,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
                        exclude_gpus=exclude_gpus, max_instances=max_instances, tco_years=tco_years,
-                       support_years=support_years, hours=hours)
+                       support_years=support_years, hours=hours, request=req, framework=framework)
     return choose_llm(found, tokens=tokens, top=top, request=req, today=today)
 
 
@@ -398,6 +444,7 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
     for r, flag in zip(alt_recs, near_ties(rng.low[both], rng.high[both], 0)[1:]):
         r["near_tie"] = bool(flag)
     solver = {**info, "solver": SOLVER_NAME, "feasible_hardware_designs": int(m["ok"].sum()),
+              "designs_skipped_by_bound": found.skipped_by_bound,
               "candidates_after_constraints": int(m["cand"].sum()),
               "near_ties": sum(1 for r in alt_recs if r["near_tie"])}
     if req.target is not None:
