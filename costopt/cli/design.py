@@ -92,7 +92,8 @@ def solve(
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
     framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
                                   "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
-                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md."),
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -229,7 +230,11 @@ def solve(
         c.print(res.capacity["sentence"])
     c.print(f"Compute: {b['compute_source']} — {b['compute_basis']}")
     if b.get("time_to_train_h") is not None:
-        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h")
+        rng = (f" (80% range {_fmt_number(b['time_to_train_low_h'])}-{_fmt_number(b['time_to_train_high_h'])} h)"
+               if b.get("time_to_train_low_h") is not None else "")
+        c.print(f"Time to train: {_fmt_number(b['time_to_train_h'])} h{rng}")
+    if res.solver.get("target_rule"):
+        c.print(f"Target: {res.solver['target_rule']}.")
     c.print(f"Parts: {b['segment']}, {b['lifecycle']}; oldest price in the design {b['oldest_price_date']} (age "
             f"counted to {res.as_of})" + (f" — warning: {b['price_warning']}" if b.get("price_warning") else ""))
     if res.excluded.get("sentence"):
@@ -275,7 +280,8 @@ def predict(
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
     framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
                                   "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
-                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md."),
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -292,8 +298,8 @@ def predict(
     """Predict one design's iteration time, throughput and cost."""
     from costopt.search import engine
 
-    llm = engine.is_llm(model, model_config, strategy, tokens)
     try:
+        llm = engine.is_llm(model, model_config, strategy, tokens)
         d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
                            seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
                            checkpointing=checkpointing, vp=vp, batch_per_gpu=batch_per_gpu, precision=precision,
