@@ -54,3 +54,27 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _fail_instead_of_skip(outcome.get_result())
+
+
+# CPU seconds per test (user + system, the test process and the children it waited for), written as
+# "nodeid<TAB>seconds" lines to $COSTOPT_TEST_CPU/<worker>.tsv when that folder is set: how long the suite
+# takes on an idle machine, whatever the load when it is measured (wall-clock durations move with it).
+# Used to choose the tests marked `slow` (deselected by default, run by .ci/run).
+_CPU_DIR = os.environ.get("COSTOPT_TEST_CPU")
+
+
+def _cpu() -> float:
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+if _CPU_DIR:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        t0 = _cpu()
+        yield
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(os.path.join(_CPU_DIR, f"{worker}.tsv"), "a", encoding="utf-8") as fh:
+            fh.write(f"{item.nodeid}\t{_cpu() - t0:.3f}\n")
