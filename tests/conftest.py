@@ -18,6 +18,17 @@ if "COSTOPT_CACHE_DIR" not in os.environ:
     os.environ["COSTOPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="costopt-test-cache-")
     atexit.register(shutil.rmtree, os.environ["COSTOPT_CACHE_DIR"], ignore_errors=True)
 
+# One terminal width for every test, with or without pytest-xdist: the CLI honours COLUMNS (a terminal's
+# width; piped output otherwise gets 200 columns, cli/common.py `_console`). pytest-xdist's workers start
+# with COLUMNS=80 and LINES=24 in their environment (the main process has neither), so under `-n 2` tables
+# folded at 80 columns and tests that read a table line (test_basis.py::test_compare_cli_states_horizon)
+# failed only there. Each test sees what a piped run sees (pytest's own output keeps the real terminal's
+# width); a test wanting another width passes env={"COLUMNS": ...}.
+@pytest.fixture(autouse=True)
+def _piped_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("LINES", raising=False)
+
 STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The only skips CI accepts: what its machine cannot have (no GPU), and documented command lines whose
 # check CI runs another way (the full rig run of docs/measuring.md: CI runs the rig's small case).
@@ -43,3 +54,27 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _fail_instead_of_skip(outcome.get_result())
+
+
+# CPU seconds per test (user + system, the test process and the children it waited for), written as
+# "nodeid<TAB>seconds" lines to $COSTOPT_TEST_CPU/<worker>.tsv when that folder is set: how long the suite
+# takes on an idle machine, whatever the load when it is measured (wall-clock durations move with it).
+# Used to choose the tests marked `slow` (deselected by default, run by .ci/run).
+_CPU_DIR = os.environ.get("COSTOPT_TEST_CPU")
+
+
+def _cpu() -> float:
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+if _CPU_DIR:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        t0 = _cpu()
+        yield
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(os.path.join(_CPU_DIR, f"{worker}.tsv"), "a", encoding="utf-8") as fh:
+            fh.write(f"{item.nodeid}\t{_cpu() - t0:.3f}\n")

@@ -34,7 +34,9 @@ def test_bom_lines_hand_computed_on_mini():
     by_item = {(line["part_id"], line["item"].split(":")[0].split(" ")[0]): line for line in d["bom"]}
     assert by_item[("halfcard", "GPU")]["subtotal_usd"] == 4 * 5000
     assert by_item[("pcie4x1", "chassis")]["subtotal_usd"] == 4 * 5000
-    assert _qty(d, "ib100", "NIC") == 4 and _qty(d, "ib100", "switch") == 4 and _qty(d, "ib100", "cable") == 4
+    # one whole 4-port switch (4 x $500 = $2,000, the same as 4 ports before), 4 cables
+    assert _qty(d, "ib100", "NIC") == 4 and _qty(d, "ib100-switch", "switch") == 1 and _qty(d, "ib100", "cable") == 4
+    assert next(ln for ln in d["bom"] if ln["part_id"] == "ib100-switch")["unit_price_usd"] == 2_000
     assert _qty(d, "rack") == 1 and _qty(d, "pdu") == 2
     assert _bom_total(d) == 48_400.00 == round(d["capex_usd"], 2)
     assert {"item", "part_id", "unit_price_usd", "quantity", "subtotal_usd", "source"} <= set(d["bom"][0])
@@ -42,11 +44,12 @@ def test_bom_lines_hand_computed_on_mini():
 
 def test_racks_are_counted_by_power_when_power_binds():
     # mini h200 node: 8 x 700 W + 4,000 W + 1 x 10 W NIC = 9.61 kW; a 20 kW rack holds 2 such nodes
-    # (space would allow 42 // 8 = 5), so 5 nodes need 3 racks and 6 PDUs.
+    # (space would allow 42 // 8 = 5), so 5 nodes need 3 racks and 6 PDUs (48.05 kW + the switch's
+    # 48 x 15 W = 48.77 kW needs 3 racks too).
     d = costopt.predict("resnet50", "h200-sxm", 8, 5, "eth10", "ring", catalog=MINI)
     assert _qty(d, "rack") == 3 and _qty(d, "pdu") == 6
-    # 5 x (50,000 + 8 x 30,000 + 100) + 5 ports x 200 + 5 cables x 20 + 3 x (1,000 + 2 x 500)
-    assert d["capex_usd"] == pytest.approx(5 * 290_100 + 1_000 + 100 + 6_000)
+    # 5 x (50,000 + 8 x 30,000 + 100) + one whole 48-port switch 48 x 200 + 5 cables x 20 + 3 x (1,000 + 2 x 500)
+    assert d["capex_usd"] == pytest.approx(5 * 290_100 + 9_600 + 100 + 6_000)
     assert _bom_total(d) == round(d["capex_usd"], 2)
 
 

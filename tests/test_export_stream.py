@@ -83,14 +83,15 @@ def test_export_csv_header_rows_and_a_row_by_hand(tmp_path):
     assert thr == sorted(thr, reverse=True)  # objective throughput: fastest first
     assert all(float(r["cost_usd"]) <= 150_000 for r in rows)
     # rank 1 by hand from tests/fixtures/mini.toml: 4 nodes of the 4-slot PCIe server with 4 half-speed cards
-    # and one 100 Gb/s NIC: per node 15,000 + 4 x 5,000 + NIC 1,000 + switch port 500 + cable 100 = 36,600;
-    # 4 x 36,600 + one rack (1,000) and its two PDUs (2 x 500) = 148,400 USD. Power per node
-    # 4 x 300 W + 1,000 W overhead + 20 W NIC = 2.22 kW; 4 nodes 8.88 kW; 4 x 4 RU + 1 RU switch = 17 RU.
+    # and one 100 Gb/s NIC: per node 15,000 + 4 x 5,000 + NIC 1,000 + cable 100 = 36,100, and one whole 4-port
+    # switch 4 x 500 = 2,000: 4 x 36,100 + 2,000 + one rack (1,000) and its two PDUs (2 x 500) = 148,400 USD.
+    # Power per node 4 x 300 W + 1,000 W overhead + 20 W NIC = 2.22 kW; 4 nodes 8.88 kW + the switch's
+    # 4 ports x 15 W = 8.94 kW; 4 x 4 RU + 1 RU switch = 17 RU.
     first = rows[0]
     assert (first["gpu"], first["chassis"], first["nodes"], first["total_gpus"], first["nic"]) == \
         ("halfcard", "pcie4x4", "4", "16", "ib100")
     assert (first["cost_usd"], first["capex_usd"], first["power_kw"], first["rack_units"], first["cost_basis"]) == \
-        ("148400", "148400", "8.88", "17", "capex")
+        ("148400", "148400", "8.94", "17", "capex")
 
 
 def test_export_json_records_by_hand(tmp_path):

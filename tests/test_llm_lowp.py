@@ -200,3 +200,104 @@ def test_gpu_without_the_format_exits_2_naming_it():
     r = CliRunner().invoke(app, ["solve", "--budget", "2000000", "--model", "llama3_8b", "--precision", "nvfp4",
                                  "--gpu", "h100-sxm", "--include", "legacy"])
     assert r.exit_code == 2 and "nvfp4" in r.output and "fit" not in r.output
+
+
+# ---------------------------------------------------------------- frameworks, validation columns
+
+
+def test_framework_values_from_the_defaults_by_hand():
+    # llm_defaults.toml [framework.megatron]: share factor 1.033 on the pooled 0.791, 177.4 element-wise bytes,
+    # Hopper attention 0.51 (FlashAttention-3-class), causal blocks skipped (0.5); torchtitan has no row in the
+    # fit: the pooled values (factor 1, [compute]'s 245.1 bytes, FA2's 0.35 on Hopper, every score charged)
+    from costopt.perf.llm.evaluate import params_for_framework
+
+    p = default_llm_params()
+    m = params_for_framework(p, "megatron")
+    assert m.matmul_share_of_mamf == pytest.approx(0.791 * 1.033)
+    assert m.elementwise_bytes_per_token_per_hidden == 177.4 and m.causal_attention_flop_share == 0.5
+    assert m.attention_fraction["hopper"] == 0.51 and m.attention_fraction["ampere"] == 0.6
+    t = params_for_framework(p, "torchtitan")
+    assert t.matmul_share_of_mamf == 0.791 and t.elementwise_bytes_per_token_per_hidden == 245.1
+    assert t.attention_fraction["hopper"] == 0.35 and t.causal_attention_flop_share == 1.0
+    # applying it twice changes nothing (the framework tables are consumed)
+    assert params_for_framework(m, "megatron") == m
+
+
+def test_causal_attention_share_by_hand():
+    # bf16, one GPU: with c_causal = 0.5 the attention core runs 24,576,000/2 FLOPs per token at 0.25 of 1e15:
+    # (600,000,000/0.5 + 12,288,000/0.25)·2000/1e15 = 2.498304 ms, + 0.8192 ms element-wise
+    st = _step(lowp=False, params=replace(_params(), causal_attention_flop_share=0.5))
+    assert st.t_step_s[0] == pytest.approx(2.498304e-3 + 0.8192e-3, rel=1e-12)
+
+
+CSV_ROW = {"source": "S", "model": "m", "params_b": "1.3", "layers": "24", "hidden": "2048", "heads": "16",
+           "seq_len": "2048", "gpu": "a100-sxm-80gb", "gpus_per_node": "8", "nodes": "2", "total_gpus": "16",
+           "precision": "amp_bf16", "dp_strategy": "fsdp", "tp": "1", "pp": "1", "cp": "1",
+           "micro_batch_per_gpu": "8", "global_batch": "64", "activation_checkpointing": "none", "compile": "",
+           "measured_tokens_per_s_per_gpu": "20000", "measured_mfu": "", "interconnect": "", "notes": ""}
+
+
+def _csv(tmp_path, **extra):
+    from costopt.measure.llm_validate import COLUMNS, read_llm_csv
+
+    cols = (*COLUMNS, *[c for c in extra if c not in COLUMNS])
+    f = tmp_path / "rows.csv"
+    row = {**CSV_ROW, **extra}
+    f.write_text(",".join(cols) + "\n" + ",".join(f'"{row.get(c, "")}"' for c in cols) + "\n")
+    return read_llm_csv(f)
+
+
+def test_validate_reads_the_interconnect_column(tmp_path):
+    from costopt.core.errors import InputError
+    from costopt.measure.llm_validate import _row_space
+
+    cat = load_catalog(None)
+    # a node total: 1600 Gb/s of RoCE = 4 x 400gbe-roce (the fastest RoCE NIC whose rate divides it)
+    r = _csv(tmp_path, interconnect="1600 Gbps node-node interconnect (RoCE) (from table title)")[0]
+    space, _ = _row_space([r], cat)
+    assert space.nics[space.nic_idx[0]].id == "400gbe-roce" and space.nics_per_node[0] == 4
+    # per GPU: 200 Gb/s HDR InfiniBand on each of the 8 GPUs
+    r = _csv(tmp_path, interconnect="200 Gb/s HDR InfiniBand per GPU (dedicated)")[0]
+    space, _ = _row_space([r], cat)
+    assert space.nics[space.nic_idx[0]].id == "ib-hdr" and space.nics_per_node[0] == 8
+    # empty: the generation's assumed InfiniBand, said in `assumed`
+    r = _csv(tmp_path)[0]
+    assert "network" in r.assumed and r.fabric is None
+    with pytest.raises(InputError, match="interconnect 'a fast network'"):
+        _csv(tmp_path, interconnect="a fast network")
+
+
+def test_validate_reads_the_optional_architecture_columns(tmp_path):
+    from costopt.core.errors import InputError
+
+    r = _csv(tmp_path, kv_heads="4", ffn_hidden="5632", vocab="32000", vp="1", framework="fsdp")[0]
+    assert (r.cfg.kv_heads, r.cfg.ffn_hidden, r.cfg.vocab, r.vp, r.framework) == (4, 5632, 32000, 1, "fsdp")
+    r = _csv(tmp_path)[0]
+    assert r.cfg.vocab == 50368 and r.framework == "megatron" and "framework megatron (not stated)" in r.assumed
+    with pytest.raises(InputError, match="framework 'jax'"):
+        _csv(tmp_path, framework="jax")
+    with pytest.raises(InputError, match="vp 2 needs pp > 1"):
+        _csv(tmp_path, vp="2")
+
+
+def test_shipped_rows_are_the_tools_output():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if not any((p / "shared" / "research" / "llm_fp8_blackwell_runs.csv").exists() for p in root.parents):
+        pytest.skip("the shared research copy is not beside this checkout (a mutation-testing copy)")
+    r = subprocess.run([sys.executable, str(root / "tools" / "llm_rows.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="issue 23 target: leave-one-source-out median <= 8% and p90 <= 20% on the "
+                   "shipped rows with the FP8 rows; 2026-12-02 it reads 9.7% / 24.2% (268 rows; llm-foundry held out "
+                   "10.8% / 23.8%: its framework then has no row; SC21 Table 2's ZeRO-3 rows up to 3.3x)")
+def test_leave_one_source_out_target_median_8_p90_20():
+    from costopt.perf.llm.ranges import LLM_RESIDUALS_PATH
+
+    res = json.loads(LLM_RESIDUALS_PATH.read_text(encoding="utf-8"))["by_source"]
+    e = np.abs(np.expm1(-np.array([x["log_residual"] for x in res])))  # |predicted/measured − 1|
+    assert np.median(e) <= 0.08 and np.percentile(e, 90) <= 0.20

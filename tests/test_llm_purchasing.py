@@ -252,6 +252,8 @@ def test_report_has_rent_or_buy_section():
      "--utilization"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--hours", "4", "--out", "x.html"], "--hours"),
     (["report", "--model", "llama3_70b", "--budget", "5e6", "--overlap", "full", "--out", "x.html"], "--overlap"),
+    (["report", "--model", "llama3_70b", "--budget", "5e6", "--max-instances", "8", "--out", "x.html"],
+     "--max-instances"),
     # transformer options on a data-parallel model
     (["compare", VENDOR_A, VENDOR_B, "--model", "resnet50", "--budget", "5e5", "--seq-len", "1024"], "--seq-len"),
     (["export", "--model", "resnet50", "--budget", "5e5", "--global-batch", "64"], "--global-batch"),

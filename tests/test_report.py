@@ -261,3 +261,188 @@ def test_rent_or_buy_section_and_no_time_without_epochs(tmp_path):
     doc = _Collect()
     doc.feed(path.read_text())
     assert "rentbuy" in doc.ids and "time" not in doc.ids
+
+
+# ---- the report decides (issue 25): first screen, assumptions, sensitivity, charts, tables that fit ------------
+
+CNN = dict(model="inception_v3", budget=200_000)
+LLM = dict(model="llama3_70b", budget=2_000_000, tokens=1e12)
+LAYOUT_PROBE = """<script>
+(function(){
+  var out = {width: window.innerWidth, height: window.innerHeight, overflow: []};
+  document.querySelectorAll('table').forEach(function(t, i){
+    var r = t.getBoundingClientRect(), p = t.parentElement.getBoundingClientRect();
+    if (r.right > p.right + 1 || r.right > window.innerWidth || t.scrollWidth > t.clientWidth + 1)
+      out.overflow.push({table: i, section: t.closest('section') ? t.closest('section').id : '', right: r.right,
+                         page: p.right});
+  });
+  var rec = document.querySelector('#summary .rec'), sub = document.querySelector('.sub');
+  out.rec = rec ? {text: rec.textContent, top: rec.getBoundingClientRect().top,
+                   bottom: rec.getBoundingClientRect().bottom} : null;
+  out.sub = sub ? {text: sub.textContent, bottom: sub.getBoundingClientRect().bottom} : null;
+  var pre = document.createElement('pre'); pre.id = 'layout-probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory):
+    """Both reports as a committee gets them: the CNN one with a job, the large-model one with tokens."""
+    from costopt.purchase.llm_report import build_llm_report
+
+    d = tmp_path_factory.mktemp("decided")
+    cnn = R.build_report(CNN["model"], CNN["budget"], None, Options(**JOB), progress=False)
+    llm = build_llm_report(LLM["model"], LLM["budget"], tokens=LLM["tokens"], progress=False)
+    out = {}
+    for name, rep in (("cnn", cnn), ("llm", llm)):
+        R.write_report(rep, d / f"{name}.html")
+        out[name] = (rep, d / f"{name}.html")
+    return out
+
+
+def _offered_gpus():
+    """GPU ids the default part filter offers, read from the catalog's own fields (segment, lifecycle)."""
+    from costopt.hardware.catalog import load_catalog
+
+    cat = load_catalog(None)
+    return ({g.id for g in cat.gpu if g.segment in ("datacenter", "workstation") and g.lifecycle == "current"},
+            {g.id for g in cat.gpu})
+
+
+@pytest.mark.parametrize("name", ["cnn", "llm"])
+def test_first_screen_carries_the_decision(decided, name):
+    """The summary comes first: what to buy (GPU count and type, nodes, NIC), its cost, what it achieves with its
+    range, two alternatives of other GPU types (the next two of the solve's best-per-GPU list), risks, what to
+    verify (rent a node, profile, quotes), version and the report's date."""
+    rep, _ = decided[name]
+    s = rep.sections[0]
+    assert s.id == "summary" and s.css_class == "summary"
+    js = rep.solve_json
+    b = js["best"]
+    unit = "samples/s" if name == "cnn" else "tokens/s"
+    point = b["throughput_samples_per_s" if name == "cnn" else "tokens_per_s"]
+    lo = b["throughput_low_samples_per_s" if name == "cnn" else "tokens_per_s_low"]
+    assert s.intro.startswith(f"Buy {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes")
+    assert f"${b['cost_usd']:,.0f} capex" in s.intro and "TCO over 3 years" in s.intro
+    assert f"{point:,.0f} {unit} (80% range {lo:,.0f}-" in s.intro
+    header, rows = s.tables[0]
+    others = [d["gpu"] for d in js["best_per_gpu"] if d["gpu"] != b["gpu"]][:2]
+    assert [r[0] for r in rows] == [b["gpu"], *others] and len(set(r[0] for r in rows)) == 3
+    lists = dict(s.lists)
+    assert lists["Risks"] and all(len(x) > 20 for x in lists["Risks"])
+    verify = " ".join(lists["Verify before signing"])
+    assert "Rent one" in verify and "for a day" in verify and "quotes" in verify
+    if name == "cnn":
+        assert "costopt profile --model inception_v3" in verify
+    assert f"costopt {costopt.__version__}" in rep.subtitle and f"prices as of {js['as_of']}" in rep.subtitle
+
+
+@pytest.mark.parametrize("name", ["cnn", "llm"])
+def test_charts_and_tables_show_only_offered_parts(decided, name):
+    """No chart names a GPU that the default part filter leaves out (K80, RTX 4090, the legacy A100/H100 ...):
+    its legend entries and tick labels are read back from the drawn matplotlib figure."""
+    rep, _ = decided[name]
+    offered, every = _offered_gpus()
+    assert every - offered  # the catalog does hold parts the filter leaves out
+    for sec in rep.sections:
+        for f in sec.figures:
+            named = {w for label in f.labels for w in label.replace(",", " ").split() if w in every}
+            assert named <= offered, (sec.id, f.name, named - offered)
+    pareto_rows = rep.section("pareto").tables[0][1]
+    assert {r[0] for r in pareto_rows} <= offered
+
+
+def test_gpu_styles_tell_every_series_apart():
+    """Colour and marker together are unique for up to 20 GPU types (two tab20 colours are close; their markers
+    differ)."""
+    ids = [f"gpu{i}" for i in range(20)]
+    colors, markers = R._gpu_colors(ids), R._gpu_markers(ids)
+    assert len({(tuple(colors[g]), markers[g]) for g in ids}) == 20
+    assert len({markers[g] for g in ids[:15]}) == 15
+
+
+def test_short_nic_is_said_in_the_why_line_too(decided):
+    """When the bandwidth section calls the recommended design's NIC short, the recommendation's paragraph (its
+    Why line) and the summary's risks say so; when it is enough, neither does."""
+    rep, _ = decided["cnn"]
+    b = rep.solve_json["best"]
+    label = f"{b['gpus_per_node']}x{b['nodes']} {b['gpu']}, {R._nics(b)}, {b['strategy']}"
+    rows = [r for r in rep.section("bandwidth").tables[0][1] if r[0].endswith(label)]
+    assert rows, label
+    short = rows[0][-1].startswith("short") or rows[0][-1].startswith("not reached")
+    rec = rep.section("recommended").intro
+    risks = " ".join(dict(rep.sections[0].lists)["Risks"])
+    assert ("NIC is short" in rec) == short and ("NIC is short" in risks) == short
+    if short:
+        assert rows[0][-1] in rec
+
+
+def test_sensitivity_rows_by_hand(decided):
+    """TCO is the whole cost of owning that `costopt predict --tco-years 3` gives the same design (its cost_usd);
+    electricity x2 adds three more years of electricity (3 x e); colocation x2 adds its term once more; at
+    utilisation u the owned cost per 1e6 samples is (TCO / 3) / (throughput x 3,600 x 8,766 x u) x 1e6."""
+    rep, _ = decided["cnn"]
+    b = rep.solve_json["best"]
+    rows = {r[0].split(" ($")[0]: r for r in rep.section("sensitivity").tables[0][1]}
+    for key in ("every price -20%", "every price +20%", "throughput at the 80% range's low end",
+                "throughput at the 80% range's high end", "utilisation 25%", "utilisation 100%", "electricity price x2",
+                "colocation price x2"):
+        assert key in rows, (key, list(rows))
+    p = costopt.predict(CNN["model"], b["gpu"], b["gpus_per_node"], b["nodes"], b["nic"], b["strategy"],
+                        chassis=b["chassis"], nics_per_node=b["nics_per_node"], batch_per_gpu=b["batch_per_gpu"],
+                        precision=b["precision"], tco_years=3)
+    tco3 = p["cost_usd"]
+    assert tco3 > b["capex_usd"] + 3 * b["energy_usd_per_year"]  # more than capex + electricity: colocation, staff...
+    assert f"TCO over 3 years ${tco3:,.0f}" in rep.sections[0].intro
+    assert rows["electricity price x2"][2] == f"TCO 3 y ${tco3 + 3 * b['energy_usd_per_year']:,.0f}"
+    colo = sum(x["subtotal_usd"] for x in p["tco"] if x["part_id"] == "colocation")
+    assert rows["colocation price x2"][2] == f"TCO 3 y ${tco3 + colo:,.0f}"
+    per_1e6 = tco3 / 3 / (b["throughput_samples_per_s"] * 3600 * 8766 * 0.25) * 1e6
+    assert rows["utilisation 25%"][2].startswith(f"owned ${per_1e6:,.2f} per 1e6 samples")
+    # a price cut of 20% is the budget / 0.8: the pick there costs more than this budget, yet at most 250,000
+    cheaper = rows["every price -20%"]
+    assert "samples/s" in cheaper[2]
+    assumptions = {r[0]: r for r in rep.section("assumptions").tables[0][1]}
+    assert assumptions["costopt version"][1] == costopt.__version__
+    assert assumptions["report date (prices aged to)"][1] == rep.solve_json["as_of"]
+    assert "reference-2026" in assumptions["catalogs"][1]
+
+
+def test_wide_tables_are_split_with_their_keys():
+    """A 14-column table with a '#' rank splits into parts of at most 9 columns, each repeating '#' and the GPU;
+    12 other columns in two balanced parts of 6 (hand: ceil(12 / 7) = 2 parts, ceil(12 / 2) = 6 each)."""
+    from costopt.purchase.report_parts import split_columns
+
+    header = ["#", "GPU"] + [f"c{i}" for i in range(12)]
+    rows = [[str(i), f"g{i}"] + [f"{i}.{j}" for j in range(12)] for i in range(3)]
+    parts = split_columns(header, rows)
+    assert [h for h, _ in parts] == [["#", "GPU"] + [f"c{i}" for i in range(6)],
+                                     ["#", "GPU"] + [f"c{i}" for i in range(6, 12)]]
+    assert parts[1][1][2] == ["2", "g2"] + [f"2.{j}" for j in range(6, 12)]
+    assert split_columns(header[:9], [r[:9] for r in rows]) == [(header[:9], [r[:9] for r in rows])]
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
+@pytest.mark.parametrize("name", ["cnn", "llm"])
+def test_reports_fit_a_1400_px_page_in_chromium(decided, name, tmp_path):
+    """Headless Chromium at 1400 x 1000 px: no table runs past its section or the window, and the first screen
+    (above 913 px, the viewport Chromium leaves) shows the recommendation, the version and the date. The
+    screenshot is kept next to the page for a human to look at."""
+    rep, path = decided[name]
+    probe = tmp_path / f"{name}-probe.html"
+    probe.write_text(path.read_text(encoding="utf-8").replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    p = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom",
+                        probe.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="layout-probe">(.*?)</pre>', p.stdout, re.S)
+    assert m, p.stderr[-2000:]
+    import html as _html
+
+    got = json.loads(_html.unescape(m.group(1)))
+    assert got["width"] == 1400
+    assert got["overflow"] == [], got["overflow"]
+    assert got["rec"] and got["rec"]["text"].startswith("Buy ") and got["rec"]["bottom"] < got["height"]
+    assert f"costopt {costopt.__version__}" in got["sub"]["text"] and rep.solve_json["as_of"] in got["sub"]["text"]
+    assert got["sub"]["bottom"] < got["height"]
+    assert_renders_in_chromium(path, tmp_path)

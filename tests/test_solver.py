@@ -223,9 +223,10 @@ def test_switch_tiers_cost():
     two_tier = costopt.predict("resnet50", "halfcard", 1, 5, "ib100", "ring", catalog=MINI)
     # one tier: 4 node ports, 4 cables
     assert one_tier["capex_usd"] == pytest.approx(4 * 11_000 + 4 * 500 + 4 * 100 + 2_000)  # 48,400
-    # two tiers: 3 x 5 switch ports, 2 x 5 links (node-leaf and leaf-spine)
-    assert two_tier["capex_usd"] == pytest.approx(5 * 11_000 + 3 * 5 * 500 + 2 * 5 * 100 + 2_000)  # 65,500
-    too_big = costopt.predict("resnet50", "halfcard", 1, 9, "ib100", "ring", catalog=MINI)  # > 4*4/2 nodes
+    # one tier: one whole 4-port switch (4 x 500) -- the same as 4 ports
+    # two tiers (5 ports > 4): leaves 5 / 2 -> 3, spines 3 x 2 / 4 -> 2: 5 whole switches x 2,000; links 5 + 3 x 2 = 11
+    assert two_tier["capex_usd"] == pytest.approx(5 * 11_000 + 5 * 2_000 + 11 * 100 + 2_000)  # 68,100
+    too_big = costopt.predict("resnet50", "halfcard", 1, 9, "ib100", "ring", catalog=MINI)  # 5 leaves > 4 spine ports
     assert too_big["feasible"] is False
 
 

@@ -243,9 +243,9 @@ def test_nics_per_node_multiply_network_bandwidth_and_cost():
     # the inter-node term shrinks 8x; the intra-node term and latencies stay
     assert one["t_comm_s"] - eight["t_comm_s"] == pytest.approx(inter_one * (1 - 1 / 8), rel=1e-6)
     ndr = load_catalog().nics["ib-ndr"]
-    # 8 adapters per node, 16 switch ports and 16 cables: one 64-port switch either way (racks unchanged)
-    assert eight["capex_usd"] - one["capex_usd"] == pytest.approx(
-        2 * 7 * (ndr.price_usd + ndr.switch_port_price_usd + ndr.cable_price_usd))
+    # two nodes are cabled port to port (no switch): 8 adapters per node and 8 cables against 1 and 1
+    # (racks unchanged): 2 x 7 adapters + 7 cables more
+    assert eight["capex_usd"] - one["capex_usd"] == pytest.approx(2 * 7 * ndr.price_usd + 7 * ndr.cable_price_usd)
     assert eight["nics_per_node"] == 8 and one["nics_per_node"] == 1
     with pytest.raises(costopt.InputError, match="takes 9 NICs"):
         costopt.predict("bert_base", "h100-sxm", 8, 2, "ib-ndr", "ring", nics_per_node=9)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from costopt import __version__  # noqa: E402
 from costopt.perf.llm.evaluate import default_llm_params  # noqa: E402
-from costopt.measure.llm_fit import fit, leave_one_group_out  # noqa: E402
+from costopt.measure.llm_fit import fit, framework_values, leave_one_group_out  # noqa: E402
 from costopt.perf.llm.ranges import LLM_RESIDUALS_PATH, SAMPLES, group_coverage  # noqa: E402
 from costopt.measure.llm_validate import LLM_DATASET, predict_rows, read_llm_csv  # noqa: E402
 from shipped_file import check_or_write  # noqa: E402
@@ -43,13 +43,19 @@ from shipped_file import check_or_write  # noqa: E402
 # shared/research/llm_training_throughput_sources.md: the commit or post that holds the table)
 SOURCE_DATES = {"LLMF_BENCH": "2024-04-22", "MLM_README_2020": "2020-09-11", "MLM_SC21_T1": "2021-04-08",
                 "MLM_SC21_T2": "2021-04-08", "MLM_README_2022_SP": "2022-05-19", "MCORE_README_2024": "2024-07-15",
-                "DS_AZURE_2022": "2022-07-26"}
+                "DS_AZURE_2022": "2022-07-26", "NEMO_2407": "2024-09-09", "MBRIDGE": "2026-08-11"}
 GROUP_OF = {"by_source": lambda r: r.source, "by_gpu": lambda r: r.gpu}
 GROUP_FIELD = {"by_source": "source", "by_gpu": "gpu"}
 
 
 def _f(v: float) -> float:
     return float(f"{float(v):.6g}")
+
+
+def _rounded(v):
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    return _f(v) if isinstance(v, float) else v
 
 
 def _table(title: str, recs: list[dict]) -> None:
@@ -59,7 +65,8 @@ def _table(title: str, recs: list[dict]) -> None:
     for r in recs:
         if r.get("error_pct") is None:
             continue
-        for key in ("all", f"source {r['source']}", f"gpu {r['gpu']}"):
+        for key in ("all", f"source {r['source']}", f"gpu {r['gpu']}", f"framework {r.get('framework')}",
+                    f"precision {r.get('precision')}"):
             groups.setdefault(key, []).append(r["error_pct"])
     for k in sorted(groups, key=lambda s: (s != "all", s)):
         e = np.array(groups[k])
@@ -100,7 +107,7 @@ def build(date: str, rows=None) -> tuple[str, dict, dict]:
         held[sample] = recs
         res = _residual_rows(recs)
         data[sample] = res
-        data["folds"][sample] = [{k: (_f(v) if isinstance(v, float) else v) for k, v in fd.items()} for fd in folds]
+        data["folds"][sample] = [_rounded(fd) for fd in folds]
         r = np.array([x["log_residual"] for x in res])
         grp = np.array([x[GROUP_FIELD[sample]] for x in res])
         inside = group_coverage(r, grp)
@@ -134,6 +141,10 @@ def main() -> None:
     fitted = fit(rows)
     print(f"fitted: matmul share of MAMF {fitted.matmul_share_of_mamf:.3f}"
           + f"; element-wise bytes per token per layer per hidden unit {fitted.elementwise_bytes_per_token_per_hidden:.1f}")
+    for f, v in framework_values(fitted).items():
+        print(f"  framework {f}: share factor {v['matmul_share_factor']:.3f} (share "
+              f"{v['matmul_share_factor'] * fitted.matmul_share_of_mamf:.3f}), element-wise bytes "
+              f"{v['elementwise_bytes_per_token_per_hidden']:.1f}")
     _table("shipped defaults, in sample", predict_rows(rows, default_llm_params()))
     _table("this fit, in sample", predict_rows(rows, fitted))
     _table("leave-one-source-out", held["by_source"])

@@ -75,23 +75,32 @@ def catalog_show(
     c.print(f"site: ${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw {s.average_draw_fraction:g} ({s.source})")
 
 
+def _terms(i) -> str:
+    """How an instance is sold, short: 'on-demand', 'spot', 'block 24 h', 'reserved 8,766 h' (minimum term)."""
+    name = {"capacity-block": "block", "on-demand": "on-demand"}.get(i.pricing, i.pricing)
+    lo = i.min_rental_hours
+    if lo >= 1:
+        return f"{name} {lo:,.4g} h"
+    return name
+
+
 def _instance_table(c, cat) -> None:
     """A cloud catalog's instances as rented: price per hour and per GPU-hour, network, capacity cap
     (fits 120 columns: short headers, no cell cut; a long estimates list folds)."""
     regions = sorted({i.region for i in cat.instance if i.region})
     t = Table(title=f"Instances ({', '.join(regions) or 'region not given'}); network and cap: the entry's own, "
               "else costopt/data/cloud_instances.toml", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("instance", "GPU", "GPUs", "USD/h", "USD/GPU-h", "net Gb/s", "transport", "max inst.", "price date",
-                "est."):
+    for col in ("instance", "GPU", "GPUs", "USD/h", "USD/GPU-h", "net Gb/s", "transport", "max inst.", "terms",
+                "price date", "est."):
         right = col in ("GPUs", "USD/h", "USD/GPU-h", "net Gb/s", "max inst.")
-        t.add_column(col, justify="right" if right else "left", no_wrap=col != "est.", overflow="fold")
+        t.add_column(col, justify="right" if right else "left", no_wrap=col not in ("est.", "terms"), overflow="fold")
     short = {"network_gbps": "network", "usd_per_hour": "price", "max_instances": "cap"}
     for i in cat.instance:
         ch = cat.chassis_by_id[i.id]
         est = [short.get(e, e) for e in list(i.estimates) + (["max_instances"] if "max_nodes" in ch.estimates else [])]
         t.add_row(i.id, i.gpu, str(i.gpu_count), f"${i.usd_per_hour:,.2f}", f"${i.usd_per_hour / i.gpu_count:,.3f}",
                   f"{i.network_gbps:,g}", str(i.transport), "-" if ch.max_nodes is None else f"{ch.max_nodes:,}",
-                  i.price_date, ", ".join(est) or "-")
+                  _terms(i), i.price_date, ", ".join(est) or "-")
     c.print(t)
 
 

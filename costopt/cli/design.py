@@ -92,7 +92,8 @@ def solve(
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
     framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
                                   "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
-                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md."),
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),
@@ -279,7 +280,8 @@ def predict(
     grad_accum: int = typer.Option(1, help="Micro-batches of --batch-per-gpu per synchronisation (gradient accumulation)."),
     framework: str = typer.Option("eager", help="Software stack whose host time the compute carries: eager "
                                   "(PyTorch eager, as measured; default) | cuda-graphs (compiled / CUDA graphs) | "
-                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md."),
+                                  "vendor-tuned (fused optimizer, DALI); see docs/compute.md. Transformers: megatron "
+                                  "(default) | fsdp | deepspeed | torchtitan (docs/large-models.md)."),
     model_config: Optional[Path] = typer.Option(None, help="Transformer described by its architecture (TOML: layers, "
                                                 "hidden, heads, ffn_hidden, vocab, seq_len, source; see docs/large-models.md)."),
     seq_len: Optional[int] = typer.Option(None, help="Transformers: sequence length (default: the model's)."),

@@ -16,12 +16,12 @@ from typing import Optional
 
 import typer
 
-try:  # typer up to 0.2x depends on click; later releases carry their own copy of it
-    from click import Context
-    from click.exceptions import UsageError
-except ImportError:  # pragma: no cover - depends on the installed typer
+try:  # typer releases that carry their own copy of click raise its classes, even when click is installed too
     from typer._click import Context
     from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - depends on the installed typer: older ones depend on click
+    from click import Context
+    from click.exceptions import UsageError
 
 import importlib
 

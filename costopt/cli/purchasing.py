@@ -296,8 +296,8 @@ def report(
         _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                     max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
                     {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
-                     "--system": system, "--all": all_designs, "--as-of": as_of, "--max-instances": max_instances,
-                     "--overlap": None if overlap == "wfbp" else overlap})
+                     "--system": system, "--all": all_designs, "--overlap": None if overlap == "wfbp" else overlap},
+                    max_instances, as_of)
         return
     try:
         if model is None:
@@ -331,7 +331,7 @@ def report(
 
 def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                 max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
-                data_parallel_only: dict) -> None:
+                data_parallel_only: dict, max_instances=None, as_of=None) -> None:
     from costopt.purchase import report as R
     from costopt.purchase.llm_report import build_llm_report
 
@@ -349,7 +349,8 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
         rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
                                global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
                                strategies=strategy, max_nodes=max_nodes, top=top, years=years, include=include,
-                               exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization)
+                               exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization,
+                               max_instances=max_instances, as_of=as_of)
         files = R.write_report(rep, out, inputs)
     except CostoptError as exc:
         _fail(exc)

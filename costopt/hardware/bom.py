@@ -7,8 +7,9 @@ The quantities are the ones cost.py priced (same arrays, same formulas), so for 
     GPUs             M·G  × GPU price
     chassis          M    × chassis price (the node without GPUs and NICs)
     NIC adapters     M·k  × adapter price            (none for one node)
-    switch ports     ports × price per port           (cost.py: M·k one tier, 3·M·k two tiers)
-    cables / optics  links × price per link           (M·k one tier, 2·M·k two tiers)
+    switches         whole boxes × (radix × price per port)   (cost.py: none for one node or two direct-
+                                                       attached; one switch; or leaf-spine)
+    cables / optics  links × price per link           (k direct; M·k one switch; M·k + leaf uplinks two tiers)
     racks            R    × rack price
     PDUs             R·p  × PDU price                  (p PDUs per rack)
     support          years × (hardware × % per year)  (only with --support-years)
@@ -76,21 +77,31 @@ def bill_of_materials(catalog: Catalog, space: DesignSpace, costs: Costs, i: int
     ]
     if nic is not None and k > 0:
         lines.append(_line(f"NIC adapter: {nic.name}", nic.id, nic.price_usd, M * k, src(nic), nic.price_date))
-        ports = float(costs.switch_ports[i])
-        if ports > 0:
+        switches = float(costs.switches[i]) if costs.switches is not None else 0.0
+        if switches > 0:
             est = " (estimate)" if "switch_port_price_usd" in nic.estimates else ""
-            lines.append(_line(f"switch port for {nic.id}", nic.id, nic.switch_port_price_usd, ports,
-                               nic.price_source + est, nic.price_date))
+            tier = "one switch" if switches == 1 else "leaf-spine"
+            lines.append(_line(f"switch: {nic.switch_ports}-port {nic.id} ({tier}; a box = {nic.switch_ports} ports x "
+                               f"${nic.switch_port_price_usd:,.0f})", f"{nic.id}-switch",
+                               nic.switch_ports * nic.switch_port_price_usd, switches, nic.price_source + est,
+                               nic.price_date))
         links = float(costs.links[i]) if costs.links is not None else 0.0
         if links > 0:
             est = " (estimate)" if "cable_price_usd" in nic.estimates else ""
-            lines.append(_line(f"cable / optics per link for {nic.id}", nic.id, nic.cable_price_usd, links,
+            how = "direct-attached, node to node" if switches == 0 else "per link"
+            lines.append(_line(f"cable / optics {how} for {nic.id}", nic.id, nic.cable_price_usd, links,
                                nic.cable_source + est, nic.cable_price_date))
     fac = catalog.facility
+    if costs.node_kw is not None and costs.rack_kw is not None and costs.node_kw[i] > costs.rack_kw[i]:
+        lines.append(_line(f"REFUSED: one node draws {float(costs.node_kw[i]):,.4g} kW, over the "
+                           f"{float(costs.rack_kw[i]):g} kW rack rating (facility rack_power_kw / rack_power_kw_liquid)",
+                           "rack-rating", 0.0, 0.0, fac.network_source, fac.price_date))
     racks = float(costs.racks[i]) if costs.racks is not None else 0.0
     if racks > 0:
         est = lambda f: " (estimate)" if f in fac.estimates else ""  # noqa: E731
-        lines.append(_line(f"rack ({fac.rack_units_per_rack} U, {fac.rack_power_kw:g} kW per rack)", "rack",
+        rkw = float(costs.rack_kw[i]) if costs.rack_kw is not None else fac.rack_power_kw
+        kind = "liquid-cooled" if rkw != fac.rack_power_kw else "air-cooled"
+        lines.append(_line(f"rack ({fac.rack_units_per_rack} U, {kind}, {rkw:g} kW per rack)", "rack",
                            fac.rack_price_usd, racks, fac.price_source + est("rack_price_usd"), fac.price_date))
         if fac.pdus_per_rack:
             lines.append(_line("power distribution unit (PDU)", "pdu", fac.pdu_price_usd, racks * fac.pdus_per_rack,

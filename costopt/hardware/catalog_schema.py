@@ -264,12 +264,19 @@ class Facility(_Strict):
     pdu_price_usd: NonNegativeFloat = 1500.0
     pdus_per_rack: Annotated[int, Field(ge=0, le=8)] = 2
     support_pct_per_year: Annotated[float, Field(ge=0, le=100)] = 0.0
+    oversubscription: Annotated[float, Field(ge=1.0, le=16.0)] = 1.0
+    switch_watts_per_port: NonNegativeFloat = 15.0
+    switch_rack_units: Annotated[int, Field(ge=1, le=8)] = 1
+    direct_attach_two_nodes: bool = True
+    rack_power_kw_liquid: PositiveFloat = 80.0
+    network_source: str = _record_default(_records.Facility, "network_source")
     source: str = _record_default(_records.Facility, "source")
     date: str = _record_default(_records.Facility, "date")
     price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
                          "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
     price_date: str = "2026-06-11"
-    estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"]
+    estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year", "switch_watts_per_port",
+                            "rack_power_kw_liquid"]
     notes: str = ""
 
 

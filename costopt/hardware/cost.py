@@ -1,17 +1,21 @@
 """Cost, power and space of every design, vectorized.
 
     node price   = chassis (non-GPU part) + G × GPU + k × NIC adapter    (k NICs per node; none for one node)
-    node ports   = M·k
-    switch ports = M·k               when M·k ≤ P  (one switch of P ports)
-                 = 3·M·k             when P < M·k ≤ P²/2 (two-tier non-blocking leaf-spine: every
-                                      node port needs a leaf uplink and a spine port)
-                   beyond P²/2 the design is not buildable with that switch family
-    links        = M·k (one tier) or 2·M·k (two tiers: node-leaf and leaf-spine); 0 for one node
-    power_w      = M × (G × TDP + chassis overhead + k × NIC)
+    node ports   n = M·k; P ports per switch (radix); a switch box costs P × the per-port price
+    fabric       2 nodes (facility.direct_attach_two_nodes): cabled port to port, k links, no switch
+                 n ≤ P: one switch; links n
+                 n > P: two-tier leaf-spine at oversubscription o (down:up): a leaf gives d = ⌊P·o/(1+o)⌋ ports
+                   to nodes and u = P − d up; leaves L = ⌈n / d⌉, spines S = ⌈L·u / P⌉, switches L + S,
+                   links n + L·u; buildable while L ≤ P (a spine reaches every leaf)
+    switch ports = switches × P     (whole boxes; the ports a design leaves free are bought too)
+    power_w      = M × (G × TDP + chassis overhead + k × NIC) + switches × P × watts per port
+    rack rating  = facility.rack_power_kw (air), or rack_power_kw_liquid for nodes whose GPUs need liquid
+                   cooling (TDP > site.liquid_above_tdp_w); a node over its rack's rating is refused
+                   (buildable False, said in the BOM)
     nodes/rack   = max(1, min(⌊RU per rack / node RU⌋, ⌊rack kW / node kW⌋))
-    racks        = max(⌈M / nodes per rack⌉, ⌈rack units / RU per rack⌉)   (each with its PDUs)
-    hardware     = M × node price + switch ports × price per port + links × price per link (cable or
-                   fibre + transceivers) + racks × (rack + PDUs per rack × PDU)
+    racks        = max(⌈M / nodes per rack⌉, ⌈rack units / RU per rack⌉, ⌈power_kW / rack kW⌉)
+    hardware     = M × node price + switches × box price + links × price per link (cable or fibre +
+                   transceivers) + racks × (rack + PDUs per rack × PDU)
     support      = support years × round(hardware × support % per year / 100, cents)
     capex        = hardware + support          (costopt/hardware/bom.py lists the same items, summing to capex)
     electricity  = power_kW × average draw × PUE_d × $/kWh × 8766 h per year at full use; PUE_d = the site's
@@ -61,7 +65,7 @@ class Costs:
     power_kw: np.ndarray
     rack_units: np.ndarray
     switch_ports: np.ndarray
-    buildable: np.ndarray  # False when the node count exceeds a two-tier fabric of that switch
+    buildable: np.ndarray  # False when the node count exceeds a two-tier fabric, or a node its rack's rating
     usd_per_hour: np.ndarray | None = None  # rented designs: price per hour of the whole cluster; 0 when owned
     rented: np.ndarray | None = None  # bool: the design's nodes are rented cloud instances
     spend_usd: np.ndarray | None = None  # what a budget limits when not cost_usd (owned designs on a horizon: capex)
@@ -80,6 +84,9 @@ class Costs:
     residual_at_3_years: float = 0.0  # fraction of the hardware price
     min_rental_hours: np.ndarray | None = None  # rented designs: the shortest rental billed (0: none)
     rental_increment_hours: np.ndarray | None = None  # rented designs: rentals billed in steps of this (0: continuous)
+    switches: np.ndarray | None = None  # whole switch boxes (0: one node, or two nodes direct-attached)
+    rack_kw: np.ndarray | None = None  # the rating of the design's racks (air or liquid)
+    node_kw: np.ndarray | None = None  # one node's nameplate power
 
 
 def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = None,
@@ -107,24 +114,35 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
     M = space.nodes.astype(np.float64)
     P = ports_per_switch[ni]
     k = space.nics_per_node.astype(np.float64)
-    node_ports = M * k
+    n = M * k  # node ports
 
     node_price = ch_price[space.chassis_idx] + G * gpu_price[space.gpu_idx] + k * nic_price[ni]
-    one_tier = node_ports <= P
-    ports = np.where(M > 1, np.where(one_tier, node_ports, 3.0 * node_ports), 0.0)
-    switches = np.where(M > 1, np.where(one_tier, 1.0, np.ceil(ports / P)), 0.0)
-    links = np.where(M > 1, np.where(one_tier, node_ports, 2.0 * node_ports), 0.0)
+    multi = M > 1
+    direct = multi & (M == 2) & bool(fac.direct_attach_two_nodes)
+    one = multi & ~direct & (n <= P)
+    two = multi & ~direct & (n > P)
+    o = float(fac.oversubscription)
+    down = np.maximum(1.0, np.floor(P * o / (1.0 + o)))
+    up = P - down
+    leaves = np.where(two, np.ceil(n / down), 0.0)
+    spines = np.where(two, np.ceil(leaves * up / P), 0.0)
+    switches = np.where(one, 1.0, leaves + spines)
+    links = np.where(direct, k, np.where(one, n, np.where(two, n + leaves * up, 0.0)))
+    ports = switches * P
     node_kw = (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + k * nic_power[ni]) / 1000.0
-    power_kw = M * node_kw
-    rack_units = M * ch_ru[space.chassis_idx] + switches  # one rack unit per switch
+    power_kw = M * node_kw + switches * P * fac.switch_watts_per_port / 1000.0
+    rack_units = M * ch_ru[space.chassis_idx] + switches * fac.switch_rack_units
+    liquid = gpu_tdp[space.gpu_idx] > site.liquid_above_tdp_w  # parts that need liquid cooling
+    rack_kw = np.where(liquid, fac.rack_power_kw_liquid, fac.rack_power_kw)
+    fits_rack = node_kw <= rack_kw
     per_rack = np.maximum(1.0, np.minimum(np.floor(fac.rack_units_per_rack / ch_ru[space.chassis_idx]),
-                                          np.floor(fac.rack_power_kw / node_kw)))
-    racks = np.maximum(np.ceil(M / per_rack), np.ceil(rack_units / fac.rack_units_per_rack))
-    hardware = (M * node_price + ports * port_price[ni] + links * link_price[ni]
+                                          np.floor(rack_kw / node_kw)))
+    racks = np.maximum(np.maximum(np.ceil(M / per_rack), np.ceil(rack_units / fac.rack_units_per_rack)),
+                       np.ceil(power_kw / rack_kw - 1e-9))
+    hardware = (M * node_price + switches * P * port_price[ni] + links * link_price[ni]
                 + racks * (fac.rack_price_usd + fac.pdus_per_rack * fac.pdu_price_usd))
     support = np.round(hardware * fac.support_pct_per_year / 100.0, 2)
     capex = hardware + support_years * support
-    liquid = gpu_tdp[space.gpu_idx] > site.liquid_above_tdp_w  # parts that need liquid cooling
     pue = np.where(liquid, site.liquid_pue, site.pue)
     energy = power_kw * site.average_draw_fraction * pue * site.electricity_usd_per_kwh * HOURS_PER_YEAR
     gpus = M * G
@@ -135,7 +153,7 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
     storage_tb = np.full_like(gpus, float(site.storage_tb)) if site.storage_tb else gpus * site.storage_tb_per_gpu
     storage = storage_tb * site.storage_usd_per_tb
     cost = capex
-    buildable = (M <= 1) | (node_ports <= P * P / 2.0)
+    buildable = ((M <= 1) | direct | one | (leaves <= P)) & fits_rack
     hourly = np.array([c.usd_per_hour or 0.0 for c in space.chassis])[space.chassis_idx]
     rented = hourly > 0
     min_rent = np.array([c.min_rental_hours if c.usd_per_hour else 0.0 for c in space.chassis])[space.chassis_idx]
@@ -153,10 +171,12 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
         support = np.where(rented, zero, support)
         colo, support_tco, staff = (np.where(rented, zero, a) for a in (colo, support_tco, staff))
         storage, storage_tb, hardware = (np.where(rented, zero, a) for a in (storage, storage_tb, hardware))
+        switches = np.where(rented, zero, switches)
         buildable = buildable | rented
     return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
                  support, float(support_years), hardware, gpus, colo, support_tco, staff, storage, storage_tb,
-                 site.cost_of_capital_pct / 100.0, site.residual_pct_at_3_years / 100.0, min_rent, rent_step)
+                 site.cost_of_capital_pct / 100.0, site.residual_pct_at_3_years / 100.0, min_rent, rent_step,
+                 switches, rack_kw, node_kw)
 
 
 TCO_TERMS = ("capex", "storage", "financing", "colocation", "electricity", "support", "staff", "resale")

@@ -313,6 +313,12 @@ class Facility(_Record):
     pdu_price_usd: float = 1500.0
     pdus_per_rack: int = 2
     support_pct_per_year: float = 0.0
+    # network: switches are bought whole (cost.py); a leaf gives ports·o/(1+o) to nodes, the rest up
+    oversubscription: float = 1.0  # leaf down:up ratio of a two-tier fabric (1: non-blocking)
+    switch_watts_per_port: float = 15.0  # switch power, per port of the box
+    switch_rack_units: int = 1
+    direct_attach_two_nodes: bool = True  # two nodes cabled port to port, no switch
+    rack_power_kw_liquid: float = 80.0  # a liquid-cooled rack (nodes whose GPUs need liquid cooling)
     source: str = (
         "built-in defaults, all estimates: 42U cabinet $1,500; rack power 17.3 kW = one 208 V 3-phase 60 A PDU at the "
         "NEC 80% continuous rating, two PDUs per rack on A/B feeds (aiinfrasource.com 'How to choose rack PDU for GPU "
@@ -323,8 +329,15 @@ class Facility(_Record):
     price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
                          "range of switched rack PDUs (ipsecuritydepot.com rack PDU buyer's guide, 2026)")
     price_date: str = "2026-06-11"
-    estimates: list[str] = field(default_factory=lambda: ["rack_price_usd", "pdu_price_usd", "support_pct_per_year"])
+    estimates: list[str] = field(default_factory=lambda: ["rack_price_usd", "pdu_price_usd", "support_pct_per_year",
+                                                          "switch_watts_per_port", "rack_power_kw_liquid"])
     notes: str = ""
+    network_source: str = (
+        "switch power 15 W per port: ESTIMATE (a 64-port 400G switch such as the NVIDIA QM9700 draws roughly 750 W "
+        "without optics, public knowledge); liquid rack 80 kW: ESTIMATE between 'predictable headroom at 30-50+ kW/"
+        "rack' for liquid and hybrid AI racks (coolnetsystem.com, 2026-05-20) and a 135 kW GB300 NVL72 rack (ML-ENG, "
+        "docs/sources.md §3c); a switch box costs its ports x the per-port price, i.e. the box price the per-port "
+        "figure was derived from (e.g. 64-port 400G: 64 x $560 = $35,840, FS.com $36,000, docs/sources.md §4c)")
 
 
 @dataclass(**_RECORD)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,8 @@ from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import input_path, read_input_text
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.evaluate import Layout, evaluate_layouts, gpu_generation
+from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, Layout, default_llm_params,
+                                      evaluate_layouts, gpu_generation, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.step import LlmParams
 from costopt.core.paths import DATA_DIR
@@ -53,7 +55,8 @@ COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len"
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
-OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis")  # attention: flash | unfused; empty or absent: flash
+OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab")
+DEFAULT_VOCAB = 50368  # a row that states no vocabulary (llm-foundry's MPT models)
 ATTENTION = ("flash", "unfused")
 # how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
 TOKENS_BASIS = ("stated", "derived_iteration_time", "derived_flops_formula")
@@ -93,6 +96,10 @@ class LlmRow:
     assumed: str
     flash: bool = True
     tokens_basis: str = ""  # TOKENS_BASIS, or '' when the file does not say
+    vp: int = 1  # virtual pipeline stages (interleaved schedule)
+    framework: str = "megatron"
+    # the `interconnect` column read as (fabric: ib | roce | ethernet, Gb/s, per: gpu | node); None: not stated
+    fabric: tuple | None = None
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
@@ -151,10 +158,9 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     if precision == "":
         precision = "amp_bf16"
         assumed.append("precision amp_bf16 (not stated)")
-    elif precision == "fp8":
-        skip = "fp8 training is not modelled"
-    elif precision not in ("amp_bf16", "amp_fp16"):
-        raise InputError(f"{p}:{line}: precision '{precision}'", field="precision")
+    elif precision not in ("amp_bf16", "amp_fp16", *LOW_PRECISIONS):
+        raise InputError(f"{p}:{line}: precision '{precision}' (choose from amp_bf16, amp_fp16, "
+                         f"{', '.join(LOW_PRECISIONS)})", field="precision")
     if cp > 1:
         skip = skip or "context parallel is not modelled"
     if G * M % (tp * pp):
@@ -165,9 +171,25 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
         skip = "no measured tokens/s per GPU"
     if (mb is None or gb is None) and not skip:
         skip = "micro-batch or global batch not stated"
-    cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
-                            ffn_hidden=4 * hidden, vocab=50368, seq_len=seq, source=raw["source"],
-                            params_override=int(round(params_b * 1e9)))
+    kv = _num(p, line, raw, "kv_heads", integer=True, optional=True)
+    ffn = _num(p, line, raw, "ffn_hidden", integer=True, optional=True)
+    vocab = _num(p, line, raw, "vocab", integer=True, optional=True)
+    vp = _num(p, line, raw, "vp", integer=True, optional=True) or 1
+    if kv is not None and heads % kv:
+        raise InputError(f"{p}:{line}: kv_heads {kv} does not divide heads {heads}", field="kv_heads")
+    if vp > 1 and (pp < 2 or pp * vp > layers):
+        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most layers ({layers}) / pp chunks", field="vp")
+    if vocab is None:
+        assumed.append(f"vocabulary {DEFAULT_VOCAB} (not stated)")
+    framework = (raw.get("framework") or "").strip()
+    if framework == "":
+        framework = DEFAULT_FRAMEWORK
+        assumed.append(f"framework {DEFAULT_FRAMEWORK} (not stated)")
+    elif framework not in FRAMEWORKS:
+        raise InputError(f"{p}:{line}: framework '{framework}' (choose from {', '.join(FRAMEWORKS)})", field="framework")
+    cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=kv or heads,
+                            ffn_hidden=ffn or 4 * hidden, vocab=vocab or DEFAULT_VOCAB, seq_len=seq,
+                            source=raw["source"], params_override=int(round(params_b * 1e9)))
     attention = (raw.get("attention") or "").strip()
     if attention == "":
         attention = "flash"
@@ -182,9 +204,55 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     if basis and tok is None:
         raise InputError(f"{p}:{line}: measured_tokens_basis '{basis}' but measured_tokens_per_s_per_gpu is empty",
                          field="measured_tokens_basis")
+    fabric = _interconnect(p, line, raw.get("interconnect") or "")
+    if fabric is None:
+        assumed.append("network: the generation's InfiniBand, one adapter per GPU (not stated)")
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
-                  basis)
+                  basis, vp, framework, fabric)
+
+
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gbps|Gb/s)", re.IGNORECASE)
+
+
+def _interconnect(p: Path, line: int, text: str) -> tuple[str, float, str] | None:
+    """The `interconnect` column: the inter-node fabric a row states, as (fabric, Gb/s, per). Read from free
+    text: a rate in Gbps or Gb/s; InfiniBand (or HDR/NDR/XDR) -> ib, RoCE -> roce, Ethernet -> ethernet; "per GPU"
+    -> one adapter of that rate per GPU, else the rate is the node's total. Empty: None (the assumed fabric).
+    Text with no rate or no fabric is an error naming the line (never ignored)."""
+    t = text.strip()
+    if not t:
+        return None
+    m = _RATE.search(t)
+    low = t.lower()
+    fabric = ("ib" if ("infiniband" in low or re.search(r"\b(hdr|ndr|xdr|edr)\b", low)) else
+              "roce" if "roce" in low else "ethernet" if "ethernet" in low else None)
+    if m is None or fabric is None:
+        raise InputError(f"{p}:{line}: interconnect '{t}': give a rate (e.g. '400 Gb/s') and a fabric (InfiniBand, "
+                         f"RoCE or Ethernet), 'per GPU' or the node's total", field="interconnect")
+    return fabric, float(m.group(1)), "gpu" if "per gpu" in low else "node"
+
+
+def _fabric_nic(r: "LlmRow", nics: list, G: int) -> tuple[int, int]:
+    """(catalog NIC index, adapters per node) of a row's stated fabric: per GPU, the NIC of that fabric and
+    rate, G of them; a node total, the fastest NIC of that fabric whose rate divides it, total / rate of them."""
+    fabric, gbps, per = r.fabric
+    def kind(x) -> str:
+        if x.id.startswith("ib-"):
+            return "ib"
+        return "roce" if x.transport == "rdma" else "ethernet"
+    same = [(x.line_rate_gbps, q) for q, x in enumerate(nics) if kind(x) == fabric]
+    if per == "gpu":
+        hit = [q for rate, q in same if abs(rate - gbps) < 1e-6]
+        if hit:
+            return hit[0], G
+    else:
+        fit = sorted((rate, q) for rate, q in same if rate <= gbps + 1e-6 and abs(gbps / rate - round(gbps / rate)) < 1e-9)
+        if fit:
+            rate, q = fit[-1]
+            return q, int(round(gbps / rate))
+    raise InputError(f"line {r.line}: the catalog has no {fabric} NIC for the stated {gbps:g} Gb/s "
+                     f"({'per GPU' if per == 'gpu' else 'per node'})", field="interconnect")
 
 
 def _row_space(rows: list[LlmRow], catalog: Catalog) -> tuple[DesignSpace, np.ndarray]:
@@ -200,14 +268,18 @@ def _row_space(rows: list[LlmRow], catalog: Catalog) -> tuple[DesignSpace, np.nd
         if not boards:
             boards = [(c.gpu_slots, -c.price_usd, j) for j, c in enumerate(chassis) if catalog.gpu_fits(g, c)]
         j = max(boards)[2]
-        nic_id = _ASSUMED_NIC.get(gpu_generation(g), "ib-hdr")
-        n = next((q for q, x in enumerate(nics) if x.id == nic_id), None)
-        if n is None:
-            raise InputError(f"the catalog has no NIC '{nic_id}' (assumed for {r.gpu} rows)", field="nic")
+        if r.fabric is not None:
+            n, per_node = _fabric_nic(r, nics, r.gpus_per_node)
+        else:
+            nic_id = _ASSUMED_NIC.get(gpu_generation(g), "ib-hdr")
+            n = next((q for q, x in enumerate(nics) if x.id == nic_id), None)
+            if n is None:
+                raise InputError(f"the catalog has no NIC '{nic_id}' (assumed for {r.gpu} rows)", field="nic")
+            per_node = max(1, chassis[j].max_nics)
         gi.append(gpus.index(g))
         ci.append(j)
         ni.append(n)
-        k.append(max(1, chassis[j].max_nics) if r.nodes > 1 else 1)
+        k.append(per_node if r.nodes > 1 else 1)
     a = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
     space = DesignSpace(gpus, chassis, nics, a(gi), a(ci), a(ni), a([r.nodes for r in rows]),
                         np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64), a(k))
@@ -219,7 +291,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     catalog = catalog or load_catalog(None)
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
-                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "precision": r.precision,
+                    "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
                     "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
@@ -228,15 +301,17 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
                      np.array([r.pp for r in live]), np.array([r.micro_batch for r in live]),
                      np.array([CHECKPOINTING.index(r.ckpt) for r in live]))
-        by_precision: dict[str, list[int]] = {}
+        groups: dict[tuple[str, str], list[int]] = {}
         for i, r in enumerate(live):
-            by_precision.setdefault(r.precision, []).append(i)
-        for precision, idx in sorted(by_precision.items()):  # one evaluation per precision, all its rows at once
+            groups.setdefault((r.precision, r.framework), []).append(i)
+        base = params or default_llm_params()
+        for (precision, framework), idx in sorted(groups.items()):  # one evaluation per precision and framework
             ix = np.array(idx)
-            sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
+            sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")),
+                             vp=np.array([live[i].vp for i in idx]))
             ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
                                   precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
-                                  params=params, gpus_per_node=G[ix],
+                                  params=params_for_framework(base, framework), gpus_per_node=G[ix],
                                   flash_attention=np.array([live[i].flash for i in idx]))
             for j, i in enumerate(idx):
                 r = live[i]

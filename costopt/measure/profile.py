@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from costopt.core.checks import count, write_text
+from costopt.core.files import input_path
 from costopt.core.errors import InputError
 from costopt.perf.workload import ZOO_DIR
 
@@ -191,7 +192,7 @@ def load_user_model(target: str, name: str | None = None) -> ModelSpec:
     mod_name, fn_name = target.rsplit(":", 1)
     try:
         if mod_name.endswith(".py"):
-            path = Path(mod_name).resolve()
+            path = input_path(mod_name, "model module file").resolve()  # a FIFO or device is not opened
             spec = importlib.util.spec_from_file_location(path.stem, path)
             if spec is None or spec.loader is None:
                 raise ImportError(f"cannot load {path}")

@@ -32,13 +32,15 @@ import numpy as np
 
 from costopt.hardware.catalog import Catalog
 from costopt.core.checks import count, positive
-from costopt.core.errors import InputError
-from costopt.purchase.report import Figure, Report, Section, _dollar_axis, _gpu_colors, _money, _plt, _png, _progress
+from costopt.core.version import __version__
+from costopt.core.errors import CostoptError, InputError
+from costopt.purchase.report import Report, Section, _dollar_axis, MARKERS, _gpu_colors, _gpu_markers, _money, _plt, _progress
+from costopt.purchase.report_parts import figure
 from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
 from costopt.perf.llm.feasibility import memory_grid
 from costopt.perf.llm.memory import LLM_STRATEGIES
 
-LLM_SECTIONS = ("recommended", "memory", "pareto", "breakdown")
+LLM_SECTIONS = ("summary", "recommended", "sensitivity", "assumptions", "memory", "pareto", "breakdown")
 LLM_OPTIONAL_SECTIONS = ("rentbuy",)  # with a cloud catalog
 
 
@@ -176,7 +178,9 @@ def _memory(grid: dict, best: dict) -> Section:
         for m in sizes:
             vs = [c["best"]["value"] for c in cells if c["strategy"] == s and c["memory_gb"] == m and c["fits"]]
             ys.append(max(vs) if vs else np.nan)
-        ax2.plot(range(len(sizes)), ys, marker="o", label=s)
+        k = strategies.index(s)
+        ax2.plot(range(len(sizes)), ys, marker=MARKERS[k % len(MARKERS)], ms=7 - k, ls=("-", "--", "-.", ":")[k % 4],
+                 label=s)
     ax2.set_xticks(range(len(sizes)), [f"{m:g} GB" for m in sizes])
     ax2.set_ylabel(f"best {grid['value_unit']}")
     ax2.set_xlabel("GPU memory")
@@ -197,8 +201,8 @@ def _memory(grid: dict, best: dict) -> Section:
              f"({best['strategy']} tp{best['tp']} pp{best['pp']}).")
     sec = Section("memory", "Feasible strategies by GPU memory", intro,
                   [(["layout"] + [f"{m:g} GB" for m in sizes], rows)],
-                  [Figure("memory", "Layouts that fit by GPU memory", _png(fig)),
-                   Figure("memory-strategies", "Best tokens/s per dollar of each strategy by GPU memory", _png(fig2))])
+                  [figure("memory", "Layouts that fit by GPU memory", fig),
+                   figure("memory-strategies", "Best tokens/s per dollar of each strategy by GPU memory", fig2)])
     sec.notes.append("Table and heat map: each cell is the best pipeline degree of that strategy and tensor degree, "
                      f"with its best {grid['value_unit']}; 'x states 88 GB' means no pipeline degree fits and the "
                      "layout needs at least 88 GB per GPU, most of it model states. Every (memory, strategy, tp, pp) "
@@ -227,12 +231,14 @@ def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
     space = found.space
     cloud = found.catalog.is_cloud
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    markers = _gpu_markers(list(colors))
     rows = []
     for gi, g in enumerate(space.gpus):
         sel = ok & (space.gpu_idx == gi)
         if not sel.any():
             continue
-        ax.scatter(cost[sel], thr[sel], s=6, color=colors.get(g.id, "#999999"), label=g.id, alpha=0.7)
+        ax.scatter(cost[sel], thr[sel], s=9, color=colors.get(g.id, "#999999"), marker=markers.get(g.id, "o"),
+                   label=g.id, alpha=0.7)
         within = sel & (cost <= found.budget)
         rows.append([g.id, f"{int(sel.sum()):,}", f"{int(within.sum()):,}",
                      _num(float(thr[within].max()) if within.any() else None, "{:,.0f}")])
@@ -248,6 +254,7 @@ def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
     ax.axvline(found.budget, color="#888888", ls="--", lw=1, label="budget")
     ax.set_yscale("log")
     _dollar_axis(ax.xaxis, cloud)
+    ax.tick_params(axis="x", labelrotation=30)  # dollar labels never run into each other
     ax.set_xlabel("cost (USD per hour)" if cloud else "cost (USD)")
     ax.set_ylabel("tokens/s (fastest layout that fits)")
     ax.grid(alpha=0.3, which="both")
@@ -257,7 +264,7 @@ def _pareto(found: LlmSearch, res: dict, colors: dict[str, Any]) -> Section:
              "and of each other GPU type's best design.")
     return Section("pareto", "Tokens/s against cost", intro,
                    [(["GPU", "designs that fit", "within the budget", "best tokens/s within the budget"], rows)],
-                   [Figure("pareto", "Tokens/s against cost", _png(fig))])
+                   [figure("pareto", "Tokens/s against cost", fig)])
 
 
 def _breakdown(b: dict) -> Section:
@@ -295,7 +302,7 @@ def _breakdown(b: dict) -> Section:
              f"{card:g} GB.")
     return Section("breakdown", "Step time and memory of the recommended design", intro,
                    [(["step term", "seconds", "share"], rows), (["memory term", "GB per GPU", "share of the card"], mrows)],
-                   [Figure("breakdown", "Step time and memory of the recommended design", _png(fig))])
+                   [figure("breakdown", "Step time and memory of the recommended design", fig)])
 
 
 def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: float | None) -> tuple[Section, dict]:
@@ -317,7 +324,7 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
              f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "
              f"{_layout(k)}) from {r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour, "
              f"{_tokens_phrase(k)}, for the same job (sequences of {b['seq_len']:,} tokens"
-             + (f", {r.samples:,.3g} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
+             + (f", {r.samples:,.0f} tokens" if r.samples else "") + f"), over {r.years:g} years. Verdict: {r.verdict}.")
     sec = Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
     sec.notes.append(r.held_equal + ".")
     sec.notes.append("Break-even utilisation u* = capex / (years x 8,766 h x (rent per hour x T_own / T_rent - "
@@ -326,13 +333,103 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
     return sec, rent_vs_buy_json(r)
 
 
+def _describe(d: dict) -> str:
+    return (f"{d['total_gpus']} x {d['gpu']} ({d['gpus_per_node']} per node x {d['nodes']} nodes, {d['chassis']}, "
+            f"{_nics(d)} per node, {_layout(d)})")
+
+
+def _with_energy(d: dict, site) -> dict:
+    """The design with its electricity per year, energy_usd_per_year = power_kw x average draw x PUE x USD/kWh x
+    8,766 h (the data-parallel path's formula, cost.py), for the decision sections' TCO."""
+    if d.get("energy_usd_per_year") is not None or d.get("power_kw") is None:
+        return d
+    kwh = d["power_kw"] * site.average_draw_fraction * site.pue * 8766.0
+    return {**d, "energy_usd_per_year": kwh * site.electricity_usd_per_kwh}
+
+
+def _tco_lines(found: LlmSearch, years: float):
+    """The whole cost of owning of a hardware design of `found` over `years` (hardware/bom.py tco_lines), found
+    by its hardware (GPU, chassis, NIC, GPUs per node, nodes, adapters); None when it is not in the search."""
+    from costopt.hardware.bom import tco_lines
+
+    s = found.space
+    gpu = {g.id: i for i, g in enumerate(s.gpus)}
+    ch = {c.id: i for i, c in enumerate(s.chassis)}
+    nic = {n.id: i for i, n in enumerate(s.nics)}
+
+    def lines(d: dict) -> list | None:
+        if d["gpu"] not in gpu or d["chassis"] not in ch:
+            return None
+        m = ((s.gpu_idx == gpu[d["gpu"]]) & (s.chassis_idx == ch[d["chassis"]]) & (s.nodes == d["nodes"])
+             & (s.gpus_per_node == d["gpus_per_node"]))
+        if d["nic"]:
+            m &= (s.nic_idx == nic.get(d["nic"], -2)) & (s.nics_per_node == d["nics_per_node"])
+        idx = np.flatnonzero(m)
+        return tco_lines(found.catalog, found.costs, int(idx[0]), years) if len(idx) else None
+    return lines
+
+
+def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | None, rent, repick):
+    """The large-model recommendation as the decision sections read it (purchase/decision.py)."""
+    from costopt.purchase import decision
+
+    site = found.catalog.site
+    b = _with_energy(res["best"], site)
+    others = [_with_energy(d, site) for d in res["best_per_gpu"]]
+    risks, verify = [], []
+    if "estimate" in str(b.get("compute_basis", "")):
+        risks.append(f"Tokens/s on {b['gpu']} are a roofline estimate, not a measurement: the 80% range is "
+                     f"{_span(b, 'tokens_per_s', '{:,.0f}')} tokens/s ({b.get('range_basis')}).")
+    if "AMD" in str(res.get("why", "")) and "no published AMD" in str(res.get("why", "")):
+        risks.append("No published AMD training figure was found: the efficiency assumed on this GPU is NVIDIA's "
+                     "(an estimate, less sure).")
+    used, usable = b["memory_per_gpu_gb"], b["memory_limit_gb"]
+    if used > 0.9 * usable:
+        risks.append(f"Memory: the layout uses {used:,.0f} of {usable:,.0f} GB usable per GPU; a longer sequence or "
+                     "a framework with more overhead may not fit (Feasible strategies section).")
+    ties = res["solver"].get("near_ties", 0)
+    if ties:
+        risks.append(f"{ties} other GPU types' best designs are near ties (ranges overlap).")
+    if b.get("price_warning"):
+        risks.append(f"Prices: {b['price_warning']}.")
+    verify.append(f"Rent one {b['gpus_per_node']}-GPU {b['gpu']} node for a day and run a short training run of "
+                  f"{res['model']} in this layout ({_layout(b)}, sequence {res['seq_len']:,}): compare its tokens/s "
+                  f"per GPU with the {b['tokens_per_s_per_gpu']:,.0f} predicted (`costopt profile` measures a zoo "
+                  "model's step the same way).")
+    if b["nodes"] > 1:
+        verify.append(f"On two rented nodes, measure the all-reduce bandwidth over {_nics(b)} (nccl-tests or "
+                      "rccl-tests) against the data-parallel and pipeline traffic of the step breakdown.")
+    est = sorted({str(x.get("part_id")) for x in (b.get("bom") or []) if "estimate" in str(x.get("source", "")).lower()})
+    verify.append("Get written quotes" + (f" for {', '.join(est)} (priced by estimate)" if est else
+                                          f" for {b['gpu']}, {b['chassis']}, {b['nic'] or 'no NIC'}")
+                  + " and re-run the report with them as a quote overlay (--catalog).")
+    extra = [["model", f"{res['model']} ({res['params'] / 1e9:.1f} B parameters), sequence {res['seq_len']:,}, global "
+                       f"batch {res['global_batch_sequences']:,} sequences", "--model, --seq-len, --global-batch"],
+             ["precision", b["precision"], "--precision"], ["objective", res["objective"], "--objective"],
+             ["parts offered", str(res.get("parts_offered")), "--include / --exclude-gpu"],
+             ["USD per 1e9 tokens", str(b.get("usd_per_1e9_tokens_basis")), "api._add_costs"],
+             ["electricity per year", "power_kw x average draw x PUE x USD/kWh x 8,766 h", "cost.py formula"],
+             ["80% ranges", str(b.get("range_basis")), "docs/large-models.md"]]
+    cats = [f"{found.catalog.catalog.name} ({found.catalog.catalog.date})"]
+    if cloud_cat is not None:
+        cats.append(f"{cloud_cat.catalog.name} ({cloud_cat.catalog.date})")
+    return decision.Case(
+        model=res["model"], unit="tokens/s", best=b, others=others,
+        throughput=lambda d: (d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high")),
+        describe=_describe, years=years, as_of=str(res.get("as_of")), catalogs=cats, site=site,
+        cloud=found.catalog.is_cloud, work=tokens, work_label=(f"{tokens:,.0f} tokens" if tokens else ""),
+        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent,
+        tco_lines=None if found.catalog.is_cloud else _tco_lines(found, years))
+
+
 def build_llm_report(model: str | None, budget: float, catalog: str | Path | Catalog | None = None, *,
                      tokens: float | None = None, model_config: str | Path | None = None, seq_len: int | None = None,
                      global_batch: int | None = None, precision: str = "amp_bf16", strategies: list[str] | None = None,
                      max_nodes: int | None = None, top: int = 8, years: float = 3.0,
                      include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                      progress: bool = True, cloud: str | Path | Catalog | None = None,
-                     utilization: float | None = None) -> Report:
+                     utilization: float | None = None, max_instances: int | None = None,
+                     as_of: str | None = None) -> Report:
     """The large-model report (module docstring); its recommendation is `solve_llm`'s, number for number.
     `cloud`: a cloud catalog for the rent-or-buy section (`utilization`: how busy the purchase would be)."""
     count("top", top)
@@ -340,15 +437,23 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
     positive("years", years)
     if utilization is not None and cloud is None:
         raise InputError("--utilization: only with --cloud (the rent-or-buy section)", field="utilization")
+    from costopt.hardware.catalog import load_catalog
+
+    catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    if max_instances is not None and not catalog.is_cloud and cloud is None:
+        raise InputError(f"--max-instances: {catalog.path or catalog.catalog.name} is not a cloud catalog (use "
+                         "--max-nodes), and there is no --cloud", field="max_instances")
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(LLM_SECTIONS) + 1 + (cloud is not None))
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,
                            global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
-                           strategies=strategies, include=include, exclude_gpus=exclude_gpus)
-        res = choose_llm(found, tokens=tokens, top=top, years=years)
+                           strategies=strategies, include=include, exclude_gpus=exclude_gpus,
+                           max_instances=max_instances if catalog.is_cloud else None)
+        res = choose_llm(found, tokens=tokens, top=top, years=years, today=as_of)
         prog.advance(task)
         ranked = [d["gpu"] for d in [res["best"], *res["best_per_gpu"]]]
-        colors = _gpu_colors(ranked + [g.id for g in found.space.gpus if g.id not in ranked])
+        shown = [g.id for i, g in enumerate(found.space.gpus) if (found.ok & (found.space.gpu_idx == i)).any()]
+        colors = _gpu_colors(ranked + [g for g in shown if g not in ranked])  # offered GPU types only
         sections = [_recommended(res, found, years)]
         prog.advance(task)
         grid = memory_grid(found)
@@ -364,15 +469,37 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
 
             job = LlmJob(model=model, model_config=model_config, tokens=tokens, seq_len=seq_len,
                          global_batch=global_batch, precision=precision, strategies=strategies, max_nodes=max_nodes,
-                         include=include, exclude_gpus=exclude_gpus)
+                         include=include, exclude_gpus=exclude_gpus, max_instances=max_instances)
             sec, data["rent-vs-buy"] = _rent_or_buy(job, budget, found.catalog, cloud, years, utilization)
             sections.append(sec)
             prog.advance(task)
+        from costopt.purchase import decision
+        from costopt.purchase.purchasing import _as_catalog
+
+        def repick(f: float) -> dict | None:
+            try:
+                again = search_llm(budget / f, model, catalog=catalog, precision=precision, seq_len=seq_len,
+                                   global_batch=global_batch, max_nodes=max_nodes, model_config=model_config,
+                                   strategies=strategies, include=include, exclude_gpus=exclude_gpus)
+                return choose_llm(again, tokens=tokens, top=1, years=years)["best"]
+            except CostoptError:
+                return None
+
+        rv = data.get("rent-vs-buy")
+        rent = None
+        if rv:
+            k = rv.get("rent") or {}
+            if k.get("tokens_per_s") and rv.get("rent_usd_per_hour"):
+                rent = {"usd_per_hour": rv["rent_usd_per_hour"], "throughput": k["tokens_per_s"],
+                        "name": f"{k.get('nodes')} x {k.get('chassis')}"}
+        case = _case(res, found, _as_catalog(cloud) if cloud is not None else None, years, tokens, rent, repick)
+        sections = [decision.summary(case), sections[0], decision.sensitivity(case), decision.assumptions(case),
+                    *sections[1:]]
     cat = found.catalog
     title = f"costopt report: {res['model']} ({res['params'] / 1e9:.1f} B parameters), budget {_money(budget, cat.is_cloud)}"
-    subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); sequence {res['seq_len']:,}, global batch "
+    subtitle = (f"costopt {__version__}, prices as of {res.get('as_of')}; catalog {cat.catalog.name} ({cat.catalog.date}); sequence {res['seq_len']:,}, global batch "
                 f"{res['global_batch_sequences']:,} sequences; precision {precision}; objective {res['objective']}"
-                + (f"; {tokens:,.3g} tokens to train" if tokens else ""))
+                + (f"; {tokens:,.0f} tokens to train" if tokens else ""))
     return Report(title, subtitle, res, sections, data=data)
 
 

@@ -135,11 +135,13 @@ def _held_equal(model: str, opts: Any, years: float, utilization: float | None, 
 
 def _compare_held_equal(answers: list[Any], model: str, opts: Any) -> str:
     """What `compare` holds equal across its catalogs, and each rented pick's terms (minimum term, steps)."""
+    any_rent = any(a.best is not None and a.catalog.is_cloud for a in answers)
+    billed = ", each rental billed for its own time to train, never less than the provider's minimum term"
     if opts.samples is not None:
-        use = (f"the same job ({opts.samples:,.0f} samples), each rental billed for its own time to train, never less "
-               f"than the provider's minimum term")
+        use = f"the same job ({opts.samples:,.0f} samples)" + (billed if any_rent else "")
     elif opts.hours is not None:
-        use = f"the same {opts.hours:g} hours of use, each rental never billed for less than its minimum term"
+        use = f"the same {opts.hours:g} hours of use" + (
+            ", each rental never billed for less than its minimum term" if any_rent else "")
     else:
         use = "the same budget (owned: capex)"
     rented = []

@@ -27,12 +27,7 @@ report can be checked against `costopt solve --format json`; `Report.data` adds 
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,72 +35,30 @@ import numpy as np
 
 from costopt.search import api
 from costopt.hardware.catalog import Catalog
-from costopt.core.neutral import markdown_cell, markdown_json, markdown_text
-from costopt.core.checks import count, output_path, write_bytes_atomic, write_text
+from costopt.core.checks import count
 from costopt.search.design_space import NO_NIC, STRATEGIES, DesignSpace, enumerate_designs
 from costopt.core.errors import InputError
-from costopt.core.files import json_safe
 from costopt.hardware.cost import within_budget
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.purchase import decision
 from costopt.purchase.purchasing import Options, _as_catalog, check_budget, evaluate_catalog_bounded, solve_catalog
+from costopt.purchase.report_parts import (FIGURE_DIR_MARK, Figure, Report, Section, _plt, _png,  # noqa: F401
+                                           check_figure_dir, figure, figure_dir_for, to_html, to_markdown,
+                                           write_report)
 from costopt.search.solver import pareto_front
 from costopt.core.units import format_usd
 
 TARGET_EFFICIENCY = 0.9
 RATE_GRID_GBPS = np.geomspace(1.0, 3200.0, 49)  # line rates tried for the bandwidth requirement
 STRATEGY_COLORS = {"ring": "#1f77b4", "hierarchical": "#2ca02c", "ps": "#d62728"}
-SECTIONS = ("recommended", "gputypes", "pareto", "scaling", "bandwidth", "budget", "breakdown")  # always present
+SECTIONS = ("summary", "recommended", "sensitivity", "assumptions", "gputypes", "pareto", "scaling", "bandwidth", "budget",
+            "breakdown")  # always present
 OPTIONAL_SECTIONS = ("time", "rentbuy")  # with epochs and dataset size; with a cloud catalog
-
-
-@dataclass
-class Figure:
-    name: str  # file stem / element id suffix
-    title: str
-    png: bytes
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    intro: str
-    tables: list[tuple[list[str], list[list[str]]]] = field(default_factory=list)  # (header, rows)
-    figures: list[Figure] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    title: str
-    subtitle: str
-    solve_json: dict[str, Any]
-    sections: list[Section]
-    data: dict[str, Any] = field(default_factory=dict)  # more JSON embedded as <script id="costopt-KEY">
-
-    def section(self, sid: str) -> Section:
-        return next(s for s in self.sections if s.id == sid)
 
 
 # ------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    _plt().close(fig)
-    return buf.getvalue()
 
 
 def _money(v: float, cloud_rate: bool = False) -> str:
@@ -125,6 +78,15 @@ def _gpu_colors(gpus: list[str]) -> dict[str, Any]:
     plt = _plt()
     cmap = plt.get_cmap("tab10" if len(gpus) <= 10 else "tab20")
     return {g: cmap(i % cmap.N) for i, g in enumerate(gpus)}
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h", "<", ">", "p", "*", "8", "d", "H")
+
+
+def _gpu_markers(gpus: list[str]) -> dict[str, str]:
+    """One marker per GPU type, in the order given: with `_gpu_colors`, every (colour, marker) pair is unique,
+    so two GPU types that get similar colours are still told apart."""
+    return {g: MARKERS[i % len(MARKERS)] for i, g in enumerate(gpus)}
 
 
 def _nics(d: dict[str, Any]) -> str:
@@ -152,7 +114,7 @@ def _progress(enabled: bool):
 # ------------------------------------------------------------------------------------------------
 
 
-def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
+def _recommended(res: api.SolveResult, basis: str, cloud: bool, network: str | None = None) -> Section:
     rows = []
     for i, d in enumerate([res.best] + res.alternatives, 1):
         rows.append([str(i), d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}={d['total_gpus']}", _nics(d),
@@ -164,7 +126,7 @@ def _recommended(res: api.SolveResult, basis: str, cloud: bool) -> Section:
     intro = (f"Recommended: {b['total_gpus']} x {b['gpu']} ({b['gpus_per_node']} per node x {b['nodes']} nodes, "
              f"{b['chassis']}), {_nics(b)} per node, {b['strategy']} - cost {_money(b['cost_usd'], cloud)} ({basis}), "
              f"throughput {_throughput_phrase(b, res.model)}, {b['power_kw']:,.1f} kW, {b['rack_units']:,.0f} RU. "
-             f"Why: {res.why}. Strategy: {res.why_strategy}.")
+             f"Why: {res.why}. Strategy: {res.why_strategy}." + (f" Network: {network}" if network else ""))
     header = ["#", "GPU", "GPUs (G x M = N)", "NICs per node", "strategy", f"cost (USD; {basis})", "samples/s",
               "USD per sample/s", "power kW", "rack units", "scaling eff.", "t_iter ms", "bottleneck", "compute"]
     designs = [res.best] + res.alternatives
@@ -235,6 +197,13 @@ def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.9 + 0.38 * len(per)), layout="constrained", sharey=True)
     names = [d["gpu"] for d in per][::-1]
     ax1.barh(names, [d["throughput_samples_per_s"] for d in per][::-1], color=[colors[n] for n in names])
+    ranged = [(i, d) for i, d in enumerate(per[::-1]) if d.get("throughput_low_samples_per_s") is not None]
+    if ranged:
+        ax1.errorbar([d["throughput_samples_per_s"] for _, d in ranged], [i for i, _ in ranged],
+                     xerr=[[d["throughput_samples_per_s"] - d["throughput_low_samples_per_s"] for _, d in ranged],
+                           [d["throughput_high_samples_per_s"] - d["throughput_samples_per_s"] for _, d in ranged]],
+                     fmt="none", ecolor="black", elinewidth=1, capsize=3, label="80% range of throughput")
+        ax1.legend(fontsize=7, loc="lower right")
     ax1.set_xlabel("throughput of its best design (samples/s)")
     ax2.barh(names, [d["usd_per_sample_per_s"] for d in per][::-1], color=[colors[n] for n in names])
     ax2.set_xlabel("USD per sample/s of that design")
@@ -247,7 +216,7 @@ def _gpu_types(res: api.SolveResult, colors: dict[str, Any], cloud: bool, basis:
     return Section("gputypes", "Best design per GPU type", intro,
                    [(["GPU", "design", "cost", "samples/s", "vs recommended", "USD per sample/s", "power kW",
                       "rack units", "compute"], rows)],
-                   [Figure("gputypes", "Best design per GPU type", _png(fig))])
+                   [figure("gputypes", "Best design per GPU type", fig)])
 
 
 def fronts_per_gpu(ev: api.Evaluation) -> np.ndarray:
@@ -267,13 +236,15 @@ def fronts_per_gpu(ev: api.Evaluation) -> np.ndarray:
 
 
 def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: dict[str, Any],
-            pieces: bool = False) -> Section:
+            pieces: bool = False, part_filter: PartFilter | None = None) -> Section:
+    """Only designs the part filter offers (default: the solve's default filter), as the recommendation."""
     plt = _plt()
     c, t, s = ev.costs, ev.timing, ev.space
-    ok = t.feasible & c.buildable
+    ok = t.feasible & c.buildable & ((part_filter or PartFilter()).design_reasons(s) == KEPT)
+    markers = _gpu_markers(list(colors))
     cloud = ev.catalog.is_cloud
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
-    ax.scatter(c.cost_usd[ok], t.throughput_samples_per_s[ok], s=4, color="#cccccc", label="all feasible designs")
+    ax.scatter(c.cost_usd[ok], t.throughput_samples_per_s[ok], s=4, color="#cccccc", label="all offered feasible designs")
     rows = []
     gpu_ids = [g.id for g in s.gpus]
     for name in [g for g in colors if g in gpu_ids]:
@@ -282,7 +253,7 @@ def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: d
             continue
         front = m[pareto_front(c.cost_usd[m], t.throughput_samples_per_s[m], np.arange(len(m)))]
         ax.step(c.cost_usd[front], t.throughput_samples_per_s[front], where="post", color=colors[name],
-                marker="o", ms=3, lw=1.2, label=name)
+                marker=markers[name], ms=4, lw=1.2, label=name)
         inb = front[within_budget(c, budget)[front]]
         if len(inb):
             j = inb[-1]
@@ -299,8 +270,9 @@ def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: d
     ax.set_title("Cost-throughput Pareto front by GPU type")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
-    intro = ("Every feasible design (grey) and, per GPU type, the designs no cheaper design of that type beats "
-             "on throughput. The star is the recommendation.")
+    intro = ("Every feasible design of the parts offered (grey; the part filter's exclusions are not drawn) and, per "
+             "GPU type, the designs no cheaper design of that type beats on throughput. The star is the "
+             "recommendation.")
     if pieces:
         intro = ("The design space was too large to hold at once and was evaluated in pieces: grey are the feasible "
                  "designs kept from the pieces (every GPU type's front and the search's candidates), not every "
@@ -308,7 +280,7 @@ def _pareto(ev: api.Evaluation, best: dict, budget: float, basis: str, colors: d
                  "is the recommendation.")
     return Section("pareto", "Cost-throughput Pareto front by GPU type", intro,
                    [(["GPU", "front size", "best cost within budget", "samples/s", "design"], rows)],
-                   [Figure("pareto", "Pareto front", _png(fig))])
+                   [figure("pareto", "Pareto front", fig)])
 
 
 def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Section:
@@ -339,7 +311,8 @@ def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Sec
             y = np.concatenate([[one_node_thr], t.throughput_samples_per_s[m]])
             n = nic_rates[ni]
             per_node = int(space.nics_per_node[m[0]])
-            ax.plot(x, y, marker=".", label=f"{per_node}x {n.id} ({n.line_rate_gbps:g} Gb/s {n.transport})")
+            ax.plot(x, y, marker=MARKERS[ni % len(MARKERS)], ms=4,
+                    label=f"{per_node}x {n.id} ({n.line_rate_gbps:g} Gb/s {n.transport})")
             last = m[-1]
             rows.append([name, f"{per_node}x {n.id}", f"{n.line_rate_gbps:g}", str(int(space.total_gpus[last])),
                          f"{t.throughput_samples_per_s[last]:,.1f}", f"{t.scaling_efficiency[last]:.3f}"])
@@ -357,7 +330,7 @@ def _scaling(cat: Catalog, ev: api.Evaluation, best: dict, opts: Options) -> Sec
              f"dotted line is perfect linear scaling. The table gives the largest cluster plotted.")
     return Section("scaling", "Scaling curves by strategy and NIC", intro,
                    [(["strategy", "NICs per node", "Gb/s per adapter", "GPUs", "samples/s", "scaling eff."], rows)],
-                   [Figure("scaling", "Scaling curves", _png(fig))])
+                   [figure("scaling", "Scaling curves", fig)])
 
 
 def bandwidth_requirement(ev: api.Evaluation, designs: list[dict], rates: np.ndarray = RATE_GRID_GBPS,
@@ -409,24 +382,50 @@ def bandwidth_requirement(ev: api.Evaluation, designs: list[dict], rates: np.nda
     return out
 
 
-def _bandwidth(ev: api.Evaluation, designs: list[dict]) -> Section:
+def network_verdict(ev: api.Evaluation, r: dict) -> tuple[str, bool]:
+    """The bandwidth section's verdict for one requirement row, and whether the NIC is short."""
+    d = r["design"]
+    have = ev.catalog.nics[d["nic"]].line_rate_gbps
+    need = r["required_gbps"]
+    if need is None:
+        return f"not reached even at {RATE_GRID_GBPS[-1]:g} Gb/s ({r['bound_at_top_rate']}-bound)", True
+    if need <= have:
+        return f"enough ({have / need:.1f}x headroom)", False
+    return f"short: needs {need / have:.1f}x its NIC", True
+
+
+def network_sentence(ev: api.Evaluation, req: list[dict], best: dict) -> str | None:
+    """What the bandwidth section says of the recommendation's NIC, as a sentence for the Why line and the
+    risks (None: single node, or not short)."""
+    for r in req:
+        d = r["design"]
+        if all(d.get(k) == best.get(k) for k in ("gpu", "gpus_per_node", "nodes", "nic", "nics_per_node", "strategy")):
+            verdict, short = network_verdict(ev, r)
+            if not short:
+                return None
+            have = ev.catalog.nics[d["nic"]].line_rate_gbps
+            need = r["required_gbps"]
+            return (f"its NIC is short of 90% scaling efficiency ({verdict}: {_nics(d)} at {have:g} Gb/s per adapter"
+                    + (f", 90% needs {need:,.0f} Gb/s" if need else "") + f"); at its scaling efficiency "
+                    f"{d['scaling_efficiency']:.2f} it still gives the most throughput for the money (NIC bandwidth "
+                    "section).")
+    return None
+
+
+def _bandwidth(ev: api.Evaluation, designs: list[dict], req: list[dict] | None = None) -> Section:
     plt = _plt()
-    req = bandwidth_requirement(ev, designs)
+    req = bandwidth_requirement(ev, designs) if req is None else req
     rows = []
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     for r in req:
         d = r["design"]
         have = ev.catalog.nics[d["nic"]].line_rate_gbps
         need = r["required_gbps"]
-        if need is None:
-            verdict = f"not reached even at {RATE_GRID_GBPS[-1]:g} Gb/s ({r['bound_at_top_rate']}-bound)"
-        elif need <= have:
-            verdict = f"enough ({have / need:.1f}x headroom)"
-        else:
-            verdict = f"short: needs {need / have:.1f}x its NIC"
+        verdict = network_verdict(ev, r)[0]
         rows.append([_design_label(d), f"{have:g}", f"{d['scaling_efficiency']:.3f}",
                      "-" if need is None else f"{need:,.1f}", verdict])
-        ax.plot(RATE_GRID_GBPS, r["efficiency"], label=_design_label(d))
+        ax.plot(RATE_GRID_GBPS, r["efficiency"], marker=MARKERS[len(rows) % len(MARKERS)], ms=3, markevery=4,
+                label=f"#{len(rows)} {_design_label(d)}")
     ax.axhline(TARGET_EFFICIENCY, color="black", ls="--", lw=1, label="90% scaling efficiency")
     ax.set_xscale("log")
     ax.set_xlabel("NIC line rate (Gb/s)")
@@ -441,7 +440,7 @@ def _bandwidth(ev: api.Evaluation, designs: list[dict]) -> Section:
              "need no network and are left out.")
     sec = Section("bandwidth", "NIC bandwidth needed for 90% scaling efficiency", intro,
                   [(["design", "its NIC Gb/s", "scaling eff. now", "needed Gb/s", "verdict"], rows)],
-                  [Figure("bandwidth", "Bandwidth requirement", _png(fig))])
+                  [figure("bandwidth", "Bandwidth requirement", fig)])
     if not req:
         sec.notes.append("No multi-node design among the top designs.")
     return sec
@@ -492,9 +491,10 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
                 per[name][i] = t.throughput_samples_per_s[mk].max()
         progress.advance(task)
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-    ax.plot(budgets, best, color="black", lw=2.5, label="best of all")
+    ax.plot(budgets, best, color="black", lw=2.5, marker=MARKERS[0], ms=3, label="best of all")
     for name, v in per.items():
-        ax.plot(budgets, v, color=STRATEGY_COLORS[name], lw=1, label=name)
+        ax.plot(budgets, v, color=STRATEGY_COLORS[name], lw=1, marker=MARKERS[STRATEGIES.index(name) + 1], ms=3,
+                label=name)
     ax.axvline(budget, color="grey", ls="--", lw=1, label="your budget")
     ax.set_xscale("log")
     _dollar_axis(ax.xaxis, cat.is_cloud)
@@ -508,7 +508,7 @@ def _budget_sweep(cat: Catalog, model: str, budget: float, opts: Options, progre
     intro = (f"The most throughput any design reaches at {len(budgets)} budgets from {_money(budgets[0])} to "
              f"{_money(budgets[-1])} (every third shown in the table).")
     return Section("budget", "Best throughput vs budget", intro, [(["budget", "best samples/s", "design"], rows)],
-                   [Figure("budget", "Throughput vs budget", _png(fig))])
+                   [figure("budget", "Throughput vs budget", fig)])
 
 
 def _time_to_train(designs: list[dict], opts: Options) -> Section:
@@ -526,7 +526,7 @@ def _time_to_train(designs: list[dict], opts: Options) -> Section:
     ax.grid(alpha=0.3, axis="x")
     intro = f"Time to train {what} on each of the top designs."
     return Section("time", "Time to train", intro, [(["#", "design", "samples/s", unit, "days"], rows)],
-                   [Figure("time", "Time to train", _png(fig))])
+                   [figure("time", "Time to train", fig)])
 
 
 def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: Options, years: float,
@@ -549,7 +549,7 @@ def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: 
              f"{r.owned_catalog}, or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}) from "
              f"{r.cloud_catalog} at {_money(r.rent_usd_per_hour, True)} per hour for the same work, over "
              f"{r.years:g} years. Verdict: {r.verdict}.")
-    return Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)])
+    return Section("rentbuy", "Rent or buy", intro, [(["what", "value", "unit / meaning"], rows)]), r
 
 
 def _breakdown(ev: api.Evaluation, best: dict) -> Section:
@@ -581,12 +581,118 @@ def _breakdown(ev: api.Evaluation, best: dict) -> Section:
     intro = (f"Where the recommended design's {total * 1e3:,.1f} ms iteration goes (batch {best['batch_per_gpu']} per GPU, "
              f"{best['precision']}, overlap {best['overlap']}); bottleneck: {best['bottleneck']}.")
     return Section("breakdown", "Iteration-time breakdown of the winner", intro, [(["phase", "ms", "share"], rows)],
-                   [Figure("breakdown", "Iteration breakdown", _png(fig))])
+                   [figure("breakdown", "Iteration breakdown", fig)])
 
 
 # ------------------------------------------------------------------------------------------------
 # build and write
 # ------------------------------------------------------------------------------------------------
+
+
+def _repick(cat: Catalog, model: str, budget: float, opts: Options) -> dict | None:
+    """The solve's pick at another budget (a price factor f: budget / f); None when nothing fits."""
+    from costopt.core.errors import InfeasibleError
+
+    try:
+        return solve_catalog(cat, model, budget, opts, top=1)[0].best
+    except InfeasibleError:
+        return None
+
+
+def _tco_lines(model: str, cat: Catalog, opts: Options, years: float):
+    """The whole cost of owning of a solved design over `years`, term by term: `predict` of that design with
+    tco_years (hardware/bom.py tco_lines); None for a rented one or when it cannot be priced."""
+    memo: dict[tuple, list | None] = {}
+
+    def lines(d: dict) -> list | None:
+        key = tuple(d.get(k) for k in ("gpu", "gpus_per_node", "nodes", "nic", "strategy", "chassis", "nics_per_node",
+                                        "reduce_on", "batch_per_gpu", "precision", "overlap", "stack", "grad_accum"))
+        if key not in memo:
+            try:
+                p = api.predict(model, d["gpu"], d["gpus_per_node"], d["nodes"], d["nic"], d["strategy"], catalog=cat,
+                                system=opts.system, chassis=d["chassis"], nics_per_node=d["nics_per_node"],
+                                reduce_on=d["reduce_on"], batch_per_gpu=d["batch_per_gpu"], precision=d["precision"],
+                                overlap=d["overlap"], stack=d.get("stack"), grad_accum=d.get("grad_accum", 1),
+                                tco_years=years)
+                memo[key] = p.get("tco") if abs(p["capex_usd"] - d["capex_usd"]) < 0.5 else None
+            except Exception:  # noqa: BLE001 - a design predict cannot price: capex + electricity instead
+                memo[key] = None
+        return memo[key]
+    return lines
+
+
+def _describe(d: dict) -> str:
+    strat = {"ring": "ring all-reduce", "hierarchical": "hierarchical all-reduce", "ps": "parameter server"}
+    return (f"{d['total_gpus']} x {d['gpu']} ({d['gpus_per_node']} per node x {d['nodes']} nodes, {d['chassis']}, "
+            f"{_nics(d)} per node, {strat.get(d['strategy'], d['strategy'])})")
+
+
+def _case(res: api.SolveResult, cat: Catalog, cloud_cat: Catalog | None, opts: Options, years: float,
+          network: str | None, rented, repick) -> "decision.Case":
+    """The data-parallel recommendation as the decision sections read it (purchase/decision.py)."""
+    from costopt.perf.intervals import compute_label
+
+    b = res.best
+    lo, hi = b.get("throughput_low_samples_per_s"), b.get("throughput_high_samples_per_s")
+    risks, verify = [], []
+    if b["compute_source"] != "measured":
+        risks.append(f"Throughput is an estimate for {b['gpu']}, not a measurement on it "
+                     f"({compute_label(b['compute_source'], res.model, b.get('compute_basis'), b['gpu'])})"
+                     + (f": the 80% range is {lo:,.0f}-{hi:,.0f} samples/s." if lo and hi else "."))
+    rb, n = res.solver.get("robustness"), res.solver.get("robustness_resamples")
+    ties = sum(bool(d.get("near_tie")) for d in res.alternatives + res.best_per_gpu)
+    if rb is not None and rb < 0.8:
+        risks.append(f"A fragile pick: it stays best in only {rb:.0%} of {n} resamples of the fitted system "
+                     f"parameters; {ties} alternatives are near ties (ranges overlap).")
+    elif ties:
+        risks.append(f"{ties} alternatives are near ties (their 80% ranges overlap the recommendation's).")
+    if network:
+        risks.append("Network: " + network)
+    bom = b.get("bom") or []
+    est = sorted({str(x.get("part_id")) for x in bom if "estimate" in str(x.get("source", "")).lower()})
+    old = sorted({str(x.get("part_id")) for x in bom if str(x.get("price_date", "9999"))[:4].isdigit()
+                  and int(str(x["price_date"])[:4]) < int(res.as_of[:4]) - 1})
+    if est or b.get("price_warning"):
+        risks.append("Prices: " + (f"{', '.join(est)} priced by estimate, not a quote" if est else "")
+                     + ("; " if est and b.get("price_warning") else "") + (b.get("price_warning") or "") + ".")
+    precision = "amp_bf16" if str(b.get("precision", "")).startswith("amp") else "fp32"
+    verify.append(f"Rent one {b['gpus_per_node']}-GPU {b['gpu']} node for a day and run `costopt profile --model "
+                  f"{res.model} --gpu-id {b['gpu']} --batch {b['batch_per_gpu']} --precision {precision} -o "
+                  f"{b['gpu']}.json`, then `costopt predict --profile {b['gpu']}.json` on this design: its compute "
+                  f"then rests on a measurement (now: {b['compute_source']}).")
+    if b["nodes"] > 1:
+        verify.append(f"On two rented nodes, measure the all-reduce bandwidth over {_nics(b)} (nccl-tests) and "
+                      "compare with the NIC bandwidth section's requirement.")
+    quote = est + [p for p in old if p not in est]
+    verify.append("Get written quotes" + (f" for {', '.join(quote)} (estimated or over a year old)" if quote else
+                                          " for every line of the bill of materials") + " and re-run "
+                  "`costopt compare` with them as a quote overlay.")
+    excluded = (res.to_json_dict().get("excluded") or {})
+    extra = [["objective", res.objective, "--objective"], ["cost basis", opts.basis().label(cat.is_cloud),
+                                                          "--tco-years (0: capex)"],
+             ["precision, batch, overlap, stack", f"{b['precision']}, {b['batch_per_gpu']} per GPU, "
+              f"{b['overlap']}, {b.get('stack', '-')}", "--precision, --batch-per-gpu, --overlap, --stack"],
+             ["parts offered", str(excluded.get("offered", "current data-centre and workstation parts")),
+              "--include / --exclude-gpu"],
+             ["system parameters", "fitted defaults (costopt/data/system_defaults.toml)" if opts.system is None
+              else str(opts.system), "--system"],
+             ["80% ranges", "leave-one-source-out errors of published measurements", "docs/accuracy.md"]]
+    rent = None
+    if rented is not None:
+        k = rented.rent
+        rent = {"usd_per_hour": rented.rent_usd_per_hour, "throughput": k["throughput_samples_per_s"],
+                "name": f"{k['nodes']} x {k['chassis']}"}
+        extra.append(["cloud", f"{cloud_cat.catalog.name} ({cloud_cat.catalog.date})", "--cloud"])
+    return decision.Case(
+        model=res.model, unit="samples/s", best=b, others=res.best_per_gpu or [b],
+        throughput=lambda d: (d["throughput_samples_per_s"], d.get("throughput_low_samples_per_s"),
+                              d.get("throughput_high_samples_per_s")),
+        describe=_describe, years=years, as_of=res.as_of,
+        catalogs=[f"{c.catalog.name} ({c.catalog.date})" for c in [cat] + ([cloud_cat] if cloud_cat else [])],
+        site=cat.site, cloud=cat.is_cloud, work=opts.samples,
+        work_label=(f"{opts.epochs:g} epochs x {opts.dataset_size:,.0f} samples" if opts.samples else ""),
+        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent,
+        tco_lines=None if cat.is_cloud else _tco_lines(res.model, cat, opts, years))
 
 
 def build_report(model: str, budget: float, catalog: str | Path | Catalog | None = None, opts: Options | None = None,
@@ -614,142 +720,45 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
         best = res.best
         designs = [best] + res.alternatives
         ranked = [d["gpu"] for d in (res.best_per_gpu or [best])]
-        colors = _gpu_colors(ranked + [g.id for g in cat.gpu if g.id not in ranked])
-        sections = [_recommended(res, basis, cat.is_cloud)]
+        pf = opts.part_filter(cat)
+        # colours (and markers) for the offered GPU types only: ten or fewer get ten distinct colours
+        offered = [ev.space.gpus[i].id for i in np.unique(ev.space.gpu_idx[pf.design_reasons(ev.space) == KEPT])]
+        colors = _gpu_colors(ranked + [g for g in offered if g not in ranked])
+        req = bandwidth_requirement(ev, designs)
+        network = network_sentence(ev, req, best)
+        sections = [_recommended(res, basis, cat.is_cloud, network)]
         prog.advance(task)
         sections.append(_gpu_types(res, colors, cat.is_cloud, basis))
         prog.advance(task)
-        sections.append(_pareto(ev, best, budget, basis, colors, pieces))
+        sections.append(_pareto(ev, best, budget, basis, colors, pieces, pf))
         prog.advance(task)
         sections.append(_scaling(cat, ev, best, opts))
         prog.advance(task)
-        sections.append(_bandwidth(ev, designs))
+        sections.append(_bandwidth(ev, designs, req))
         prog.advance(task)
         sections.append(_budget_sweep(cat, model, budget, opts, prog))
         prog.advance(task)
         if opts.samples is not None:
             sections.append(_time_to_train(designs, opts))
             prog.advance(task)
+        rented = None
         if cloud_cat is not None:
-            sections.append(_rent_vs_buy(model, budget, cat, cloud_cat, opts, years, utilization))
+            sec, rented = _rent_vs_buy(model, budget, cat, cloud_cat, opts, years, utilization)
+            sections.append(sec)
             prog.advance(task)
         sections.append(_breakdown(ev, best))
         prog.advance(task)
+        case = _case(res, cat, cloud_cat, opts, years, network, rented,
+                     lambda f: _repick(cat, model, budget / f, opts))
+        sections = [decision.summary(case), *sections[:1], decision.sensitivity(case), decision.assumptions(case),
+                    *sections[1:]]
+        prog.advance(task, 3)
     title = f"costopt report: {res.model}, budget {_money(budget, cat.is_cloud)}"
-    subtitle = (f"catalog {cat.catalog.name} ({cat.catalog.date}); cost = {basis}; precision {ev.precision}; "
-                f"objective {res.objective}")
+    subtitle = (f"costopt {decision.__version__}, prices as of {res.as_of}; catalog {cat.catalog.name} "
+                f"({cat.catalog.date})" + (f", cloud {cloud_cat.catalog.name} ({cloud_cat.catalog.date})" if cloud_cat
+                                           else "")
+                + f"; cost = {basis}; precision {ev.precision}; objective {res.objective}")
     return Report(title, subtitle, res.to_json_dict(), sections)
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222;
-background:#fff;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}
-.sub{color:#555}table{border-collapse:collapse;margin:1em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{background:#eef3fa}
-tr:nth-child(even) td{background:#fafafa}img{max-width:100%;border:1px solid #eee}.note{color:#666;font-size:.85em}
-nav a{margin-right:1em}
-"""
-
-
-def to_html(rep: Report) -> str:
-    e = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{e(rep.title)}</title>",
-           f"<style>{_CSS}</style></head><body>", f"<h1>{e(rep.title)}</h1>", f'<p class="sub">{e(rep.subtitle)}</p>',
-           "<nav>" + "".join(f'<a href="#{s.id}">{e(s.title)}</a>' for s in rep.sections) + "</nav>"]
-    for s in rep.sections:
-        out.append(f'<section id="{s.id}"><h2>{e(s.title)}</h2><p>{e(s.intro)}</p>')
-        for header, rows in s.tables:
-            out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr></thead><tbody>")
-            out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-            out.append("</tbody></table>")
-        for f in s.figures:
-            b64 = base64.b64encode(f.png).decode("ascii")
-            out.append(f'<figure id="fig-{f.name}"><img alt="{e(f.title)}" src="data:image/png;base64,{b64}"></figure>')
-        out.extend(f'<p class="note">{e(n)}</p>' for n in s.notes)
-        out.append("</section>")
-    data = json.dumps(json_safe(rep.solve_json)).replace("</", "<\\/")
-    out.append(f'<script type="application/json" id="costopt-solve">{data}</script>')
-    for key, value in rep.data.items():
-        extra = json.dumps(json_safe(value)).replace("</", "<\\/")
-        out.append(f'<script type="application/json" id="costopt-{e(key)}">{extra}</script>')
-    out.append("</body></html>")
-    return "\n".join(out)
-
-
-# A folder of figures is ours when it holds this file: `report` writes images only into a folder it
-# created (and marked) itself, never into a folder of the user's that happens to have the same name.
-FIGURE_DIR_MARK = ".costopt-report"
-
-
-def figure_dir_for(out: str | Path) -> Path:
-    """Where a Markdown report's PNGs go: `<stem>_files/` beside it."""
-    out = Path(out)
-    return out.parent / f"{out.stem}_files"
-
-
-def check_figure_dir(figure_dir: Path) -> None:
-    """Refuse a figure folder that exists and is not marked as made by `costopt report`."""
-    if figure_dir.exists() and not (figure_dir.is_dir() and (figure_dir / FIGURE_DIR_MARK).is_file()):
-        raise InputError(f"--out: {figure_dir} already exists and was not made by costopt report; refusing to write "
-                         f"figures into it (move it away or choose another --out name)", field="--out")
-
-
-def _own_figure_dir(figure_dir: Path) -> None:
-    check_figure_dir(figure_dir)
-    if not figure_dir.exists():
-        figure_dir.mkdir()
-        (figure_dir / FIGURE_DIR_MARK).write_text("figures written by costopt report; safe to overwrite\n",
-                                                  encoding="utf-8")
-
-
-def to_markdown(rep: Report, figure_dir: Path, rel: str) -> str:
-    """Markdown with figures written as PNG files into `figure_dir` (linked as `rel/<name>.png`).
-
-    `figure_dir` must be new or one this function made before (it holds FIGURE_DIR_MARK)."""
-    _own_figure_dir(figure_dir)
-    # catalog text (names, sources) is third-party: HTML-escaped, one line per cell (core/neutral.py)
-    md, cell = markdown_text, markdown_cell
-    out = [f"# {md(rep.title)}", "", md(rep.subtitle), ""]
-    for s in rep.sections:
-        out += [f'## {md(s.title)} <a id="{md(s.id)}"></a>', "", md(s.intro), ""]
-        for header, rows in s.tables:
-            out.append("| " + " | ".join(map(cell, header)) + " |")
-            out.append("|" + "---|" * len(header))
-            out.extend("| " + " | ".join(map(cell, r)) + " |" for r in rows)
-            out.append("")
-        for f in s.figures:
-            write_bytes_atomic(figure_dir / f"{f.name}.png", f.png, "--out")
-            out += [f"![{cell(f.title).replace('[', '(').replace(']', ')')}]({rel}/{f.name}.png)", ""]
-        out += [f"_{md(n)}_" for n in s.notes] + ([""] if s.notes else [])
-    out += ["<details><summary>solve JSON</summary>", "", "```json",
-            markdown_json(json.dumps(json_safe(rep.solve_json), indent=1)), "```", "</details>", ""]
-    for key, value in rep.data.items():
-        out += [f"<details><summary>{md(key)} JSON</summary>", "", "```json",
-                markdown_json(json.dumps(json_safe(value), indent=1)), "```", "</details>", ""]
-    return "\n".join(out)
-
-
-def write_report(rep: Report, out: str | Path, inputs: list = ()) -> list[Path]:
-    """Write `.html` (self-contained) or `.md` (+ a `<stem>_files/` folder of PNGs); returns the files.
-
-    Never over one of `inputs`; every file is written atomically; the PNG folder must be new or marked
-    as made by an earlier report."""
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix in (".html", ".htm"):
-        write_text(out, to_html(rep), "--out", inputs)
-        return [out]
-    if suffix == ".md":
-        output_path(out, "--out", inputs)
-        d = figure_dir_for(out)
-        try:
-            text = to_markdown(rep, d, d.name)
-        except OSError as exc:
-            raise InputError(f"--out {out}: cannot write the figures into {d}: {exc.strerror or exc}") from None
-        write_text(out, text, "--out", inputs)
-        return [out] + sorted(d.glob("*.png"))
-    raise InputError(f"--out must end in .html or .md, got '{out.name}'")
 
 
 __all__ = ["build_report", "write_report", "to_html", "to_markdown", "bandwidth_requirement", "Report", "SECTIONS",

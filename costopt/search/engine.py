@@ -27,8 +27,6 @@ _DP_DEFAULTS_SOLVE = {  # data-parallel arguments -> (their default, why a trans
     "grad_accum": (1, "the large-model path derives gradient accumulation from --global-batch / (dp x micro-batch)"),
     "reduce_on": (None, "the large-model path reduces gradients on the GPUs (NCCL collectives)"),
     "stack": (AUTO, "the large-model path models NCCL collectives only"),
-    "framework": ("eager", "the large-model path's compute is its own fitted model (Megatron/DeepSpeed runs); "
-                           "--framework sets the software stack of a data-parallel zoo model"),
     "overlap": ("wfbp", "the large-model path overlaps data-parallel communication by its fitted overlap fraction "
                         "(data/llm_defaults.toml)"),
     "system": (None, "the large-model path uses its own fitted defaults (data/llm_defaults.toml), not "
@@ -48,6 +46,19 @@ _DP_PREDICT_ONLY = {**{k: v for k, v in _DP_DEFAULTS_SOLVE.items() if k not in (
 _LLM_ONLY = {"seq_len": None, "global_batch": None}
 _LLM_PREDICT_ONLY = {"seq_len": None, "global_batch": None, "tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
                      "vp": 1}
+
+
+def _llm_framework(framework: str | None) -> str:
+    """--framework on the large-model path: megatron | fsdp | deepspeed | torchtitan (perf/llm/evaluate.py);
+    not given (or the data-parallel default 'eager'): megatron. Another value is refused there (exit 2)."""
+    from costopt.perf.llm.evaluate import DEFAULT_FRAMEWORK, FRAMEWORKS
+
+    if framework in (None, "eager"):
+        return DEFAULT_FRAMEWORK
+    if framework not in FRAMEWORKS:
+        raise InputError(f"--framework '{framework}' for a transformer: choose from {', '.join(FRAMEWORKS)} "
+                         "(eager | cuda-graphs | vendor-tuned are the data-parallel stacks)", field="framework")
+    return framework
 
 
 def _flag(name: str) -> str:
@@ -130,7 +141,8 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
         precision = kw.pop("precision", api.DEFAULT_PRECISION)
         return LlmSolveResult(solve_llm(
             budget, model, tokens=tokens, model_config=model_config, seq_len=seq_len, global_batch=global_batch,
-            strategies=strategies, precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision, **kw))
+            strategies=strategies, precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
+            framework=_llm_framework(kw.pop("framework", None)), **kw))
     _refuse_given({"seq_len": seq_len, "global_batch": global_batch},
                   {k: (None, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                              "data-parallel zoo model" if k == "seq_len" else
@@ -154,7 +166,8 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            checkpointing=checkpointing, seq_len=seq_len, global_batch=global_batch,
                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
-                           catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp)
+                           catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp,
+                           framework=_llm_framework(kw.get("framework")))
     given = {"seq_len": seq_len, "global_batch": global_batch, "tp": tp, "pp": pp, "micro_batch": micro_batch,
              "checkpointing": checkpointing, "vp": vp}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "

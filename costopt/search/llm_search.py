@@ -36,7 +36,7 @@ from costopt.purchase.why import estimated_price_clause, estimated_price_parts
 from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_file, load_llm_model
 from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
-                       require_precision_somewhere)
+                       require_precision_somewhere, DEFAULT_FRAMEWORK, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -137,7 +137,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format."""
@@ -163,6 +163,7 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
                                             one(CHECKPOINTING.index(c)), vp=one(vp)), precision=precision, global_batch=gb,
+                         framework=framework,
                          hold_batch=global_batch is not None)
         for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
@@ -215,6 +216,7 @@ class LlmSearch:
     support_years: float = 0.0
     exact_batch: bool = False  # every design holds global_batch exactly (--global-batch given)
     skipped_by_bound: int = 0  # node counts never timed: their bound cannot beat their GPU type's best (llm_nodes.py)
+    framework: str = DEFAULT_FRAMEWORK  # the training software the designs are timed for (evaluate.FRAMEWORKS)
 
     @property
     def ok(self) -> np.ndarray:
@@ -253,7 +255,8 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                model_config: str | Path | None = None, strategies: list[str] | None = None,
                include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                max_instances: int | None = None, tco_years: float = 0.0, support_years: float = 0.0,
-               hours: float | None = None, request: Request | None = None, prune: bool = True) -> LlmSearch:
+               hours: float | None = None, request: Request | None = None, prune: bool = True,
+               framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
     """The design space of a large-model solve, each design with its fastest layout that fits, and costs
     on the data-parallel path's basis (hardware/cost.py: capex with `support_years` of support, plus
     `tco_years` of electricity; a rented design per hour, or for `hours` hours).
@@ -284,6 +287,7 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
     layouts = strategy_layouts(strategies)
+    params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
     # no per-job horizon on this basis, so no cost depends on throughput: priced before any timing
@@ -296,13 +300,15 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                                    space.gpu_idx * 2 + offered, objective=objective, precision=precision,
                                    global_batch=gb, layouts=layouts,
                                    min_tokens_per_s=request.target if request is not None else None,
-                                   qualifies=_qualifies(request), hold_batch=hold)
+                                   qualifies=_qualifies(request), hold_batch=hold, params=params)
         space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
         costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     else:
-        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold)
+        ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold,
+                                    params=params)
+    ev.framework = framework
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
-                     design_ranges(ev), basis, float(support_years), hold, skipped)
+                     design_ranges(ev), basis, float(support_years), hold, skipped, framework)
 
 
 def _admissible(costs: Costs, budget: float, request: Request | None) -> np.ndarray:
@@ -347,7 +353,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               max_rack_units: float | None = None, min_throughput: float | None = None,
               deadline_hours: float | None = None, confidence: float | None = None, tco_years: float = 0.0,
               support_years: float = 0.0, hours: float | None = None,
-              today: date | str | None = None) -> dict[str, Any]:
+              today: date | str | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing),
     under the limits and objective of search/limits.py (the same rules as data-parallel solves): power,
     rack units, a tokens/s target (`min_throughput`, or `tokens` within `deadline_hours`, met at
@@ -362,7 +368,7 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
                        exclude_gpus=exclude_gpus, max_instances=max_instances, tco_years=tco_years,
-                       support_years=support_years, hours=hours, request=req)
+                       support_years=support_years, hours=hours, request=req, framework=framework)
     return choose_llm(found, tokens=tokens, top=top, request=req, today=today)
 
 

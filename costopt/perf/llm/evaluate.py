@@ -17,7 +17,7 @@ designs then go through the same cost, Pareto front and exact choice as data-par
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,6 +43,12 @@ MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
 _PRECISION_FIELD = {"amp_bf16": "tflops_bf16", "amp_fp16": "tflops_fp16", "fp8": "tflops_fp8", "mxfp8": "tflops_fp8",
                     "nvfp4": "tflops_fp4"}
+# Training software (`--framework`): each has a fitted factor on the matmul share and its attention kernels'
+# fractions (data/llm_defaults.toml [framework]). megatron = Megatron-LM / Megatron-Core / NeMo / Megatron-Bridge
+# with Transformer Engine; fsdp = PyTorch FSDP (llm-foundry / Composer); deepspeed = DeepSpeed ZeRO;
+# torchtitan = PyTorch's torchtitan (no published run in the fit: the pooled share, said in the output)
+FRAMEWORKS = ("megatron", "fsdp", "deepspeed", "torchtitan")
+DEFAULT_FRAMEWORK = "megatron"
 # Precisions whose weight GEMMs run below 16 bits (step.py, memory.py): the GPU must list the format in
 # its catalog entry's `low_precision_formats`
 LOW_PRECISIONS = ("fp8", "mxfp8", "nvfp4")
@@ -93,6 +99,7 @@ def default_llm_params() -> LlmParams:
         unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
         unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
         optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
+        causal_attention_flop_share=float(comp["causal_attention_flop_share"]),
         gemm_shape_dims=float(comp["gemm_shape_dims"]),
         collective_hbm_bytes_per_byte_all_gather=float(links["collective_hbm_bytes_per_byte_all_gather"]),
         collective_hbm_bytes_per_byte_reduce_scatter=float(links["collective_hbm_bytes_per_byte_reduce_scatter"]),
@@ -103,7 +110,30 @@ def default_llm_params() -> LlmParams:
                        for p in LOW_PRECISIONS},
         cast_elements_per_token_per_hidden=float(lowp["cast_elements_per_token_per_hidden"]),
         saved_linear_input_elements=float(lowp["saved_linear_input_elements"]),
-        low_precision_param_gather=bool(lowp["low_precision_param_gather"]))
+        low_precision_param_gather=bool(lowp["low_precision_param_gather"]),
+        framework_share_factor={f: float(d["framework"][f]["matmul_share_factor"]) for f in FRAMEWORKS},
+        framework_causal_share={f: float(d["framework"][f]["causal_attention_flop_share"])
+                                for f in FRAMEWORKS if "causal_attention_flop_share" in d["framework"][f]},
+        framework_elementwise_bytes={f: float(d["framework"][f]["elementwise_bytes_per_token_per_hidden"])
+                                     for f in FRAMEWORKS if "elementwise_bytes_per_token_per_hidden" in d["framework"][f]},
+        framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
+                                          for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
+                                      for f in FRAMEWORKS})
+
+
+def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
+    """The parameters a design of `framework` runs with: the matmul share times the framework's fitted factor
+    (1 where the fit had none of its runs), its attention kernels' fractions over the defaults."""
+    if framework not in FRAMEWORKS:
+        raise InputError(f"unknown framework '{framework}' (choose from {', '.join(FRAMEWORKS)})", field="framework")
+    factor = params.framework_share_factor.get(framework, 1.0)
+    att = {**params.attention_fraction, **params.framework_attention_fraction.get(framework, {})}
+    el = params.framework_elementwise_bytes.get(framework, params.elementwise_bytes_per_token_per_hidden)
+    causal = params.framework_causal_share.get(framework, params.causal_attention_flop_share)
+    return replace(params, matmul_share_of_mamf=params.matmul_share_of_mamf * factor, attention_fraction=att,
+                   elementwise_bytes_per_token_per_hidden=el, causal_attention_flop_share=causal,
+                   framework_share_factor={}, framework_elementwise_bytes={}, framework_attention_fraction={},
+                   framework_causal_share={})
 
 
 def gpu_generation(gpu: Gpu) -> str:
@@ -228,6 +258,8 @@ class LlmEvaluation:
     fits: np.ndarray
     valid: np.ndarray  # layout possible on this hardware (degrees divide the GPUs, precision supported)
     why_not: np.ndarray  # str: '' or the first reason the design cannot run
+    framework: str = DEFAULT_FRAMEWORK
+    params: LlmParams | None = None  # what it was timed with (the framework's values applied)
 
 
 def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
@@ -262,7 +294,7 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
 WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
            "hybrid sharding needs more than one node",
-           "virtual pipeline stages need pp > 1 and the layers divisible by pp x vp", "does not fit in GPU memory",
+           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
            "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
 _NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
     1, len(WHY_NOT))
@@ -289,11 +321,12 @@ class _Sizing:
 
 
 def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
-    """Interleaving needs a pipeline (p > 1) and L divisible by p·vp (every chunk the same layers)."""
+    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L; Megatron splits unevenly, e.g.
+    Llama 3.1 405B's 126 layers over pp 8 x vp 8 with the embedding and loss as stage layers)."""
     if layout.vp is None:
         return np.zeros(len(p), dtype=bool)
     v = layout.vp.astype(np.float64)
-    return (v > 1) & ((p < 2) | (np.mod(layers, p * v) != 0))
+    return (v > 1) & ((p < 2) | (p * v > layers))
 
 
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
@@ -350,12 +383,14 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
 def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, layout: Layout, *, precision: str,
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
-                     flash_attention: np.ndarray | None = None, hold_batch: bool = False) -> LlmEvaluation:
+                     flash_attention: np.ndarray | None = None, hold_batch: bool = False,
+                     framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
     `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
-    `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node)."""
-    params = params or default_llm_params()
+    `gpus_per_node` overrides the chassis slot count (measured rows that used part of a node); `framework`
+    selects the training software's fitted values (params_for_framework)."""
+    params = params_for_framework(params or default_llm_params(), framework)
     arch = cfg if isinstance(cfg, ArchArrays) else ArchArrays.of(cfg, len(space))
     hw = _hardware_arrays(space, precision, params)
     lp = low_precision_of(precision, params)
@@ -367,7 +402,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
-                         size.limit, size.fits, valid, sentences[size.why])
+                         size.limit, size.fits, valid, sentences[size.why], framework, params)
 
 
 def all_layouts(max_tp: int = 8) -> Layout:
@@ -402,10 +437,11 @@ class TripleSizing:
 
 def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
                  params: LlmParams | None = None, keep_sizes: bool = False,
-                 chunk_elements: int = 400_000, hold_batch: bool = False) -> TripleSizing:
+                 chunk_elements: int = 400_000, hold_batch: bool = False,
+                 framework: str = DEFAULT_FRAMEWORK) -> TripleSizing:
     """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
     distinct triple (a few hundred triples instead of thousands of designs)."""
-    params = params or default_llm_params()
+    params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
     key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
@@ -439,12 +475,12 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
 def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
                     precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
                     params: LlmParams | None = None, chunk_elements: int = 400_000,
-                    hold_batch: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    hold_batch: bool = False, framework: str = DEFAULT_FRAMEWORK) -> tuple[np.ndarray, np.ndarray]:
     """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
     layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
     per design and layout group (default: one group) the fastest fitting layout, the lowest index
     among equals; -1 tokens/s and layout 0 where none fits."""
-    params = params or default_llm_params()
+    params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     grp = np.zeros(n_lay, dtype=np.int64) if group_of_layout is None else np.asarray(group_of_layout, dtype=np.int64)
     n_grp = int(grp.max()) + 1 if n_lay else 1
@@ -488,7 +524,8 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000, hold_batch: bool = False) -> LlmEvaluation:
+                           chunk_elements: int = 400_000, hold_batch: bool = False,
+                           framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
     """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
     layout index. Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only
     layouts whose dp x micro-batch divides the global batch fit (`--global-batch` held exactly).
@@ -498,14 +535,14 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
     number is the same element-wise expression as `evaluate_layouts`, so the choice is identical to
     timing every pair (tests/test_llm_search.py checks it against that plain search).
     """
-    params = params or default_llm_params()
+    params = params_for_framework(params or default_llm_params(), framework)
     layouts = layouts or all_layouts()
     sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
                          chunk_elements=chunk_elements, hold_batch=hold_batch)
     _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
                                 params=params, chunk_elements=chunk_elements, hold_batch=hold_batch)
     return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
-                            global_batch=global_batch, params=params, hold_batch=hold_batch)
+                            global_batch=global_batch, params=params, hold_batch=hold_batch, framework=framework)
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
@@ -543,7 +580,7 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "t_optimizer_s": float(tm.t_opt_s[i]),
         "bottleneck": str(tm.bound[i]),
         "compute_basis": (f"roofline: {ev.cfg.hardware_flops_per_token(CHECKPOINTING[lay.ckpt[i]]) / 1e9:.1f} "
-                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus, ev.precision)} of the {g.id} "
+                          f"GFLOP/token, weight matmuls at {_mm_note(g, s.gpus, ev.precision, ev.params)} of the {g.id} "
                           f"{ev.precision} peak{_lowp_note(ev)}; an estimate, not a measurement on this GPU"),
         "mfu_basis": (f"model FLOPs 6·P + 12·L·h·s = {ev.cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (PaLM "
                       f"convention: no recompute) over the {g.id}'s dense {ev.precision} peak "
@@ -551,13 +588,26 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         "mfu_bf16_peak": (float(tm.tokens_per_s_per_gpu[i]) * ev.cfg.model_flops_per_token
                           / (bf16_peak_flops(g, ev.precision) or float("nan")) if ok else nan),
     }
+    rec["framework"] = ev.framework
+    rec["framework_basis"] = framework_basis(ev.framework)
     if lay.vp is not None:
         rec["vp"] = int(lay.vp[i])
     return rec
 
 
-def _mm_note(g: Gpu, gpus, precision: str = "amp_bf16") -> str:
-    p = default_llm_params()
+def framework_basis(framework: str) -> str:
+    """Where a framework's efficiency comes from, in words (the fit's rows of it, or none)."""
+    d = read_toml(DEFAULTS_FILE, "large-model defaults")
+    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (40 rows)",
+            "fsdp": "llm-foundry's PyTorch FSDP runs (216 rows)", "deepspeed": "six DeepSpeed ZeRO-3 runs of SC21 Table 2"}
+    if framework in rows:
+        return (f"{framework}: matmul share and element-wise bytes fitted on {rows[framework]}, "
+                f"{d['fit']['date']}")
+    return f"{framework}: no published run in the fit; the pooled values of all frameworks (an estimate)"
+
+
+def _mm_note(g: Gpu, gpus, precision: str = "amp_bf16", params: LlmParams | None = None) -> str:
+    p = params or default_llm_params()
     frac, where = mamf_fraction(g, p, {x.id: x for x in gpus}, precision)
     return f"{min(1.0, p.matmul_share_of_mamf * frac):.0%} ({p.matmul_share_of_mamf:.2f} x {frac:.3f}, {where})"
 

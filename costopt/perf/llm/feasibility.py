@@ -60,9 +60,9 @@ def memory_grid(found: LlmSearch) -> dict[str, Any]:
     families, fam_of = np.unique(fam_key, axis=0, return_inverse=True)
     fam_of = fam_of.reshape(-1)
     sized = size_triples(cfg, sub, layouts, precision=found.precision, global_batch=found.global_batch,
-                         keep_sizes=True)
+                         keep_sizes=True, framework=found.framework)
     thr, best_k = fastest_fitting(cfg, sub, layouts, sized, precision=found.precision,
-                                  global_batch=found.global_batch, group_of_layout=fam_of)
+                                  global_batch=found.global_batch, group_of_layout=fam_of, framework=found.framework)
     mem_of_gpu = np.array([g.memory_gb for g in sub.gpus])
     mem = mem_of_gpu[sub.gpu_idx]
     tri_mem = mem[sized.first]

@@ -24,6 +24,11 @@ the attention core at its own fraction, the element-wise rest at a fraction of t
     row's attention is `unfused`) the score GEMMs run at e_mm and every head's s×s scores go through
     memory: k_sc = 32 bytes per score element per layer forward + backward (+13 when the attention
     core is recomputed), counted op by op in data/llm_defaults.toml.
+    Causal masking: F_att counts every score (the MFU convention), but a causal FlashAttention kernel
+    skips the masked half of the score blocks, so it executes c_causal·F_att, c_causal = 0.5 (the FLOP count
+    the FlashAttention-2 paper, §4.1, quotes its causal fractions on) for the framework that does so
+    (megatron), 1 elsewhere (data/llm_defaults.toml says why); without FlashAttention every score is
+    computed and masked afterwards (c_causal = 1).
     T_fwd = T_mb/3 (recompute moves into backward),  T_bwd = T_mb − T_fwd
 
 Optimizer update, once per step, memory-bound, on the parameters a GPU owns:
@@ -48,8 +53,8 @@ F_w = F_hw − F_att a share
 runs at the low-precision peak peak_lp·e_lp, e_lp = η·MAMF_lp(gpu)/S (MAMF_lp: the GPU's measured fp8
 matmul fraction), the rest at the bf16 peak·e_mm:
 
-    T_matmul = [F_w·S·(q/(peak_lp·e_lp') + (1−q)/(peak·e_mm')) + F_att/(peak·e_att)]·b·s/(t·p)
-               (e' = the fraction before the shape slowdown S)
+    T_matmul = [F_w·S·(q/(peak_lp·e_lp') + (1−q)/(peak·e_mm')) + c_causal·F_att/(peak·e_att)]·b·s/(t·p)
+               (e' = the fraction before the shape slowdown S; c_causal below)
 
 Every element that enters a low-precision GEMM is cast first: read in bf16 (2 bytes), written row-wise
 and column-wise (the transposed copy the weight-gradient GEMM reads, 2·w bytes, w = bytes per element
@@ -144,6 +149,13 @@ class LlmParams:
     cast_elements_per_token_per_hidden: float = 16.0
     saved_linear_input_elements: float = 7.0
     low_precision_param_gather: bool = True
+    # per training framework (evaluate.FRAMEWORKS): a factor on matmul_share_of_mamf (fitted; 1 = the pooled
+    # share) and attention fractions per generation that replace attention_fraction's (its kernels)
+    framework_share_factor: dict = field(default_factory=dict)
+    framework_attention_fraction: dict = field(default_factory=dict)
+    framework_elementwise_bytes: dict = field(default_factory=dict)  # per framework c_bw (fitted); absent: pooled
+    causal_attention_flop_share: float = 1.0  # share of F_att a causal FlashAttention kernel is charged for
+    framework_causal_share: dict = field(default_factory=dict)  # per framework (evaluate.params_for_framework)
 
 
 @dataclass
@@ -213,7 +225,11 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     peak_lp = peak if lowp_peak_flops is None else np.asarray(lowp_peak_flops, dtype=np.float64)
     e_lp = e_mm if lowp_matmul_fraction is None else np.asarray(lowp_matmul_fraction, dtype=np.float64)
     slow = gemm_shape_slowdown(h, t, params.gemm_shape_dims)
-    t_matmul = ((f_hw - f_att) * slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)) + f_att / (peak * e_att)) \
+    # a causal FlashAttention kernel skips the masked half of the score blocks: it executes c_causal·F_att
+    # (FlashAttention-2 paper §4.1 counts causal FLOPs so, and its fractions are quoted on that count); an
+    # unfused kernel computes every score and masks afterwards (c = 1)
+    f_att_run = f_att * np.where(flash, params.causal_attention_flop_share, 1.0)
+    t_matmul = ((f_hw - f_att) * slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)) + f_att_run / (peak * e_att)) \
         * b * s / (t * p)
     t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
     k_score = params.unfused_attention_bytes_per_score \
