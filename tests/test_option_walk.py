@@ -269,9 +269,9 @@ DECISIONS["rent-vs-buy"] = {
     "hours": ((C, ["--hours", "100"]), (C, ["--hours", "100"])),
     "max_nodes": ((C, ["--max-nodes", "2"]), (C, ["--max-nodes", "2"])),
     "max_instances": ((C, ["--max-instances", "4"]), (C, ["--max-instances", "4"])),
-    "include": ((X, ["--include", "legacy"], _IGN), (X, ["--include", "legacy"], _IGN)),
-    "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (X, ["--exclude-gpu", "b200"], _IGN)),
-    "as_of": ((C, ["--as-of", "2031-01-01"]), (X, ["--as-of", "2031-01-01"], _IGN)),
+    "include": ((C, ["--include", "legacy"]), (C, ["--include", "legacy"])),
+    "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (C, ["--exclude-gpu", "b200"])),
+    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
 }
 DECISIONS["export"] = {
     **_COMMON,
