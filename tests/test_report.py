@@ -379,16 +379,25 @@ def test_short_nic_is_said_in_the_why_line_too(decided):
 
 
 def test_sensitivity_rows_by_hand(decided):
-    """Electricity x2 adds three more years of electricity to TCO: capex + 3 x e x 2; at utilisation u the owned
-    cost per 1e6 samples is (TCO / 3) / (throughput x 3,600 x 8,766 x u) x 1e6."""
+    """TCO is the whole cost of owning that `costopt predict --tco-years 3` gives the same design (its cost_usd);
+    electricity x2 adds three more years of electricity (3 x e); colocation x2 adds its term once more; at
+    utilisation u the owned cost per 1e6 samples is (TCO / 3) / (throughput x 3,600 x 8,766 x u) x 1e6."""
     rep, _ = decided["cnn"]
     b = rep.solve_json["best"]
     rows = {r[0].split(" ($")[0]: r for r in rep.section("sensitivity").tables[0][1]}
     for key in ("every price -20%", "every price +20%", "throughput at the 80% range's low end",
-                "throughput at the 80% range's high end", "utilisation 25%", "utilisation 100%", "electricity price x2"):
+                "throughput at the 80% range's high end", "utilisation 25%", "utilisation 100%", "electricity price x2",
+                "colocation price x2"):
         assert key in rows, (key, list(rows))
-    tco3 = b["capex_usd"] + 3 * b["energy_usd_per_year"]
-    assert rows["electricity price x2"][2] == f"TCO 3 y ${b['capex_usd'] + 3 * b['energy_usd_per_year'] * 2:,.0f}"
+    p = costopt.predict(CNN["model"], b["gpu"], b["gpus_per_node"], b["nodes"], b["nic"], b["strategy"],
+                        chassis=b["chassis"], nics_per_node=b["nics_per_node"], batch_per_gpu=b["batch_per_gpu"],
+                        precision=b["precision"], tco_years=3)
+    tco3 = p["cost_usd"]
+    assert tco3 > b["capex_usd"] + 3 * b["energy_usd_per_year"]  # more than capex + electricity: colocation, staff...
+    assert f"TCO over 3 years ${tco3:,.0f}" in rep.sections[0].intro
+    assert rows["electricity price x2"][2] == f"TCO 3 y ${tco3 + 3 * b['energy_usd_per_year']:,.0f}"
+    colo = sum(x["subtotal_usd"] for x in p["tco"] if x["part_id"] == "colocation")
+    assert rows["colocation price x2"][2] == f"TCO 3 y ${tco3 + colo:,.0f}"
     per_1e6 = tco3 / 3 / (b["throughput_samples_per_s"] * 3600 * 8766 * 0.25) * 1e6
     assert rows["utilisation 25%"][2].startswith(f"owned ${per_1e6:,.2f} per 1e6 samples")
     # a price cut of 20% is the budget / 0.8: the pick there costs more than this budget, yet at most 250,000

@@ -15,10 +15,12 @@ large-model report (llm_report.py), which hand in the numbers as a `Case`.
                    = (capex / years + electricity per year) / (throughput x 3,600 x 8,766 x u) x 1e6
                    (electricity at the catalog's average draw whatever the utilisation, as the TCO), against
                    renting the same work when a cloud catalog is given (rent per hour / rented throughput)
-                   electricity price x0.5 and x2: TCO = capex + years x electricity per year x factor
+                   electricity price x0.5 and x2: TCO + years x electricity per year x (factor - 1)
+                   colocation price x0.5 and x2: TCO + the colocation term x (factor - 1)
 
-TCO here: capex + years x electricity per year (the terms the design carries; a design that carries
-`tco_usd` has its own, used as given).
+TCO: the whole cost of owning over the horizon, term by term (hardware/bom.py tco_lines: capex, storage,
+financing, colocation, electricity, support, staff, less resale), as `solve --tco-years` prices it; capex plus
+electricity where a report cannot get the terms.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Case:
     verify: list[str] = field(default_factory=list)  # path-specific checks
     assumptions: list[list[str]] = field(default_factory=list)  # [what, value, source]
     repick: Callable[[float], dict | None] | None = None  # the pick at a price factor (None: nothing fits)
+    tco_lines: Callable[[dict], list[dict] | None] | None = None  # the whole cost of owning, term by term
     rent: dict[str, float] | None = None  # {"usd_per_hour", "throughput", "name"}: renting the same work
 
 
@@ -61,11 +64,18 @@ def _m(v: float | None, cents: bool = False) -> str:
     return "-" if v is None else format_usd(v, cents=cents)
 
 
-def tco(d: dict, years: float) -> float:
-    """Capex plus `years` of electricity (or the design's own `tco_usd`)."""
-    if d.get("tco_usd") is not None:
-        return float(d["tco_usd"])
+def tco(d: dict, years: float, lines: list[dict] | None = None) -> float:
+    """The whole cost of owning over `years`: the sum of its TCO lines (hardware/bom.py tco_lines: capex,
+    storage, financing, colocation, electricity, support, staff, less resale) when known, else capex plus
+    `years` of electricity."""
+    lines = lines if lines is not None else d.get("tco")
+    if lines:
+        return float(sum(float(x["subtotal_usd"]) for x in lines))
     return float(d.get("capex_usd") or d["cost_usd"]) + years * float(d.get("energy_usd_per_year") or 0.0)
+
+
+def _tco(case: "Case", d: dict) -> float:
+    return tco(d, case.years, case.tco_lines(d) if case.tco_lines is not None else None)
 
 
 def closest_other_gpus(case: Case, k: int = 2) -> list[dict]:
@@ -88,7 +98,7 @@ def summary(case: Case) -> Section:
     b = case.best
     cost_word = "per hour (rented)" if case.cloud else "capex"
     rec = (f"Buy {case.describe(b)} for {_m(b['cost_usd'], case.cloud)} {cost_word}"
-           + ("" if case.cloud else f"; TCO over {case.years:g} years {_m(tco(b, case.years))}")
+           + ("" if case.cloud else f"; TCO over {case.years:g} years {_m(_tco(case, b))}")
            + f". It achieves {_achieves(case, b)}.")
     sec = Section("summary", "Decision summary", rec, css_class="summary")
     rows = []
@@ -96,7 +106,7 @@ def summary(case: Case) -> Section:
     for d in [b, *closest_other_gpus(case)]:
         t, lo, hi = case.throughput(d)
         rows.append([d["gpu"], case.describe(d), _m(d["cost_usd"], case.cloud),
-                     "-" if case.cloud else _m(tco(d, case.years)), f"{t:,.0f}",
+                     "-" if case.cloud else _m(_tco(case, d)), f"{t:,.0f}",
                      "-" if lo is None or hi is None else f"{lo:,.0f}-{hi:,.0f}",
                      "recommended" if d is b else f"{t / t_best - 1:+.0%} {case.unit}, "
                      f"{(d['cost_usd'] - b['cost_usd']) / b['cost_usd']:+.0%} cost"])
@@ -119,8 +129,7 @@ def assumptions(case: Case) -> Section:
         ["horizon", f"{case.years:g} years", "--years: TCO, rent vs buy, cost per unit of work"],
         ["electricity", f"${s.electricity_usd_per_kwh:g}/kWh, PUE {s.pue:g}, average draw "
                         f"{s.average_draw_fraction:g} of nameplate", str(s.source)],
-        ["TCO", "capex + horizon x electricity per year" if case.best.get("tco_usd") is None else "the design's TCO",
-         "the design's capex_usd and energy_usd_per_year"],
+        ["TCO", _tco_terms(case), "hardware/bom.py tco_lines (catalog [site] rates, each with its source)"],
         ["utilisation", "the cluster busy all the time for cost per unit of work (the Sensitivity section varies it)",
          "estimate"],
         *case.assumptions,
@@ -129,6 +138,14 @@ def assumptions(case: Case) -> Section:
         rows.append(["job", case.work_label, "--epochs x --dataset-size, or --tokens"])
     return Section("assumptions", "Assumptions", "Every input the recommendation rests on, in one place.",
                    [(["assumption", "value", "from"], rows)])
+
+
+def _tco_terms(case: Case) -> str:
+    lines = case.tco_lines(case.best) if case.tco_lines is not None else None
+    if not lines:
+        return "capex + horizon x electricity per year"
+    signed = lambda v: ("-" + _m(-v)) if v < 0 else _m(v)  # noqa: E731
+    return "; ".join(f"{x['item']} {signed(float(x['subtotal_usd']))}" for x in lines) + f" = {_m(_tco(case, case.best))}"
 
 
 def sensitivity(case: Case) -> Section:
@@ -159,7 +176,8 @@ def sensitivity(case: Case) -> Section:
                        else f"still faster than {runner['gpu']} ({rt:,.0f})")
         rows.append([label, case.describe(b), what, verdict])
     if not case.cloud:
-        per_year = tco(b, case.years) / case.years
+        whole = _tco(case, b)
+        per_year = whole / case.years
         for u in (0.25, 0.5, 0.75, 1.0):
             own = per_year / (t * 3600.0 * HOURS_PER_YEAR * u) * 1e6
             what = f"owned {_m(own, True)} per 1e6 {case.unit.split('/')[0]}"
@@ -171,13 +189,20 @@ def sensitivity(case: Case) -> Section:
             rows.append([f"utilisation {u:.0%}", case.describe(b), what, verdict])
         e = float(b.get("energy_usd_per_year") or 0.0)
         for f in (0.5, 2.0):
-            total = tco(b, case.years) + case.years * e * (f - 1.0)
+            total = whole + case.years * e * (f - 1.0)
             rows.append([f"electricity price x{f:g} (${case.site.electricity_usd_per_kwh * f:.3f}/kWh)",
                          case.describe(b), f"TCO {case.years:g} y {_m(total)}",
-                         f"{total / tco(b, case.years) - 1:+.1%} TCO"])
+                         f"{total / whole - 1:+.1%} TCO"])
+        lines = case.tco_lines(b) if case.tco_lines is not None else None
+        colo = sum(float(x["subtotal_usd"]) for x in (lines or []) if x.get("part_id") == "colocation")
+        for f in ((0.5, 2.0) if colo else ()):
+            total = whole + colo * (f - 1.0)
+            rows.append([f"colocation price x{f:g}", case.describe(b), f"TCO {case.years:g} y {_m(total)}",
+                         f"{total / whole - 1:+.1%} TCO"])
     intro = ("How the recommendation moves when an input moves: prices re-solved at x0.8 and x1.2 (the same as the "
              "budget / 0.8 and / 1.2), throughput at its range's ends, the owned cluster's cost per unit of work by "
-             "utilisation" + (" against renting the same work" if case.rent else "") + ", and the electricity price.")
+             "utilisation" + (" against renting the same work" if case.rent else "") + ", and the electricity and colocation "
+             "prices.")
     return Section("sensitivity", "Sensitivity", intro, [(["input moved", "design", "result", "verdict"], rows)])
 
 

@@ -347,6 +347,28 @@ def _with_energy(d: dict, site) -> dict:
     return {**d, "energy_usd_per_year": kwh * site.electricity_usd_per_kwh}
 
 
+def _tco_lines(found: LlmSearch, years: float):
+    """The whole cost of owning of a hardware design of `found` over `years` (hardware/bom.py tco_lines), found
+    by its hardware (GPU, chassis, NIC, GPUs per node, nodes, adapters); None when it is not in the search."""
+    from costopt.hardware.bom import tco_lines
+
+    s = found.space
+    gpu = {g.id: i for i, g in enumerate(s.gpus)}
+    ch = {c.id: i for i, c in enumerate(s.chassis)}
+    nic = {n.id: i for i, n in enumerate(s.nics)}
+
+    def lines(d: dict) -> list | None:
+        if d["gpu"] not in gpu or d["chassis"] not in ch:
+            return None
+        m = ((s.gpu_idx == gpu[d["gpu"]]) & (s.chassis_idx == ch[d["chassis"]]) & (s.nodes == d["nodes"])
+             & (s.gpus_per_node == d["gpus_per_node"]))
+        if d["nic"]:
+            m &= (s.nic_idx == nic.get(d["nic"], -2)) & (s.nics_per_node == d["nics_per_node"])
+        idx = np.flatnonzero(m)
+        return tco_lines(found.catalog, found.costs, int(idx[0]), years) if len(idx) else None
+    return lines
+
+
 def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | None, rent, repick):
     """The large-model recommendation as the decision sections read it (purchase/decision.py)."""
     from costopt.purchase import decision
@@ -396,7 +418,8 @@ def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | 
         throughput=lambda d: (d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high")),
         describe=_describe, years=years, as_of=str(res.get("as_of")), catalogs=cats, site=site,
         cloud=found.catalog.is_cloud, work=tokens, work_label=(f"{tokens:,.0f} tokens" if tokens else ""),
-        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent)
+        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent,
+        tco_lines=None if found.catalog.is_cloud else _tco_lines(found, years))
 
 
 def build_llm_report(model: str | None, budget: float, catalog: str | Path | Catalog | None = None, *,

@@ -599,6 +599,28 @@ def _repick(cat: Catalog, model: str, budget: float, opts: Options) -> dict | No
         return None
 
 
+def _tco_lines(model: str, cat: Catalog, opts: Options, years: float):
+    """The whole cost of owning of a solved design over `years`, term by term: `predict` of that design with
+    tco_years (hardware/bom.py tco_lines); None for a rented one or when it cannot be priced."""
+    memo: dict[tuple, list | None] = {}
+
+    def lines(d: dict) -> list | None:
+        key = tuple(d.get(k) for k in ("gpu", "gpus_per_node", "nodes", "nic", "strategy", "chassis", "nics_per_node",
+                                        "reduce_on", "batch_per_gpu", "precision", "overlap", "stack", "grad_accum"))
+        if key not in memo:
+            try:
+                p = api.predict(model, d["gpu"], d["gpus_per_node"], d["nodes"], d["nic"], d["strategy"], catalog=cat,
+                                system=opts.system, chassis=d["chassis"], nics_per_node=d["nics_per_node"],
+                                reduce_on=d["reduce_on"], batch_per_gpu=d["batch_per_gpu"], precision=d["precision"],
+                                overlap=d["overlap"], stack=d.get("stack"), grad_accum=d.get("grad_accum", 1),
+                                tco_years=years)
+                memo[key] = p.get("tco") if abs(p["capex_usd"] - d["capex_usd"]) < 0.5 else None
+            except Exception:  # noqa: BLE001 - a design predict cannot price: capex + electricity instead
+                memo[key] = None
+        return memo[key]
+    return lines
+
+
 def _describe(d: dict) -> str:
     strat = {"ring": "ring all-reduce", "hierarchical": "hierarchical all-reduce", "ps": "parameter server"}
     return (f"{d['total_gpus']} x {d['gpu']} ({d['gpus_per_node']} per node x {d['nodes']} nodes, {d['chassis']}, "
@@ -669,7 +691,8 @@ def _case(res: api.SolveResult, cat: Catalog, cloud_cat: Catalog | None, opts: O
         catalogs=[f"{c.catalog.name} ({c.catalog.date})" for c in [cat] + ([cloud_cat] if cloud_cat else [])],
         site=cat.site, cloud=cat.is_cloud, work=opts.samples,
         work_label=(f"{opts.epochs:g} epochs x {opts.dataset_size:,.0f} samples" if opts.samples else ""),
-        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent)
+        risks=risks, verify=verify, assumptions=extra, repick=repick, rent=rent,
+        tco_lines=None if cat.is_cloud else _tco_lines(res.model, cat, opts, years))
 
 
 def build_report(model: str, budget: float, catalog: str | Path | Catalog | None = None, opts: Options | None = None,
