@@ -223,7 +223,7 @@ def solve(
         c.print(f"How sure: estimated throughput {b['throughput_samples_per_s']:,.1f} samples/s, 80% range "
                 f"{b['throughput_low_samples_per_s']:,.1f} to {b['throughput_high_samples_per_s']:,.1f}; the best design "
                 f"stays best in {sv['robustness']:.0%} of {sv['robustness_resamples']} resamples of the fitted system "
-                f"parameters; {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈)")
+                f"parameters and of each GPU's compute (by its evidence kind's out-of-sample spread); {ties} of the ranked alternatives are near-ties (ranges overlap the best's, marked ≈)")
     for w in res.warnings:
         c.print(f"Warning: {w}")
     if res.capacity:

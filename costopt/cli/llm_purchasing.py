@@ -31,13 +31,13 @@ def refuse_llm_only(given: dict[str, Any]) -> None:
 
 
 def job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include, exclude_gpu,
-        max_instances, objective="throughput"):
+        max_instances, objective="throughput", today=None):
     from costopt.purchase.llm_purchasing import LlmJob
 
     return LlmJob(model=model, model_config=model_config, tokens=tokens, seq_len=seq_len, global_batch=global_batch,
                   precision="amp_bf16" if precision == "auto" else precision, strategies=strategy or None,
                   max_nodes=max_nodes, include=include or None, exclude_gpus=exclude_gpu or None,
-                  max_instances=max_instances, objective=objective)
+                  max_instances=max_instances, objective=objective, today=today)
 
 
 def _money(v: float | None, rate: bool = False) -> str:
@@ -93,11 +93,15 @@ def run_compare(catalogs, j, budget: float, *, hours, tco_years, years, utilizat
     row("capex", lambda a: _money(a.best["capex_usd"]) if not a.catalog.is_cloud else "- (rented)")
     row("tokens/s", lambda a: _tokens(a.best))
     row("MFU", lambda a: f"{a.best['mfu']:.1%}")
+    row("USD per 1e9 tokens", lambda a: f"{_money(a.best['usd_per_1e9_tokens'], True)} ({a.best['usd_per_1e9_tokens_basis']})")
     row("memory per GPU", lambda a: f"{a.best['memory_per_gpu_gb']:.1f} of {a.best['gpu_memory_gb']:g} GB")
     if cmp.tokens:
         row("time to train", lambda a: f"{a.best['hours_to_train']:,.0f} h "
                                        f"({a.best['hours_to_train_low']:,.0f}-{a.best['hours_to_train_high']:,.0f})")
     c.print(t)
+    parts = next((a.result["parts_offered"] for a in cmp.answers if a.result), None)
+    if parts:
+        c.print(f"Parts: {parts} (--include consumer,legacy,eol opens the rest)")
     for a in cmp.answers:
         cap = a.result.get("capacity") if a.result else None
         if cap and cap.get("bound"):
@@ -139,6 +143,8 @@ def run_rent_vs_buy(j, budget: float, cloud, catalog, *, years, utilization, hou
             f"years; the same job on both sides: sequences of {b['seq_len']:,} tokens"
             + (f", {r.samples:,.3g} tokens to train" if r.samples else ""))
     c.print(f"Buy  ({r.owned_catalog}): {_design(b)}, {_layout(b)}: {_tokens(b)}")
+    if getattr(r, "parts_offered", None):
+        c.print(f"Parts: {r.parts_offered} (--include consumer,legacy,eol opens the rest)")
     c.print(f"Rent ({r.cloud_catalog}): {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}), {_layout(k)}: "
             f"{_tokens(k)}")
     t = Table(title="Costs (each with what it means)", title_justify="left")

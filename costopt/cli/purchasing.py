@@ -71,11 +71,19 @@ _MODEL = typer.Option(None, help="Zoo model (a data-parallel one, or a transform
 
 
 def _llm(model, model_config, strategy, tokens) -> bool:
-    """A large-model request (perf/llm.is_llm_request): a transformer, a model config, or --tokens."""
+    """A large-model request (perf/llm.is_llm_request): a transformer, a model config, or --tokens. --tokens
+    with a data-parallel zoo model exits 2 naming it (its work is --epochs x --dataset-size)."""
     from costopt.perf.llm import is_llm_request
     from costopt.perf.workload import list_models
 
-    return is_llm_request(model, model_config, strategy, tokens, list_models())
+    dp = list_models()
+    if tokens is not None and model_config is None and model in dp:
+        from costopt.perf.llm.arch import is_llm_model
+
+        if not is_llm_model(model):
+            _fail(InputError(f"--tokens: {model} is a data-parallel model; its job is --epochs x --dataset-size",
+                             field="tokens"))
+    return is_llm_request(model, model_config, strategy, tokens, dp)
 
 
 def _dp_model(model: str | None, llm_only: dict) -> str:
@@ -122,7 +130,7 @@ def compare(
             L.refuse({"--batch-per-gpu": batch_per_gpu, "--overlap": None if overlap == "wfbp" else overlap,
                       "--epochs": epochs, "--dataset-size": dataset_size, "--system": system})
             j = L.job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include,
-                      exclude_gpu, max_instances, objective)
+                      exclude_gpu, max_instances, objective, as_of)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
@@ -214,7 +222,7 @@ def rent_vs_buy(
             L.refuse({"--batch-per-gpu": batch_per_gpu, "--overlap": None if overlap == "wfbp" else overlap,
                       "--epochs": epochs, "--dataset-size": dataset_size, "--system": system})
             j = L.job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include,
-                      exclude_gpu, max_instances)
+                      exclude_gpu, max_instances, today=as_of)
         except CostoptError as exc:
             _fail(exc, fmt.value)
             return
@@ -423,6 +431,9 @@ def export(
         if out is not None:
             output_path(out, "--out", inputs)
         cat = P._as_catalog(catalog)
+        if hours is not None and not cat.is_cloud:
+            raise InputError(f"--hours prices rented designs; {cat.path or cat.catalog.name} is an owned catalog",
+                             field="hours")
         opts.check_exclusions([cat])
         # in bounded memory: the space in pieces, the table's rows written a block at a time (export_stream.py)
         from costopt.purchase.export_stream import export_ranked

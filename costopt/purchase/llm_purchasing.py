@@ -68,6 +68,7 @@ class LlmJob:
     exclude_gpus: list[str] | None = None
     max_instances: int | None = None
     objective: str = "throughput"
+    today: Any = None  # the day price ages are counted to (--as-of; None: the clock's)
 
     def check(self) -> None:
         positive("tokens", self.tokens)
@@ -75,6 +76,7 @@ class LlmJob:
             raise InputError(f"objective must be throughput or cost-per-throughput here, got '{self.objective}'",
                              field="objective")
         self.exclude_gpus = checks.ident_list("exclude gpu", self.exclude_gpus)
+        self.today = checks.as_of(self.today)
 
     def search(self, catalog: Catalog, budget: float, prune: bool = False) -> LlmSearch:
         """`search_llm` on one catalog; --max-instances only where it rents, --exclude-gpu ids it lists.
@@ -238,7 +240,7 @@ def price_cut_llm(loser: LlmCatalogAnswer, target: float, job: LlmJob, budget: f
             lo = mid
         else:
             hi = mid
-    at = choose_llm(_repriced(found, kind, pid, current * lo, basis), tokens=job.tokens, top=1)["best"]
+    at = choose_llm(_repriced(found, kind, pid, current * lo, basis), tokens=job.tokens, top=1, today=job.today)["best"]
     return LlmPriceCut(loser.label, kind, pid, fld, current, current * lo, 1.0 - lo, at)
 
 
@@ -281,7 +283,7 @@ def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float
         found = priced(job.search(cat, budget), basis)
         gb, exact = found.global_batch, found.exact_batch
         try:
-            res = choose_llm(found, tokens=job.tokens, top=5, years=years)
+            res = choose_llm(found, tokens=job.tokens, top=5, years=years, today=job.today)
             res["best"]["cost_basis"] = basis.label(cat.is_cloud)
             answers.append(LlmCatalogAnswer(label, cat, res, basis.label(cat.is_cloud)))
         except InfeasibleError as exc:
@@ -363,7 +365,7 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
         raise InputError(f"{cloud_cat.path}: not a cloud catalog (it has no [[instance]] entries)")
     _check_exclusions(job, [own_cat, cloud_cat])
     owned = job.search(own_cat, budget)
-    buy_res = choose_llm(owned, tokens=job.tokens, top=1, years=years)
+    buy_res = choose_llm(owned, tokens=job.tokens, top=1, years=years, today=job.today)
     buy = buy_res["best"]
     t_own = buy["tokens_per_s"]
     energy = float(owned.costs.energy_usd_per_year[_index(owned, buy)])
@@ -380,7 +382,7 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
     j = (int(idx[np.lexsort((order[idx], -thr[idx], rate_all[idx]))[0]]) if fast.any()
          else int(idx[np.lexsort((order[idx], rate_all[idx], -thr[idx]))[0]]))
     one = dataclasses.replace(rented, offered=np.arange(len(rented.space)) == j)
-    rent_res = choose_llm(one, tokens=job.tokens, top=1, years=years)
+    rent_res = choose_llm(one, tokens=job.tokens, top=1, years=years, today=job.today)
     rent = rent_res["best"]
     capacity = rent_res.get("capacity")
     rate = rent["cost_usd"]  # USD per hour of the whole rented cluster
@@ -403,6 +405,7 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
                   capacity, held, terms["pricing"], terms["min_hours"], terms["interruption"],
                   _price_warnings([buy, rent]))
     r.kind = "large-model"  # type: ignore[attr-defined]
+    r.parts_offered = buy_res["parts_offered"]  # type: ignore[attr-defined]
     return r
 
 

@@ -364,6 +364,22 @@ def price_cut_to_win(loser: CatalogAnswer, target_score: float, model: str, budg
     return PriceCut(loser.label, kind, pid, fld, current, current * f_lo, 1.0 - f_lo, design)
 
 
+def _check_compare_horizon(cats: list[Catalog], opts: Options, amortize: bool) -> None:
+    """Options that only price a rented design or amortise an owned one beside it: refused when no catalog
+    of the comparison rents (--hours, --max-instances), or when none is owned beside a rented one
+    (--years, --utilization away from their defaults), instead of changing nothing."""
+    if not any(c.is_cloud for c in cats):
+        named = [k for k, v in (("--hours", opts.hours), ("--max-instances", opts.max_instances)) if v is not None]
+        if named:
+            raise InputError(f"{', '.join(named)}: price rented designs; none of the catalogs is a cloud catalog",
+                             field="hours" if opts.hours is not None else "max_instances")
+    if not amortize:
+        named = [k for k, v, d in (("--years", opts.years, 3.0), ("--utilization", opts.utilization, 1.0)) if v != d]
+        if named:
+            raise InputError(f"{', '.join(named)}: only when an owned catalog is compared with a cloud one (the "
+                             "purchase is then amortised over --years at --utilization)", field="years")
+
+
 def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opts: Options | None = None,
             *, price_cuts: bool = True) -> Comparison:
     """Best design under each catalog for the same budget, the winner, and the losers' break-even prices."""
@@ -382,6 +398,7 @@ def compare(catalogs: list[str | Path | Catalog], model: str, budget: float, opt
                              f"--dataset-size so its cost is comparable with a purchase")
     # owned beside rented: both on the stated horizon (the purchase amortised over years at utilisation)
     amortize = any(c.is_cloud for c in cats) and not all(c.is_cloud for c in cats)
+    _check_compare_horizon(cats, opts, amortize)
     for cat in cats:
         label = Path(cat.path.split(" (on base")[0]).name if cat.path else cat.catalog.name
         basis = opts.basis(amortize).label(cat.is_cloud)

@@ -1,0 +1,171 @@
+"""Every option of `compare`, `rent-vs-buy` and `export`, for a data-parallel model (inception_v3) and a
+transformer (llama3_70b --tokens 1e12): it changes what is printed, or it is refused with exit 2 and a line
+naming it. Never silently ignored (issue 22; tests/test_option_walk.py does the same for solve and predict).
+
+The options are read from the Typer app: a new option without a decision here fails
+`test_every_option_has_a_decision`. A decision is ("changes", ARGS) or ("refused", ARGS): the base command
+with ARGS (replacing the base's own value of that option) prints something different and exits 0 or 1, or
+exits 2 naming the option. ARGS are chosen by hand so the option matters (e.g. a GPU the base answer uses
+for --exclude-gpu). `report` is left out: every run draws its plots (seconds each); its large-model
+refusals are in tests/test_llm_purchasing.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from costopt.cli import app
+
+CMD = typer.main.get_command(app)
+REF = "catalogs/reference-2026.toml"
+VENDOR_A = "catalogs/vendor-a-datacenter-2026.toml"
+VENDOR_B = "catalogs/vendor-b-whitebox-2026.toml"
+AWS = "catalogs/aws-on-demand-2025.toml"
+MODEL_TOML = ('name = "tiny_gpt"\nlayers = 12\nhidden = 768\nheads = 12\nffn_hidden = 3072\nvocab = 50257\n'
+              'seq_len = 1024\nsource = "GPT-2 small shape (Radford et al. 2019), for this test"\n')
+BASE = {
+    ("compare", "dp"): [VENDOR_A, VENDOR_B, "--model", "inception_v3", "--budget", "200000"],
+    ("compare", "llm"): [REF, VENDOR_A, "--model", "llama3_70b", "--tokens", "1e12", "--budget", "5000000",
+                         "--max-nodes", "16"],
+    ("rent-vs-buy", "dp"): ["--model", "inception_v3", "--budget", "200000", "--cloud", AWS],
+    ("rent-vs-buy", "llm"): ["--model", "llama3_70b", "--tokens", "1e12", "--budget", "5000000", "--cloud", AWS,
+                             "--max-nodes", "16"],
+    ("export", "dp"): ["--model", "inception_v3", "--budget", "100000", "--max-nodes", "2"],
+    ("export", "llm"): ["--model", "llama3_70b", "--tokens", "1e12", "--budget", "5000000", "--max-nodes", "16"],
+}
+C, R = "changes", "refused"
+COMMON = {  # options of all three commands
+    "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
+    "budget": ((C, ["--budget", "100000"]), (C, ["--budget", "2000000"])),
+    "precision": ((C, ["--precision", "fp32"]), (C, ["--precision", "fp8"])),
+    "batch_per_gpu": ((C, ["--batch-per-gpu", "32"]), (R, ["--batch-per-gpu", "32"])),
+    "overlap": ((C, ["--overlap", "none"]), (R, ["--overlap", "none"])),
+    "strategy": ((C, ["--strategy", "ps"]), (C, ["--strategy", "fsdp"])),
+    "max_nodes": ((C, ["--max-nodes", "1"]), (C, ["--max-nodes", "2"])),
+    "system": ((C, ["--system", "SYSTEM"]), (R, ["--system", "SYSTEM"])),
+    "fmt": ((C, ["--format", "json"]), (C, ["--format", "json"])),
+    "include": ((C, ["--include", "all"]), (C, ["--include", "all"])),
+    "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
+    "model_config": ((C, ["--model-config", "MODEL"]), (C, ["--model-config", "MODEL"])),
+    "seq_len": ((R, ["--seq-len", "4096"]), (C, ["--seq-len", "4096"])),
+    "global_batch": ((R, ["--global-batch", "1024"]), (C, ["--global-batch", "1024"])),
+}
+COMPARE = {
+    **COMMON,
+    "objective": ((C, ["--objective", "cost-per-throughput"]), (C, ["--objective", "cost-per-throughput"])),
+    "hours": ((R, ["--hours", "100"]), (R, ["--hours", "100"])),  # no cloud catalog among the two
+    "epochs": ((R, ["--epochs", "10"]), (R, ["--epochs", "10"])),  # alone: it needs --dataset-size
+    "dataset_size": ((R, ["--dataset-size", "100000"]), (R, ["--dataset-size", "100000"])),
+    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
+    "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
+    "years": ((R, ["--years", "5"]), (C, ["--years", "5"])),  # owned only: llm's USD per 1e9 tokens
+    "utilization": ((R, ["--utilization", "0.5"]), (R, ["--utilization", "0.5"])),
+    "price_cut": ((C, ["--no-price-cut"]), (C, ["--no-price-cut"])),
+    "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
+    "exclude_gpu": ((C, ["--exclude-gpu", "l40s"]), (C, ["--exclude-gpu", "mi355x"])),
+}
+RENT = {
+    **COMMON,
+    "cloud": ((C, ["--cloud", "CLOUD2"]), (C, ["--cloud", "CLOUD2"])),
+    "catalog": ((C, ["--catalog", VENDOR_A]), (C, ["--catalog", VENDOR_A])),
+    "years": ((C, ["--years", "5"]), (C, ["--years", "5"])),
+    "utilization": ((C, ["--utilization", "0.5"]), (C, ["--utilization", "0.5"])),
+    "hours": ((C, ["--hours", "1000"]), (C, ["--hours", "1000"])),
+    "epochs": ((R, ["--epochs", "90"]), (R, ["--epochs", "90"])),  # alone: it needs --dataset-size
+    "dataset_size": ((R, ["--dataset-size", "1281167"]), (R, ["--dataset-size", "1281167"])),
+    "max_instances": ((C, ["--max-instances", "1"]), (C, ["--max-instances", "8"])),
+    "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (C, ["--exclude-gpu", "mi355x"])),
+    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
+}
+EXPORT = {
+    **COMMON,
+    "budget": ((C, ["--budget", "50000"]), (C, ["--budget", "2000000"])),
+    "catalog": ((C, ["--catalog", VENDOR_A]), (C, ["--catalog", VENDOR_A])),
+    "out": ((C, ["--out", "OUT"]), (C, ["--out", "OUT"])),
+    "objective": ((C, ["--objective", "cost-per-throughput"]), (C, ["--objective", "cost-per-throughput"])),
+    "epochs": ((R, ["--epochs", "90"]), (R, ["--epochs", "90"])),
+    "dataset_size": ((R, ["--dataset-size", "1281167"]), (R, ["--dataset-size", "1281167"])),
+    "hours": ((R, ["--hours", "100"]), (R, ["--hours", "100"])),  # an owned catalog
+    "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
+    "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
+    "exclude_gpu": ((C, ["--exclude-gpu", "l4"]), (C, ["--exclude-gpu", "mi355x"])),
+    "force": ((C, ["--out", "OUT", "--force"]), (C, ["--out", "OUT", "--force"])),
+}
+DECISIONS = {"compare": COMPARE, "rent-vs-buy": RENT, "export": EXPORT}
+KINDS = ("dp", "llm")
+
+
+def _params(command: str) -> list:
+    return [p for p in CMD.commands[command].params if p.param_type_name == "option"]
+
+
+@pytest.mark.parametrize("command", sorted(DECISIONS))
+def test_every_option_has_a_decision(command):
+    missing = [p.name for p in _params(command) if p.name not in DECISIONS[command]]
+    assert not missing, f"{command}: options with no decision in {__file__}: {missing}"
+
+
+def _merge(base: list[str], extra: list[str]) -> list[str]:
+    flags = {a for a in extra if a.startswith("--")}
+    out, i = [], 0
+    while i < len(base):
+        if base[i] in flags:
+            i += 2
+            continue
+        out.append(base[i])
+        i += 1
+    return out + extra
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("walk")
+    (d / "model.toml").write_text(MODEL_TOML)
+    (d / "system.toml").write_text("[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n")
+    # a second cloud catalog: the shipped one at twice the hourly prices
+    text = open(AWS, encoding="utf-8").read()
+    doubled = re.sub(r"(?m)^usd_per_hour = ([0-9.]+)", lambda m: f"usd_per_hour = {2 * float(m.group(1)):g}", text)
+    assert doubled != text
+    (d / "cloud2.toml").write_text(doubled)
+    return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml"), "CLOUD2": str(d / "cloud2.toml"),
+            "OUT": str(d / "out.csv")}
+
+
+_BASE_OUT: dict = {}
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    return r.exit_code, r.output
+
+
+def _cases():
+    for command, table in DECISIONS.items():
+        for name in sorted(table):
+            for k, kind in enumerate(KINDS):
+                d = table[name][k]
+                yield pytest.param(command, kind, name, d[0], d[1], id=f"{command}-{kind}-{name}")
+
+
+@pytest.mark.parametrize("command,kind,name,decision,extra", list(_cases()))
+def test_option_is_honoured_or_refused(command, kind, name, decision, extra, files):
+    extra = [files.get(a, a) for a in extra]
+    base = BASE[(command, kind)]
+    if (command, kind) not in _BASE_OUT:
+        _BASE_OUT[(command, kind)] = _run([command, *base])
+    rc0, out0 = _BASE_OUT[(command, kind)]
+    assert rc0 == 0, out0
+    rc, out = _run([command, *_merge(base, extra)])
+    p = next(p for p in _params(command) if p.name == name)
+    flags = list(p.opts) + list(p.secondary_opts or [])
+    if decision == R:
+        assert rc == 2, f"{name}: expected a refusal (exit 2), got {rc}:\n{out[-2000:]}"
+        assert any(f in out for f in flags), f"{name}: the refusal does not name the option:\n{out[-2000:]}"
+        assert "Traceback" not in out
+    else:
+        assert rc in (0, 1), f"{name}: exit {rc}:\n{out[-2000:]}"
+        assert out != out0, f"{name}: {extra} changed nothing in the output of {command} ({kind}): silently ignored"
