@@ -114,6 +114,7 @@ PREDICT = {
     "tp": ((R, ["--tp", "2"]), (C, ["--tp", "4"])),
     "pp": ((R, ["--pp", "2"]), (C, ["--pp", "2"])),
     "vp": ((R, ["--vp", "2"]), (C, ["--vp", "2"])),
+    "cp": ((R, ["--cp", "2"]), (C, ["--cp", "2"])),
     "micro_batch": ((R, ["--micro-batch", "2"]), (C, ["--micro-batch", "2"])),
     "checkpointing": ((R, ["--checkpointing", "full"]), (C, ["--checkpointing", "full"])),
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),

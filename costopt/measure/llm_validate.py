@@ -14,7 +14,7 @@ What the file does not say, and what is assumed (each row's `assumed` column rep
   reference designs), unless `interconnect` states another;
 - activation checkpointing not stated: `full` (Megatron-LM's examples enable it);
 - precision not stated: `amp_bf16` (A100 and H100 run fp16 and bf16 at the same peak);
-- `cp` (context parallel) > 1 and `fp8` rows are skipped: not modelled.
+- `cp` (context parallel, ring attention) and the low precisions fp8 / mxfp8 / nvfp4 are modelled (step.py).
 
 One optional column, `attention` (`flash` or `unfused`), says whether the run's attention kernel kept
 the s×s scores out of memory (FlashAttention) or not; step.py times the two differently. Empty or
@@ -100,6 +100,7 @@ class LlmRow:
     framework: str = "megatron"
     # the `interconnect` column read as (fabric: ib | roce | ethernet, Gb/s, per: gpu | node); None: not stated
     fabric: tuple | None = None
+    cp: int = 1  # context-parallel degree
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
@@ -161,10 +162,8 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     elif precision not in ("amp_bf16", "amp_fp16", *LOW_PRECISIONS):
         raise InputError(f"{p}:{line}: precision '{precision}' (choose from amp_bf16, amp_fp16, "
                          f"{', '.join(LOW_PRECISIONS)})", field="precision")
-    if cp > 1:
-        skip = skip or "context parallel is not modelled"
-    if G * M % (tp * pp):
-        raise InputError(f"{p}:{line}: tp x pp = {tp * pp} does not divide {G * M} GPUs", field="tp")
+    if G * M % (tp * pp * cp):
+        raise InputError(f"{p}:{line}: tp x pp x cp = {tp * pp * cp} does not divide {G * M} GPUs", field="tp")
     tok = _num(p, line, raw, "measured_tokens_per_s_per_gpu", optional=True)
     mfu = _num(p, line, raw, "measured_mfu", optional=True)
     if tok is None and not skip:
@@ -209,7 +208,7 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
         assumed.append("network: the generation's InfiniBand, one adapter per GPU (not stated)")
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
-                  basis, vp, framework, fabric)
+                  basis, vp, framework, fabric, cp)
 
 
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gbps|Gb/s)", re.IGNORECASE)
@@ -291,7 +290,7 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     catalog = catalog or load_catalog(None)
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
-                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "precision": r.precision,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "precision": r.precision,
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
@@ -308,7 +307,7 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
         for (precision, framework), idx in sorted(groups.items()):  # one evaluation per precision and framework
             ix = np.array(idx)
             sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")),
-                             vp=np.array([live[i].vp for i in idx]))
+                             vp=np.array([live[i].vp for i in idx]), cp=np.array([live[i].cp for i in idx]))
             ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
                                   precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
                                   params=params_for_framework(base, framework), gpus_per_node=G[ix],

@@ -118,6 +118,12 @@ class ArchArrays:
     seq_len: np.ndarray
     params: np.ndarray
     embedding_params: np.ndarray | None = None  # V·h (·2 untied); None: taken as 0
+    kv_heads: np.ndarray | None = None  # key/value heads (grouped-query attention); None: = heads
+
+    @property
+    def heads_kv_share(self) -> np.ndarray:
+        """a_kv / a: the K and V width over h."""
+        return (self.heads if self.kv_heads is None else self.kv_heads) / self.heads
 
     @classmethod
     def of(cls, cfgs: "list[TransformerConfig] | TransformerConfig", n: int | None = None) -> "ArchArrays":
@@ -128,7 +134,7 @@ class ArchArrays:
             seq = list(cfgs)
             col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
         return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"),
-                   col("embedding_params"))
+                   col("embedding_params"), col("kv_heads"))
 
     @property
     def attention_flops_per_token(self) -> np.ndarray:

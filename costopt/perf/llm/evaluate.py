@@ -241,6 +241,7 @@ class Layout:
     micro_batch: np.ndarray
     ckpt: np.ndarray  # index into CHECKPOINTING
     vp: np.ndarray | None = None  # virtual pipeline stages per GPU (interleaved schedule); None: 1
+    cp: np.ndarray | None = None  # context-parallel degree (ring attention); None: 1
 
 
 @dataclass
@@ -337,7 +338,8 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     (GPU, G, M) triples and times only the pairs that fit."""
     N = G * M
     t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
-    d = N / (t * p)
+    c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
+    d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
     for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
@@ -349,13 +351,14 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
         held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
         why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
-    shard_group = np.minimum(d, np.maximum(G / t, 1.0))
+    shard_group = np.minimum(d * c, np.maximum(G / t, 1.0))
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d, shard_group, arch.layers / p,
+    # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
+    states = model_state_bytes(arch.params / (t * p), layout.strategy, d * c, shard_group, arch.layers / p,
                                lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
                                lowp_param_gather=params.low_precision_param_gather)
-    used = states + activation_bytes(arch, b, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
+    used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
     limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
@@ -368,7 +371,8 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
     """`peak` is the precision's peak (masked where the design cannot run); a low-precision design runs
     its bf16 parts at `hw["peak_hi"]`."""
     vp = 1.0 if layout.vp is None else layout.vp.astype(np.float64)
-    common = dict(mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
+    cp = 1.0 if layout.cp is None else layout.cp.astype(np.float64)
+    common = dict(cp=cp, mem_bw_bytes_per_s=hw["bw"], matmul_fraction=hw["frac"],
                   attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
                   gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                   pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
@@ -416,7 +420,8 @@ _LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 
 
 def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
-    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k])
+    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k],
+                  cp=None if layouts.cp is None else layouts.cp[k])
 
 
 @dataclass
@@ -556,14 +561,15 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     nic = None if s.nic_idx[i] == NO_NIC else s.nics[s.nic_idx[i]].id
     G, M = int(s.gpus_per_node[i]), int(s.nodes[i])
     t, p = int(lay.tp[i]), int(lay.pp[i])
+    c = 1 if lay.cp is None else int(lay.cp[i])
     ok = bool(ev.fits[i])
     nan = float("nan")
     rec = {
         "gpu": g.id, "chassis": s.chassis[s.chassis_idx[i]].id, "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
         "nic": nic, "nics_per_node": int(s.nics_per_node[i]) if nic else 0,
-        "strategy": LLM_STRATEGIES[lay.strategy[i]], "tp": t, "pp": p, "dp": (G * M) // (t * p),
+        "strategy": LLM_STRATEGIES[lay.strategy[i]], "tp": t, "pp": p, "dp": (G * M) // (t * p * c),
         "micro_batch": int(lay.micro_batch[i]), "grad_accum": int(ev.grad_accum[i]),
-        "global_batch_sequences": int(ev.grad_accum[i]) * int(lay.micro_batch[i]) * max((G * M) // (t * p), 1),
+        "global_batch_sequences": int(ev.grad_accum[i]) * int(lay.micro_batch[i]) * max((G * M) // (t * p * c), 1),
         "seq_len": ev.cfg.seq_len, "activation_checkpointing": CHECKPOINTING[lay.ckpt[i]],
         "precision": ev.precision, "feasible": ok, "infeasible_reason": ev.why_not[i] or None,
         "tokens_per_s": float(tm.tokens_per_s[i]) if ok else nan,
@@ -592,13 +598,16 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     rec["framework_basis"] = framework_basis(ev.framework)
     if lay.vp is not None:
         rec["vp"] = int(lay.vp[i])
+    if lay.cp is not None:
+        rec["cp"] = c
+    rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
     return rec
 
 
 def framework_basis(framework: str) -> str:
     """Where a framework's efficiency comes from, in words (the fit's rows of it, or none)."""
     d = read_toml(DEFAULTS_FILE, "large-model defaults")
-    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (40 rows)",
+    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (48 rows)",
             "fsdp": "llm-foundry's PyTorch FSDP runs (216 rows)", "deepspeed": "six DeepSpeed ZeRO-3 runs of SC21 Table 2"}
     if framework in rows:
         return (f"{framework}: matmul share and element-wise bytes fitted on {rows[framework]}, "

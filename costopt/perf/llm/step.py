@@ -43,6 +43,17 @@ shrinks v-fold and the point-to-point traffic grows v-fold:
 
     T_bubble = m·T_mb·(p−1)/(v·m)
 
+Context parallel (degree c; ring attention as Megatron/Transformer Engine run it): the N = t·p·c·d GPUs
+hold d·c weight replicas (data-parallel collectives and optimizer shards run over them: "d" in the
+collective terms below is N/(t·p)); each GPU computes s/c tokens of every sequence of its micro-batch, so
+every per-micro-batch compute, element-wise, tensor- and pipeline-parallel term above carries b·s/c tokens
+instead of b·s (the attention FLOPs per token stay 12·L·h·s: each query still meets every key). Per layer
+the K and V of s/c tokens go round the ring of c ranks, c − 1 steps forward and 2(c − 1) backward (K, V and
+their gradients), on NVLink when t·c ≤ G, else the node's NICs, hidden under the attention core:
+
+    T_cp = max(0, 3·(c−1)·2·(s/c)·b·h·(a_kv/a)/t·2 bytes·(L/p) / B_cp − o·T_att)      per micro-batch
+    tokens/s = d·m·b·s / T_step with d = N/(t·p·c) the data-parallel degree
+
 Low precision (fp8, mxfp8, nvfp4: the design's GEMM precision; data/llm_defaults.toml [low_precision]).
 Only the weight GEMMs of the transformer blocks change; the attention core (softmax, QKᵀ, A·V), norms,
 element-wise work, embeddings, LM head and optimizer stay in bf16/fp32. Of the weight-GEMM FLOPs
@@ -170,7 +181,8 @@ class StepTiming:
     tokens_per_s: np.ndarray
     tokens_per_s_per_gpu: np.ndarray
     mfu: np.ndarray
-    bound: np.ndarray  # str labels: compute, memory-bandwidth, data-parallel, tensor-parallel, pipeline
+    bound: np.ndarray  # str labels: compute, memory-bandwidth, data-parallel, tensor-parallel, pipeline, context-parallel
+    t_cp_s: np.ndarray | float = 0.0  # exposed ring-attention KV exchange per step (m micro-batches)
 
 
 def _collective_s(x_bytes, f, g, m_d, t, b_intra, b_node, alpha_s):
@@ -190,7 +202,7 @@ def gemm_shape_slowdown(h, t, c):
 def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_per_s, matmul_fraction, attention_fraction,
               intra_bytes_per_s, node_bytes_per_s, gpus_per_node, nodes, strategy, tp, pp, micro_batch,
               grad_accum, ckpt, flash_attention=None, lowp_peak_flops=None, lowp_matmul_fraction=None,
-              lowp_share=0.0, lowp_bytes=2.0, lowp_amax_bytes=0.0, virtual_stages=1.0) -> StepTiming:
+              lowp_share=0.0, lowp_bytes=2.0, lowp_amax_bytes=0.0, virtual_stages=1.0, cp=1.0) -> StepTiming:
     """Arrays in, arrays out (one element per design); see the module docstring for every term.
 
     bf16 designs leave the low-precision arguments at their defaults (q = `lowp_share` = 0: no cast
@@ -204,8 +216,9 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     m = np.asarray(grad_accum, dtype=np.float64)
     strat = np.asarray(strategy)
     ck = np.asarray(ckpt)
+    c = np.asarray(cp, dtype=np.float64)
     N = G * M
-    d = N / (t * p)
+    d = N / (t * p)  # weight replicas: the data-parallel ranks times the context-parallel ones
     g = np.minimum(d, np.maximum(G / t, 1.0))
     m_d = np.maximum(d / g, 1.0)
     s, h, L = arch.seq_len, arch.hidden, arch.layers
@@ -230,17 +243,26 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     # unfused kernel computes every score and masks afterwards (c = 1)
     f_att_run = f_att * np.where(flash, params.causal_attention_flop_share, 1.0)
     t_matmul = ((f_hw - f_att) * slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)) + f_att_run / (peak * e_att)) \
-        * b * s / (t * p)
-    t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (t * p) / e_bw
+        * b * s / (c * t * p)
+    t_elem = params.elementwise_bytes_per_token_per_hidden * h * L * b * s * (f_hw / f_model) / (c * t * p) / e_bw
     k_score = params.unfused_attention_bytes_per_score \
         + np.where(ck > 0, params.unfused_attention_recompute_bytes_per_score, 0.0)
-    t_elem = t_elem + np.where(flash, 0.0, k_score * arch.heads / t * s * s * b * L / p / e_bw)
+    t_elem = t_elem + np.where(flash, 0.0, k_score * arch.heads / t * s * s * b * L / (c * p) / e_bw)
     w_lp = np.asarray(lowp_bytes, dtype=np.float64)
     k_cast = np.where(q > 0, 2.0 + 2.0 * w_lp + np.asarray(lowp_amax_bytes, dtype=np.float64), 0.0)
     t_cast = k_cast * params.cast_elements_per_token_per_hidden * h * L * beta_c * b * s * (f_hw / f_model) \
-        / (t * p) / e_bw
+        / (c * t * p) / e_bw
     t_elem = t_elem + t_cast
-    t_mb = t_matmul + t_elem
+    # context parallel (ring attention): each layer passes the K and V chunks of s/c tokens around the ring
+    # of c ranks, c − 1 steps forward and 2(c − 1) backward (K, V and their gradients), hidden under the
+    # attention core's compute (overlap o); the ring is inside the node when t·c ≤ G
+    kv = 2.0 * (s / c) * b * h * (arch.heads_kv_share if arch.kv_heads is not None else 1.0) / t * 2.0
+    b_cp = np.where(t * c <= G, np.asarray(intra_bytes_per_s, dtype=np.float64),
+                    np.asarray(node_bytes_per_s, dtype=np.float64) / G)
+    t_ring = 3.0 * (c - 1.0) * kv * L / p / b_cp
+    t_att_core = f_att_run / (peak * e_att) * b * s / (c * t * p)
+    t_cp = np.where(c > 1, np.maximum(t_ring - params.overlap_fraction * t_att_core, 0.0), 0.0)
+    t_mb = t_matmul + t_elem + t_cp
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
     t_compute = m * t_mb
@@ -280,18 +302,20 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_dp = np.where(d > 1, t_dp, 0.0)
 
     n_ar = np.where(ck == 2, 6.0, 4.0)
-    t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s * h * 2.0 / b_intra
+    t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s / c * h * 2.0 / b_intra
                                                  + 2.0 * (t - 1.0) * alpha), 0.0)
     per_gpu_net = np.where(M > 1, b_node / G, b_intra)
-    t_pp = np.where(p > 1, (v * m + p - 1.0) * 2.0 * b * s * h * 2.0 / t / per_gpu_net, 0.0)
+    t_pp = np.where(p > 1, (v * m + p - 1.0) * 2.0 * b * s / c * h * 2.0 / t / per_gpu_net, 0.0)
 
     shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
     t_opt = (params.optimizer_bytes_per_param * P_s + np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s) / shard / e_bw
     t_step = t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
-    tokens = d * m * b * s / t_step
+    tokens = d / c * m * b * s / t_step
     per_gpu = tokens / N
     mfu = per_gpu * f_model / peak_lp
-    parts = np.stack([t_compute - m * t_elem, m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp])
-    labels = np.array(["compute", "memory-bandwidth", "data-parallel", "tensor-parallel", "pipeline"])
+    parts = np.stack([t_compute - m * (t_elem + t_cp), m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp, m * t_cp])
+    labels = np.array(["compute", "memory-bandwidth", "data-parallel", "tensor-parallel", "pipeline",
+                       "context-parallel"])
     bound = labels[np.argmax(parts, axis=0)]
-    return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, t_opt, tokens, per_gpu, mfu, bound)
+    return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, t_opt, tokens, per_gpu, mfu, bound,
+                      np.broadcast_to(m * t_cp, t_step.shape))
