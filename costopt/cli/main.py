@@ -30,10 +30,11 @@ from costopt.cli.common import one_line
 
 # Command modules in help order, and the commands each one defines: a run imports only the module of
 # its command (the help and unknown commands mount them all).
-_MODULES = ("design", "bom", "purchasing", "accuracy", "profile", "catalog")
+_MODULES = ("design", "bom", "purchasing", "sweep", "accuracy", "profile", "catalog")
 _COMMANDS = {
     "solve": "design", "predict": "design", "models": "design", "bom": "bom",
     "compare": "purchasing", "rent-vs-buy": "purchasing", "report": "purchasing", "export": "purchasing",
+    "sweep": "sweep",
     "validate": "accuracy", "calibrate": "accuracy", "profile": "profile", "catalog": "catalog",
 }
 _HELP = "Choose the GPU cluster to buy or rent for data-parallel training: predict, price, solve."
@@ -213,6 +214,8 @@ def _main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_INTERRUPTED)
         typer.echo("aborted", err=True)
         sys.exit(1)
+    if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into Exit(130) itself, silently
+        typer.echo("interrupted", err=True)
     sys.exit(code if isinstance(code, int) else 0)
 
 
