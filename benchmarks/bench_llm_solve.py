@@ -1,7 +1,7 @@
 """Benchmark: the large-model layout search (`solve --budget 5000000 --model llama3_70b --tokens 1e11`).
 
 Prints figures; it is not a test. It times the whole `solve_llm` call (CPU and wall), the layout
-search alone on the node grid (pass 1 of the node search, search/llm_nodes.py), the same search done
+search alone on the node grid (the space before search/llm_nodes.py), the same search done
 the plain way (every design x layout pair timed in chunks of 400,000, the search before the two-pass
 pruning), and the node search over every whole node count against timing every node count; it checks
 that both choose the same layout for every design, the same pick, and that the JSON of the solve is the
@@ -92,7 +92,7 @@ def main() -> None:
     wall, cpu, nodes = timed(lambda: search_node_counts(cfg, every, costs.cost_usd, adm, every.gpu_idx,
                                                         objective="throughput", precision="amp_bf16",
                                                         global_batch=gb, layouts=layouts), args.repeats)
-    print(f"every whole node count: {len(every):,} designs; pass 1 (grid + each family's largest count) "
+    print(f"every whole node count: {len(every):,} designs; pass 1 (each family's two largest counts) "
           f"{nodes.timed_first:,}, pass 2 {len(nodes.keep) - nodes.timed_first:,}, skipped by the bound "
           f"{nodes.skipped:,}; wall {wall:6.2f} s, CPU {cpu:6.2f} s")
     if not args.skip_plain:

@@ -78,3 +78,47 @@ if _CPU_DIR:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(os.path.join(_CPU_DIR, f"{worker}.tsv"), "a", encoding="utf-8") as fh:
             fh.write(f"{item.nodeid}\t{_cpu() - t0:.3f}\n")
+
+
+# --- the default test loop: slow tests -----------------------------------------------------------------
+# Tests of at least ~3 s of CPU each (measured with COSTOPT_TEST_CPU above, 2026-12-02: 1,262 tests, 310 s of
+# CPU in all; these 16 functions take 138 s of it), plus those marked @pytest.mark.slow in their files. A
+# run of the whole suite (`python -m pytest -q -n 2`, no file named, no -m) leaves them out: ~170 s of CPU,
+# under 2 minutes on 2 idle cores. A run that names files (a developer's, or a landing check) keeps them, and
+# `-m "slow or not slow"` (.ci/run) runs everything. A name here that no longer exists only stops marking.
+SLOW = {
+    "tests/test_docs_commands.py::test_documented_command_runs",  # every documented command: 36 s
+    "tests/test_tables_fit.py::test_no_number_cut_at_100_and_120_columns",  # 30 widths x commands: 22 s
+    "tests/test_llm_purchasing.py::test_export_round_trips_the_solve",
+    "tests/test_engine_limits.py::test_dp_deadline_met_at_p10_and_confidence_half_is_the_point_rule",
+    "tests/test_llm_purchasing.py::test_report_has_rent_or_buy_section",
+    "tests/test_timing.py::test_faster_nic_is_never_slower_in_reference_catalog",
+    "tests/test_llm.py::test_llm_leave_one_source_out_median",
+    "tests/test_exports.py::test_csv_numbers_never_scientific",
+    "tests/test_bom_filter.py::test_export_compare_and_report_take_the_part_filter_of_solve",
+    "tests/test_llm_purchasing.py::test_rent_vs_buy_cli_json_names_tokens",
+    "tests/test_llm_report.py::test_llm_report_sections_and_numbers_equal_solve",
+    "tests/test_llm_purchasing.py::test_rent_vs_buy_same_job_both_sides",
+    "tests/test_host_gpu.py::test_leave_one_gpu_out_median_meets_issue_24",
+    "tests/test_llm_mix.py::test_mix_70b_beside_a_cnn_meets_both_deadlines",
+    "tests/test_llm_report.py::test_llm_report_states_each_range",
+    "tests/test_llm_ranges.py::test_solve_same_inputs_same_bytes",
+}
+
+
+def _whole_suite(config) -> bool:
+    """No test file or folder named on the command line (the testpaths default), and no -m given."""
+    named = [a for a in config.invocation_params.args if not a.startswith("-") and (
+        os.path.exists(a.split("::")[0]) or "::" in a)]
+    return not named and not config.getoption("markexpr") and not config.getoption("keyword")
+
+
+def pytest_configure(config):
+    if _whole_suite(config):
+        config.option.markexpr = "not slow"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in SLOW:
+            item.add_marker(pytest.mark.slow)

@@ -115,6 +115,22 @@ def test_sigterm_removes_export_temp_folder(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
+def test_sigint_removes_export_temp_folder(tmp_path):
+    # Ctrl-C (SIGINT) unwinds as SIGTERM does: exit 130, one word on stderr, nothing left behind
+    out = tmp_path / "big.csv"
+    p = subprocess.Popen([sys.executable, "-m", "costopt.cli", "export", "--model", "resnet50", "--budget", "1e7",
+                          "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".costopt-export-*")) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(tmp_path.glob(".costopt-export-*")), "the export never made its temporary folder"
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=60) == 130
+    assert p.stderr.read().decode().strip() == "interrupted"
+    assert sorted(x.name for x in tmp_path.iterdir()) == []
+
+
 _HARD_MILP = """
 import random, sys, time, pulp
 from costopt.search.multijob.formulation import _run_cbc

@@ -213,6 +213,8 @@ def _main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_INTERRUPTED)
         typer.echo("aborted", err=True)
         sys.exit(1)
+    if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into Exit(130) itself, silently
+        typer.echo("interrupted", err=True)
     sys.exit(code if isinstance(code, int) else 0)
 
 

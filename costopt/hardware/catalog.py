@@ -287,7 +287,7 @@ def _expand_instances(data: dict, where: str) -> dict:
         if fact is not None:  # the network figure is the facts table's, with its source and date
             net_prov.update(source=f"network: {fact.source} (costopt/data/cloud_instances.toml)", date=fact.date)
         nics.append(dict(
-            id=nic_id, name=f"{inst.id} network ({inst.network_gbps:g} Gb/s {inst.transport})",
+            id=nic_id, name=f"{inst.id} network ({inst.network_gbps:g} Gb/s {inst.transport})", segment="datacenter",
             line_rate_gbps=inst.network_gbps, transport=inst.transport, latency_us=_RENTED_LATENCY_US[inst.transport],
             price_usd=tiny, switch_port_price_usd=tiny, switch_ports=1024, cable_price_usd=0.0, power_w=0.0,
             estimates=["latency_us"] + (["line_rate_gbps"] if "network_gbps" in inst.estimates else []),

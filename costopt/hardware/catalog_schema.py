@@ -210,6 +210,9 @@ class Chassis(Sourced, LifeCycled):
 class Nic(Sourced, LifeCycled):
     id: Id
     name: str
+    # as for GPUs: datacenter adapters (ConnectX, InfiniBand, server Ethernet); consumer: desktop cards, left
+    # out of default searches (part_filter.py). Unset in an overlay or a fixture: datacenter.
+    segment: Segment = "datacenter"
     line_rate_gbps: PositiveFloat
     transport: Literal["tcp", "rdma"]
     latency_us: PositiveFloat

@@ -7,7 +7,7 @@ first of these reasons that applies to it:
 
     excluded_gpu   its GPU was named with --exclude-gpu
     consumer       its GPU is a consumer card (GeForce / Radeon): the vendor's driver licence may
-                   not allow data-centre deployment
+                   not allow data-centre deployment; or its NIC is a consumer adapter (`segment`)
     end_of_life    its GPU, chassis or NIC is discontinued
     legacy         its GPU, chassis or NIC is superseded (still sold or supported, not quoted for new builds)
 
@@ -111,6 +111,14 @@ class PartFilter:
             return REASONS.index("legacy")
         return KEPT
 
+    def _nic_reason(self, nic) -> int:
+        """A NIC's reason: consumer adapters first (as GPUs), then its lifecycle."""
+        if ("nics", nic.id) in self.named_parts:
+            return KEPT
+        if getattr(nic, "segment", "datacenter") == "consumer" and "consumer" not in self.include:
+            return REASONS.index("consumer")
+        return self._life_reason(nic, "nics")
+
     def design_reasons(self, space: DesignSpace) -> np.ndarray:
         """Reason code per design (index into REASONS), KEPT (-1) for designs the search offers.
 
@@ -119,7 +127,7 @@ class PartFilter:
         as_min = lambda r: big if r == KEPT else r  # noqa: E731
         g = np.array([as_min(self._gpu_reason(x)) for x in space.gpus], dtype=np.int64)[space.gpu_idx]
         c = np.array([as_min(self._life_reason(x, "chassis")) for x in space.chassis], dtype=np.int64)[space.chassis_idx]
-        n_tab = np.array([as_min(self._life_reason(x, "nics")) for x in space.nics] + [big], dtype=np.int64)
+        n_tab = np.array([as_min(self._nic_reason(x)) for x in space.nics] + [big], dtype=np.int64)
         n = n_tab[np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)]
         named = np.array([x.id in self.named_gpus or ("gpus", x.id) in self.named_parts for x in space.gpus],
                          dtype=bool)[space.gpu_idx]
@@ -151,6 +159,23 @@ def segment_lifecycle(space: DesignSpace, idx: np.ndarray) -> tuple[np.ndarray, 
     worst = np.maximum(np.maximum(rank(space.gpus)[space.gpu_idx[idx]], rank(space.chassis)[space.chassis_idx[idx]]),
                        n_tab[ni])
     return seg, names[worst]
+
+
+def _other_part(best: dict[str, Any], catalog: Catalog, gpu) -> str:
+    """', on a NIC that is end-of-life since ...' when the design is left out for its NIC or chassis, not its GPU."""
+    reason = best.get("excluded_reason")
+    wanted = {"end_of_life": "end_of_life", "legacy": "legacy"}.get(reason)
+    if reason == "consumer" and gpu.segment != "consumer":
+        nic = catalog.nics.get(best.get("nic") or "")
+        return f", on {best['nic']}, a consumer adapter" if nic is not None and nic.segment == "consumer" else ""
+    if wanted is None or gpu.lifecycle == wanted:
+        return ""
+    for kind, part in (("NIC", catalog.nics.get(best.get("nic") or "")),
+                       ("chassis", catalog.chassis_by_id.get(best.get("chassis") or ""))):
+        if part is not None and part.lifecycle == wanted:
+            since = f" since {part.end_of_life_date}" if part.end_of_life_date else ""
+            return f", on {kind} {part.id}: {wanted.replace('_', '-')}{since}"
+    return ""
 
 
 def _ratio_phrase(objective: str, chosen: dict[str, Any], other: dict[str, Any]) -> tuple[float, str]:
@@ -219,8 +244,8 @@ def excluded_sentence(summary: dict[str, Any], objective: str, chosen: dict[str,
         return head + " None of them fits the same limits."
     g = catalog.gpus[best["gpu"]]
     life = g.lifecycle.replace("_", "-") + (f" since {g.end_of_life_date}" if g.end_of_life_date else "")
-    what = (f"{best['total_gpus']} x {best['gpu']} ({g.segment}, {life}) "
-            f"for ${best['cost_usd']:,.0f}")
+    what = (f"{best['total_gpus']} x {best['gpu']} ({g.segment}, {life}"
+            + _other_part(best, catalog, g) + f") for ${best['cost_usd']:,.0f}")
     if chosen is None:
         return head + f" The best of them: {what}."
     ratio, phrase = _ratio_phrase(objective, chosen, best)

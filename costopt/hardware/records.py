@@ -241,6 +241,7 @@ class Nic(Sourced, LifeCycled):
 
     id: str
     name: str
+    segment: str = "datacenter"  # datacenter | workstation | consumer (catalog_schema.Nic)
     line_rate_gbps: float
     transport: str  # tcp | rdma
     latency_us: float

@@ -7,8 +7,10 @@ over designs: node counts are expanded with `np.repeat` / `np.arange` arithmetic
 Rules:
 - a GPU goes into a chassis whose form factor matches (or that lists it in `accepts_gpus`); GPUs
   per node = the chassis's slot count;
-- a NIC goes into a chassis that can feed it (`Catalog.nics_for`); a chassis with `max_nics` > 1
-  is also enumerated with that many adapters per node (one per GPU rail, DGX/HGX style);
+- a NIC goes into a chassis that can feed it (`Catalog.nics_for`), k adapters per node for every k of
+  1, 2, 4, 8, 16 up to the chassis's `max_nics`, and `max_nics` itself (`nic_counts`): a rail-optimised
+  8-GPU node (DGX/HGX style, one adapter per GPU) is k = 8, a PCIe server with one adapter per PCIe
+  switch k = 4;
 - one node needs no network: it is enumerated once, with nic = none;
 - hierarchical all-reduce is a distinct design only for more than one node;
 - a single GPU (one node, one slot) has no communication: one design, strategy `ring`;
@@ -28,6 +30,7 @@ from costopt.core.errors import InputError
 from costopt.perf.stacks import infer_stack
 
 STRATEGIES = ("ring", "hierarchical", "ps")
+NIC_COUNTS = (1, 2, 4, 8, 16)  # NIC adapters per node a design may carry (up to its chassis's max_nics)
 REDUCE_ON = ("gpu", "cpu")
 NO_NIC = -1
 
@@ -123,6 +126,11 @@ class DesignSpace:
         return self.order_key()
 
 
+def nic_counts(max_nics: int) -> list[int]:
+    """Adapters per node enumerated for a chassis that takes `max_nics`: NIC_COUNTS up to it, and it."""
+    return sorted({k for k in NIC_COUNTS if k <= max_nics} | {max_nics})
+
+
 def _id_rank(ids: list[str]) -> np.ndarray:
     """Position of each id in sorted order."""
     rank = np.empty(len(ids), dtype=np.int64)
@@ -211,7 +219,7 @@ def _design_blocks(
             for n in catalog.nics_for(ch):
                 if n.id not in nic_keep:
                     continue
-                for k in sorted({1, ch.max_nics}):
+                for k in nic_counts(ch.max_nics):
                     top = max_nodes if ch.max_nodes is None else min(max_nodes, ch.max_nodes)  # a rented type's cap
                     if node_budget_usd is not None:
                         top = min(top, int(node_budget_usd // (node_hw + k * n.price_usd)))

@@ -16,21 +16,22 @@ Every term of A and of the element-wise part is smallest with no activation chec
 with t), and 1/e_att ≤ 1/max(e_att, e_mm) covers designs without FlashAttention (their attention runs
 at e_mm). So, per design,
 
-    U = G·M / ( (F_model − F_att)·S(h, 1)·(q/(peak_lp·e_lp) + (1 − q)/(peak·e_mm)) + F_att/(peak·max(e_att, e_mm))
+    U = G·M / ( (F_model − F_att)·S(h, 1)·(q/(peak_lp·e_lp) + (1 − q)/(peak·e_mm)) + c·F_att/(peak·max(e_att, e_mm))
                 + [c_bw + k_cast·n_cast·(1 − β)]·h·L/(B_mem·e_mem) )
 
 with a low precision's (fp8, mxfp8, nvfp4) share q = (1 − β)·(1 − P_emb/P) of the weight GEMMs at its
 peak and fraction and its cast bytes k_cast = 2 + 2w + k_amax per element (bf16 designs: q = 0, no cast),
-as step.py has them; neither depends on the layout or the node count. It bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
+as step.py has them, and c = min(c_causal, 1) (a causal FlashAttention kernel runs c_causal·F_att, an
+unfused one all of F_att at e_mm); none depends on the layout or the node count. It bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
 every design x layout of a space, and the search re-checks it on every design it times).
 
 Two passes (a design's group is its GPU type and whether the part filter offers it, so the pick, the
 best design of every other GPU type and the best left-out design are all exact):
 
-1. time the designs of the node grid (1, 2, 3, 4, 6, 8, 12, ...: NODE_GRID) and, per (GPU, chassis, NIC,
-   NICs per node) family, its largest node count that the limits admit (`admissible`: budget, buildable
-   fabric, and any other limit known before timing); each group's incumbent v* is its best objective
-   value (solver.py's v: −τ, c/τ or c) among its admissible designs that fit;
+1. time, per (GPU, chassis, NIC, NICs per node) family, its two largest node counts that the limits
+   admit (`admissible`: budget, buildable fabric, and any other limit known before timing; a family with
+   none, its counts on the grid 1, 2, 3, 4, 6, 8, 12, ...: NODE_GRID); each group's incumbent v* is its
+   best objective value (solver.py's v: −τ, c/τ or c) among its admissible designs that fit;
 2. every other design j is timed unless its group has an incumbent and even at its bound it cannot
    reach a tie: v(c_j, U_j) > v* + tol·|v*| (tol = solver.TIE_REL_TOL; v is non-increasing in τ, so
    v(c_j, U_j) ≤ v(c_j, τ_j)), or U_j is below the throughput floor. A design the limits do not admit is
@@ -51,9 +52,9 @@ from typing import Callable
 import numpy as np
 
 from costopt.perf.llm.arch import ArchArrays, TransformerConfig
-from costopt.perf.llm.evaluate import (NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design,
+from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design,
                                        bf16_peak_flops, default_llm_params, evaluate_layouts, gpu_generation,
-                                       low_precision_of, matmul_fraction, peak_flops)
+                                       low_precision_of, matmul_fraction, params_for_framework, peak_flops)
 from costopt.perf.llm.step import LlmParams, gemm_shape_slowdown
 from costopt.search.design_space import DesignSpace
 from costopt.search.solver import TIE_REL_TOL, objective_values
@@ -62,10 +63,11 @@ _FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 
 
 def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: str,
-                       params: LlmParams | None = None) -> np.ndarray:
+                       params: LlmParams | None = None, framework: str = DEFAULT_FRAMEWORK) -> np.ndarray:
     """U per design (module docstring): no layout of the design exceeds it; 0 where the GPU has no
-    tensor-core path for `precision` (nothing runs there)."""
-    params = params or default_llm_params()
+    tensor-core path for `precision` (nothing runs there). `framework`'s fitted values apply, as in
+    evaluate.py (params_for_framework)."""
+    params = params_for_framework(params or default_llm_params(), framework)
     by_id = {g.id: g for g in space.gpus}
     peak_lp = np.array([peak_flops(g, precision) or np.nan for g in space.gpus])  # nan: no path, runs nowhere
     peak = np.array([bf16_peak_flops(g, precision) or np.nan for g in space.gpus])
@@ -87,7 +89,8 @@ def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: st
         q = lp.share * (1.0 - emb / float(arch.params[0]))
         cast = (2.0 + 2.0 * lp.bytes_per_element + lp.amax_bytes) * params.cast_elements_per_token_per_hidden * lp.share
         w_time = q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm)
-    per_gpu = 1.0 / ((f_model - f_att) * shape * w_time + f_att / (peak * np.maximum(e_att, e_mm))
+    causal = min(params.causal_attention_flop_share, 1.0)  # a causal kernel's share of F_att; unfused: all of it
+    per_gpu = 1.0 / ((f_model - f_att) * shape * w_time + causal * f_att / (peak * np.maximum(e_att, e_mm))
                      + (params.elementwise_bytes_per_token_per_hidden + cast) * h * L / e_bw)
     per_gpu = np.where(np.isfinite(per_gpu), per_gpu, 0.0)
     return per_gpu[space.gpu_idx] * space.total_gpus
@@ -99,15 +102,21 @@ def _families(space: DesignSpace) -> np.ndarray:
     return np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def first_pass(space: DesignSpace, admissible: np.ndarray) -> np.ndarray:
-    """Pass 1 (module docstring): the node grid, and each family's largest admissible node count."""
-    seed = np.isin(space.nodes, NODE_GRID)
+def first_pass(space: DesignSpace, admissible: np.ndarray, top: int = 2) -> np.ndarray:
+    """Pass 1 (module docstring): each family's `top` largest admissible node counts (throughput grows
+    with the node count, so these are the likely incumbents); a family with none admissible, its grid
+    counts (NODE_GRID)."""
     fam = _families(space)
+    seed = np.zeros(len(space), dtype=bool)
     idx = np.flatnonzero(admissible)
     if len(idx):
-        order = idx[np.lexsort((space.nodes[idx], fam[idx]))]
-        last = np.r_[fam[order][1:] != fam[order][:-1], True]
-        seed[order[last]] = True
+        order = idx[np.lexsort((-space.nodes[idx], fam[idx]))]  # per family, largest count first
+        f = fam[order]
+        start = np.r_[0, np.flatnonzero(f[1:] != f[:-1]) + 1]
+        rank_in = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
+        seed[order[rank_in < top]] = True
+    none = ~np.isin(fam, fam[idx])
+    seed |= none & np.isin(space.nodes, NODE_GRID)
     return seed
 
 
@@ -126,7 +135,8 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
                        group: np.ndarray, *, objective: str, precision: str, global_batch: int,
                        layouts: Layout | None = None, min_tokens_per_s: float | None = None,
                        qualifies: Callable[[LlmEvaluation], np.ndarray] | None = None,
-                       params: LlmParams | None = None, hold_batch: bool = False) -> NodeSearch:
+                       params: LlmParams | None = None, hold_batch: bool = False,
+                       framework: str = DEFAULT_FRAMEWORK) -> NodeSearch:
     """The two passes of the module docstring over `space` (every integer node count).
 
     `cost` is each design's cost on the solve's basis, `admissible` marks the designs every limit known
@@ -138,12 +148,12 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
 
     Only the choice this was pruned for is exact: a caller that reprices the designs or applies other
     limits afterwards must time every node count (`llm_search.search_llm(prune=False)`)."""
-    params = params or default_llm_params()
+    params = params_for_framework(params or default_llm_params(), framework)
     layouts = layouts or all_layouts()
-    bound = tokens_per_s_bound(cfg, space, precision, params)
+    bound = tokens_per_s_bound(cfg, space, precision, params, framework)
     run = lambda sub: best_layout_per_design(cfg, space.take(sub), precision=precision,  # noqa: E731
                                              global_batch=global_batch, params=params, layouts=layouts,
-                                             hold_batch=hold_batch)
+                                             hold_batch=hold_batch, framework=framework)
     first = np.flatnonzero(first_pass(space, admissible))
     ev1 = run(first)
     n_grp = int(group.max()) + 1 if len(group) else 1
@@ -176,7 +186,10 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     keep = np.concatenate([i for i, _ in timed])
     order = np.argsort(keep, kind="stable")
     keep = keep[order]
-    lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS))
+    vps = [e.layout.vp for _, e in timed]
+    vp = None if all(v is None for v in vps) else np.concatenate(
+        [np.ones(len(i), dtype=np.int64) if v is None else v for (i, _), v in zip(timed, vps)])[order]
+    lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS), vp=vp)
     ev = evaluate_layouts(cfg, space.take(keep), lay, precision=precision, global_batch=global_batch, params=params,
-                          hold_batch=hold_batch)
+                          hold_batch=hold_batch, framework=framework)
     return NodeSearch(keep, ev, int(len(space) - len(keep)), int(len(first)), held)

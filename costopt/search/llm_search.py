@@ -302,7 +302,8 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                                    space.gpu_idx * 2 + offered, objective=objective, precision=precision,
                                    global_batch=gb, layouts=layouts,
                                    min_tokens_per_s=request.target if request is not None else None,
-                                   qualifies=_qualifies(request), hold_batch=hold, params=params)
+                                   qualifies=_qualifies(request), hold_batch=hold, params=params,
+                                   framework=framework)
         space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
         costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     else:

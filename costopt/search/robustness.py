@@ -11,7 +11,15 @@ parameter sets, independently per parameter:
     rate-like parameters (log-scale bounds in system.FIT_BOUNDS):  θ_j,k = θ_j · exp(σ_j/θ_j · z)
     fractions and zero-default terms (linear bounds):                     θ_j,k = clip(θ_j + σ_j · z, lo_j, hi_j)
 
-with z ~ N(0, 1) from a fixed seed (same inputs, same bytes). The shortlist is the best design plus the
+with z ~ N(0, 1) from a fixed seed (same inputs, same bytes). Compute is resampled with them (issue 24): per
+resample k and GPU type g, every phase time of g is scaled by
+
+    c_k,g = exp(s_kind(g) · z'_k,g)
+
+s_kind the standard deviation of the out-of-sample log residuals of g's compute evidence kind in
+costopt/data/residuals.json (`measured` profiles, `roofline` estimates; 0 for compute calibrated to a
+measured 1-GPU figure). One factor per GPU type and resample: every design on that GPU moves together, as a
+wrong fraction or host term would move it. The shortlist is the best design plus the
 SHORTLIST designs that score best under the request's constraints (a design far down the ranking cannot
 overtake under parameter noise of this size; the count is reported). Its timing is evaluated for all K
 systems at once: the shortlist is tiled K times into one design space whose parameters are arrays, one
@@ -65,6 +73,29 @@ def resample_params(params, n: int, seed: int = SEED, uncertainty: dict[str, flo
     return params.with_updates(**updates), sorted(updates)
 
 
+def compute_sigma(sources: list[str]) -> np.ndarray:
+    """Per GPU type: the log-sd of its compute evidence kind's out-of-sample residuals (0: calibrated)."""
+    from costopt.perf.intervals import compute_kind, load_residuals
+
+    res = load_residuals()
+    sd = {k: float(np.std(np.asarray(v, dtype=np.float64))) for k, v in res.compute.items() if len(v)}
+    return np.array([sd.get(compute_kind(s), 0.0) if compute_kind(s) != "calibrated" else 0.0 for s in sources])
+
+
+def resample_compute(compute, n: int, seed: int = SEED + 1):
+    """`n` copies of `compute` (GpuCompute, one entry per GPU type), each GPU type's phase times scaled by
+    one lognormal factor per copy (module docstring); entry k·n_g + g is copy k of GPU type g."""
+    from costopt.perf.timing import GpuCompute
+
+    sig = compute_sigma(list(compute.source))
+    z = np.random.default_rng(seed).standard_normal((n, len(sig)))
+    c = np.exp(sig[None, :] * z).reshape(-1)
+    rep = lambda a: np.tile(np.asarray(a), n)  # noqa: E731
+    return GpuCompute(rep(compute.forward_s) * c, rep(compute.backward_s) * c, rep(compute.step_s) * c,
+                      rep(compute.memory_ok), rep(compute.supported), list(compute.source) * n,
+                      list(compute.basis) * n), sig
+
+
 def decision_robustness(ev: "Evaluation", best: int, pool: np.ndarray, objective: str,
                         min_throughput: float | None, resamples: int = RESAMPLES,
                         shortlist: int = SHORTLIST) -> dict[str, Any]:
@@ -83,11 +114,20 @@ def decision_robustness(ev: "Evaluation", best: int, pool: np.ndarray, objective
     if best not in short:
         short = np.concatenate([[best], short[: shortlist - 1]])
     m = len(short)
+    from costopt.search.design_space import DesignSpace
+
     tiled = ev.space.take(np.tile(short, resamples))
+    n_g = len(ev.space.gpus)
+    # copy k of the shortlist runs on copy k of every GPU type (its own compute factor, resample_compute)
+    copy = np.repeat(np.arange(resamples, dtype=np.int64), m)
+    tiled = DesignSpace(ev.space.gpus * resamples, tiled.chassis, tiled.nics, tiled.gpu_idx + copy * n_g,
+                        tiled.chassis_idx, tiled.nic_idx, tiled.nodes, tiled.strategy, tiled.reduce_on,
+                        tiled.nics_per_node, tiled.stack)
+    compute, sig = resample_compute(ev.compute, resamples)
     params, names = resample_params(ev.params, resamples)
     if names:
         params = params.with_updates(**{k: np.repeat(getattr(params, k), m) for k in names})
-    t = evaluate(tiled, ev.compute, ev.tensors, params, ev.batch_per_gpu * ev.grad_accum, ev.overlap)
+    t = evaluate(tiled, compute, ev.tensors, params, ev.batch_per_gpu * ev.grad_accum, ev.overlap)
     thr_k = t.throughput_samples_per_s.reshape(resamples, m)
     cost_k = np.broadcast_to(cost[short], (resamples, m))
     value = objective_values(objective, cost_k, thr_k)
@@ -100,8 +140,10 @@ def decision_robustness(ev: "Evaluation", best: int, pool: np.ndarray, objective
     tied = value <= best_value + np.abs(best_value) * 1e-12
     winner = np.where(tied, secondary[None, :], m).argmin(axis=1)
     share = float(np.mean(short[winner] == best))
+    used = sorted({int(g) for g in ev.space.gpu_idx[short]})
     return {"robustness": round(share, 4), "robustness_resamples": int(resamples),
-            "robustness_shortlist": int(m), "robustness_parameters": names}
+            "robustness_shortlist": int(m), "robustness_parameters": names,
+            "robustness_compute_log_sd": {ev.space.gpus[g].id: round(float(sig[g]), 4) for g in used}}
 
 
-__all__ = ["near_ties", "decision_robustness", "resample_params", "RESAMPLES", "SHORTLIST"]
+__all__ = ["near_ties", "decision_robustness", "resample_compute", "resample_params", "RESAMPLES", "SHORTLIST"]
