@@ -199,3 +199,28 @@ def test_unknown_framework_is_refused():
     r = CliRunner().invoke(app, ["predict", "--model", "resnet50", "--gpu", "h200-sxm", "--gpus-per-node", "1",
                                  "--nodes", "1", "--strategy", "ring", "--framework", "jax"])
     assert r.exit_code == 2 and "unknown framework" in r.output
+
+
+def test_transformer_without_fp32_profile_gets_a_labelled_roofline_estimate():
+    # bert_large is measured in amp_bf16 only: fp32 comes from that measurement by the roofline, labelled;
+    # slower than AMP on the same GPU, host time kept, peak memory x2 (zoo fp32/amp other bytes:
+    # 1,181,255,680 / 590,627,840 = 2)
+    cat = load_catalog()
+    w = load_workload("bert_large")
+    assert "fp32" not in w.precisions()
+    g = cat.gpus["h200-sxm"]
+    fp32 = w.compute(g, "fp32", 32, cat)
+    amp = w.compute(g, "amp_bf16", 32, cat)
+    assert fp32.source.startswith("roofline") and "no fp32 profile" in fp32.basis and "estimate" in fp32.basis
+    assert fp32.iteration_s > amp.iteration_s
+    assert fp32.peak_mem_bytes == pytest.approx(2 * amp.peak_mem_bytes, rel=1e-12)
+    prev = 0.0
+    for b in BATCHES:
+        t = w.compute(cat.gpus["v100-sxm2-16gb"], "fp32", b, cat).iteration_s
+        assert t >= prev
+        prev = t
+    # a model with no FLOP count still refuses a precision it was not measured in
+    from costopt.perf.compute import estimate
+
+    with pytest.raises(InputError, match="no fp32 compute profile"):
+        estimate("bert_large", w.profiles, None, g, "fp32", 32, cat)

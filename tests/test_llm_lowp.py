@@ -332,3 +332,51 @@ def test_predict_llama3_70b_tp8_pp4_vp5_cp2_on_256_h100():
     assert d["memory_model_states_gb"] == pytest.approx(one["memory_model_states_gb"])
     assert d["memory_activations_gb"] == pytest.approx(one["memory_activations_gb"] / 2, rel=1e-9)
     assert d["tokens_per_s_per_gpu"] > 0 and d["mfu"] > 0 and d["bottleneck"]
+
+
+def test_ranges_by_evidence_by_hand(tmp_path):
+    # a residual file with two GPUs, one precision, one framework:
+    # by_source: 9 residuals -0.2 .. 0.2 (Weibull: q10 = the 1st of 9 at j/(n+1) = 0.1: -0.2, q90 the 9th: 0.2)
+    # by_gpu: g1 rows at -0.1, g2 rows at +0.1 (medians -0.1, +0.1: sigma_between = 0.141421 with ddof 1);
+    # its q10 / q90 over 10 rows (5 + 5): -0.1 / 0.1
+    from costopt.perf.llm.ranges import bounds, load_llm_residuals, range_fields
+
+    src = [{"gpu": "g1", "source": "S", "precision": "amp_bf16", "framework": "megatron", "log_residual": v}
+           for v in np.linspace(-0.2, 0.2, 9)]
+    gpu = ([{"gpu": "g1", "log_residual": -0.1}] * 5) + ([{"gpu": "g2", "log_residual": 0.1}] * 5)
+    f = tmp_path / "res.json"
+    f.write_text(json.dumps({"by_source": src, "by_gpu": gpu, "date": "2026-12-02", "coverage": {}}))
+    load_llm_residuals.cache_clear()
+    sd = np.std([-0.1, 0.1], ddof=1)
+    one = np.array([1000.0])
+    big = np.array([1.0])  # MAMF cap out of the way (MFU 0.1 of a fraction 1)
+    # a GPU with runs, its precision and framework: the by_source range, not widened
+    r = bounds(one, np.array([0.1]), np.array(["g1"]), big, path=f, precision="amp_bf16", framework="megatron")
+    assert (r.low[0], r.high[0]) == pytest.approx((1000 * np.exp(-0.2), 1000 * np.exp(0.2)))
+    # a GPU with none: the wider ends of both samples, widened by 1.2816·sd·√1
+    r = bounds(one, np.array([0.1]), np.array(["g9"]), big, path=f, precision="amp_bf16", framework="megatron")
+    w = 1.2816 * sd
+    assert (r.low[0], r.high[0]) == pytest.approx((1000 * np.exp(-0.2 - w), 1000 * np.exp(0.2 + w)))
+    # ... and an unseen precision and framework too: √3
+    r = bounds(one, np.array([0.1]), np.array(["g9"]), big, path=f, precision="nvfp4", framework="torchtitan")
+    w3 = 1.2816 * sd * np.sqrt(3)
+    assert (r.low[0], r.high[0]) == pytest.approx((1000 * np.exp(-0.2 - w3), 1000 * np.exp(0.2 + w3)))
+    rec = range_fields({"feasible": True, "tokens_per_s": 1000.0, "tokens_per_s_per_gpu": 125.0, "mfu": 0.1,
+                        "gpu": "g9", "precision": "nvfp4", "framework": "torchtitan"},
+                       float(r.low[0]), float(r.high[0]), int(r.sample[0]), path=f)
+    assert "no published run of the g9, nvfp4, torchtitan" in rec["range_basis"]
+    load_llm_residuals.cache_clear()
+
+
+def test_a_gpu_without_runs_gets_a_wider_range_than_one_with():
+    # issue 23: the B300 (no published run) must not get a narrower range than the H100 (many)
+    base = ["predict", "--model", "llama3_8b", "--gpus-per-node", "8", "--nodes", "1", "--strategy", "fsdp",
+            "--format", "json"]
+    rel = {}
+    for gpu in ("h100-sxm", "b300"):
+        d = json.loads(CliRunner().invoke(app, [*base, "--gpu", gpu]).output)
+        rel[gpu] = (d["tokens_per_s_low"] / d["tokens_per_s"], d["tokens_per_s_high"] / d["tokens_per_s"])
+    assert rel["b300"][0] < rel["h100-sxm"][0]
+    d = json.loads(CliRunner().invoke(app, [*base, "--gpu", "b200", "--precision", "nvfp4",
+                                            "--framework", "torchtitan"]).output)
+    assert "no published run of nvfp4, torchtitan" in d["range_basis"]

@@ -249,15 +249,15 @@ DECISIONS["compare"] = {
     "catalogs": ((C, ["CATALOGS"]), (C, ["CATALOGS"])),  # the positional quotes: vendor B's replaced by the reference
     "objective": ((C, ["--objective", "cost-per-throughput"]), (C, ["--objective", "cost-per-throughput"])),
     "max_nodes": ((X, ["--max-nodes", "2"], _IGN), (C, ["--max-nodes", "2"])),
-    "hours": ((C, ["--hours", "100"]), (R, ["--hours", "100"])),
+    "hours": ((R, ["--hours", "100"]), (R, ["--hours", "100"])),
     "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
-    "years": ((X, ["--years", "5"], _IGN), (X, ["--years", "5"], _IGN)),
+    "years": ((X, ["--years", "5"], _IGN), (C, ["--years", "5"])),
     "utilization": ((X, ["--utilization", "0.5"], _IGN), (R, ["--utilization", "0.5"])),
     "price_cut": ((C, ["--no-price-cut"]), (C, ["--no-price-cut"])),
     "max_instances": ((X, ["--max-instances", "4"], _IGN), (R, ["--max-instances", "4"])),
     "include": ((X, ["--include", "legacy"], _IGN), (C, ["--include", "legacy"])),
     "exclude_gpu": ((X, ["--exclude-gpu", "rtx-pro-6000"], _IGN), (C, ["--exclude-gpu", "b200"])),
-    "as_of": ((C, ["--as-of", "2031-01-01"]), (X, ["--as-of", "2031-01-01"], _IGN)),
+    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
 }
 DECISIONS["rent-vs-buy"] = {
     **_COMMON,

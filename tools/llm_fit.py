@@ -84,6 +84,7 @@ def _residual_rows(recs: list[dict]) -> list[dict]:
         out.append({"line": int(r["line"]), "source": r["source"], "date": SOURCE_DATES[r["source"]],
                     "model": r["model"], "gpu": r["gpu"], "total_gpus": int(r["total_gpus"]),
                     "strategy": r["strategy"], "tp": int(r["tp"]), "pp": int(r["pp"]),
+                    "precision": r["precision"], "framework": r["framework"],
                     "measured_tokens_per_s_per_gpu": _f(meas), "predicted_tokens_per_s_per_gpu": _f(pred),
                     "log_residual": _f(math.log(meas / pred))})
     return out

@@ -332,7 +332,7 @@ def predict(
     t.add_column("field")
     t.add_column("value")
     for k, v in d.items():
-        if k == "bom":  # its own table below
+        if k in ("bom", "tco"):  # their own tables below
             continue
         if isinstance(v, float) or v is None:
             v = _fmt_money(v) if "usd" in k and v is not None else _fmt_number(v)
@@ -340,6 +340,9 @@ def predict(
     c.print(t)
     if d.get("bom"):
         c.print(_bom_table(d["bom"], f"Bill of materials ({d['cost_basis']})"))
+    if d.get("tco"):
+        c.print(_bom_table(d["tco"], f"Whole cost of owning over {res_tco_years(d)} (= cost_usd "
+                                     f"{_fmt_money(d['cost_usd'])})"))
     label = compute_label(d["compute_source"], d.get("model"), d["compute_basis"], d["gpu"])
     c.print(f"Estimated throughput {range_phrase(d['throughput_samples_per_s'], d['throughput_low_samples_per_s'], d['throughput_high_samples_per_s'], label)}. "
             f"The range combines the leave-one-source-out errors of the {d['stack']} stack's published measurements "

@@ -594,14 +594,28 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
     for q in profiles:
         if q.precision == want:
             by_gpu.setdefault(q.gpu, []).append(q)
+    cost = sample_cost(flops)
+    ref_prec, cross = precision, ""
     if not by_gpu:
-        have = sorted({q.precision for q in profiles})
-        raise InputError(f"model '{model}' has no {want} compute profile (has: {', '.join(have) or 'none'})")
+        # no profile in this precision class: with a FLOP count, the other class's measurement moved by the
+        # roofline (fp32 = max(FP32, TF32) peak), labelled as an estimate
+        other = "amp_bf16" if want == "fp32" else "fp32"
+        for q in profiles:
+            if q.precision == other and cost is not None:
+                by_gpu.setdefault(q.gpu, []).append(q)
+        if not by_gpu:
+            have = sorted({q.precision for q in profiles})
+            raise InputError(f"model '{model}' has no {want} compute profile (has: {', '.join(have) or 'none'})")
+        ref_prec = other
+        cross = (f"no {want} profile: {precision} estimated from the {other} measurement by the roofline "
+                 f"({'fp32 at max(FP32, TF32) peak, ' if want == 'fp32' else ''}peak memory x"
+                 f"{cost.bytes_for(precision) / cost.bytes_for(other):.2g} with the activations; estimate); ")
     if gpu.peak_flops(precision) is None:
         raise InputError(f"gpu '{gpu.id}' has no {precision} path (no peak FLOP/s for it in the catalog)")
-    cost = sample_cost(flops)
-    here = gpu.id in by_gpu and gpu.id not in withhold
-    if here:
+    here = gpu.id in by_gpu and gpu.id not in withhold and not cross
+    if cross and gpu.id in by_gpu and gpu.id not in withhold:
+        ref = gpu
+    elif here:
         ref = gpu
     else:
         refs = [g for g in sorted(by_gpu) if g in catalog.gpus and g not in withhold]
@@ -613,7 +627,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
                              f"measured there and the model has no FLOP count (zoo `flops`) for the roofline")
         ref = catalog.gpus["h200-sxm" if "h200-sxm" in refs else refs[0]]
     pts = tuple(sorted(by_gpu[ref.id], key=lambda q: q.batch))
-    sp = reference_split(model, pts, cost, ref, precision, withhold)
+    sp = reference_split(model, pts, cost, ref, ref_prec, withhold)
     if hscale != 1.0 or sscale != 1.0:
         sp = Split(replace(sp.forward, host_s=sp.forward.host_s * hscale),
                    replace(sp.backward, host_s=sp.backward.host_s * hscale),
@@ -621,6 +635,8 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
     p = smooth_p()
     bm = np.array([q.batch for q in pts], dtype=np.float64)
     mem = _interp_memory(bm, np.array([q.peak_mem_bytes for q in pts]), batch)
+    if cross:
+        mem *= cost.bytes_for(precision) / cost.bytes_for(ref_prec)
     how = _how(list(sp.batches), batch)
     host_ms = (sp.forward.host_s + sp.backward.host_s) * 1e3
     gpu_us = (sp.forward.gpu_per_sample_s + sp.backward.gpu_per_sample_s) * 1e6
@@ -634,8 +650,8 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
         return _floored(fwd, bwd, step, mem, how, basis, cost, gpu, precision, batch)
     fr = fit_fractions(None, ref.id, withhold)
     um, ub, fnote = fr.for_gpu(gpu, precision)
-    rm, rb, _ = fr.for_gpu(ref, precision)
-    ratio = cost.roofline_s(gpu, precision, um, ub) / cost.roofline_s(ref, precision, rm, rb)
+    rm, rb, _ = fr.for_gpu(ref, ref_prec)
+    ratio = cost.roofline_s(gpu, precision, um, ub) / cost.roofline_s(ref, ref_prec, rm, rb)
     kf, kb = (w / gpu.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
     fwd = float(smax(sp.forward.host_s, kf + batch * sp.forward.gpu_per_sample_s * ratio, p))
     bwd = float(smax(sp.backward.host_s, kb + batch * sp.backward.gpu_per_sample_s * ratio, p))
@@ -643,7 +659,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
     step = float(smax(sp.step_host_s, step_gpu, p))
     clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
              f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
-    basis = (f"estimate: {ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
+    basis = (f"estimate: {cross}{ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
              f"the software stack's) with its GPU time x{ratio:.3g}, the roofline ratio ({gpu.id} at {1 / um:.0%} "
              f"of peak FLOP/s and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
     return _floored(fwd, bwd, step, mem, "roofline", basis, cost, gpu, precision, batch)

@@ -78,7 +78,7 @@ def _gpu_compute(workload: Workload, catalog: Catalog, space: DesignSpace, preci
         if not g.supports(p):
             basis[i] = f"{g.id} has no {p} path"
             continue
-        if p not in have:
+        if p not in have and (precision == "auto" or workload.flops is None):
             basis[i] = (f"{g.id} trains in {p} (precision auto) but model '{workload.model}' has no {p} profile"
                         if precision == "auto" else f"model '{workload.model}' has no {p} profile")
             continue

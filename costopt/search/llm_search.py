@@ -120,7 +120,8 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     mamf = np.array([mamf_fraction(g, params, by_id, ev.precision)[0] for g in s.gpus], dtype=np.float64)
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
-    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx])
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision,
+                  framework=ev.framework)
 
 
 def _ranged(rec: dict, rng: LlmRange, i: int) -> dict:

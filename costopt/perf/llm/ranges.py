@@ -20,6 +20,18 @@ of peak is f (data/llm_defaults.toml; evaluate.mamf_fraction):
     high = min(X · exp(max(q90, 0)),  max(X, X · f / u))
 
 The cap keeps the high end's MFU at or below f: no prediction beats the GPU's measured matmul rate.
+
+Ranges by evidence: a design with no published run of its GPU, its precision (fp8, mxfp8, nvfp4, ...)
+or its training framework in the residual file gets a wider range than one with runs. With n such
+missing features (0-3):
+
+    GPU without runs: q10 = min(q10 of by_gpu, q10 of by_source), q90 = max(q90 of both)
+    w = z·σ_between·√n        z = 1.2816 (the 80% two-sided normal quantile)
+    σ_between = standard deviation of the per-GPU medians of the by_gpu residuals (how far one
+                GPU's whole population of runs sits from another's: the between-generation term)
+    low = X·exp(min(q10, 0) − w),  high = X·exp(max(q90, 0) + w)  (then the MAMF cap)
+
+The range's `range_basis` names what had no run.
 min/max with 0 keep low ≤ X ≤ high. Tokens/s per GPU and MFU scale with X by the same factors. Time
 runs the other way: hours = tokens / X, so hours_low = tokens / high and hours_high = tokens / low; the
 same for USD per 1e9 tokens and a rented cluster's cost to train (an owned cluster's cost to train is
@@ -59,6 +71,9 @@ class LlmResiduals:
     sources: int  # sources in by_source
     date: str
     coverage: dict  # sample -> the share of rows inside the range built without their group (tools/llm_fit.py)
+    precisions: frozenset | None = None  # precisions with published rows (None: the file does not say)
+    frameworks: frozenset | None = None  # training frameworks with published rows
+    between_sd: float = 0.0  # σ_between (module docstring)
 
     def basis(self, sample: str) -> str:
         """The words a buyer reads about where a range comes from."""
@@ -73,10 +88,30 @@ class LlmResiduals:
 def load_llm_residuals(path: str = str(LLM_RESIDUALS_PATH)) -> LlmResiduals:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     samples = {s: np.array([x["log_residual"] for x in data[s]], dtype=np.float64) for s in SAMPLES}
-    return LlmResiduals(samples, frozenset(x["gpu"] for x in data["by_source"]),
-                        len({x["source"] for x in data["by_source"]}), str(data.get("date", "")),
+    rows = data["by_source"]
+    seen = lambda k: frozenset(x[k] for x in rows) if rows and all(k in x for x in rows) else None  # noqa: E731
+    by_gpu: dict[str, list[float]] = {}
+    for x in data["by_gpu"]:
+        by_gpu.setdefault(x["gpu"], []).append(x["log_residual"])
+    medians = [float(np.median(v)) for _, v in sorted(by_gpu.items())]
+    between = float(np.std(medians, ddof=1)) if len(medians) > 1 else 0.0
+    return LlmResiduals(samples, frozenset(x["gpu"] for x in rows),
+                        len({x["source"] for x in rows}), str(data.get("date", "")),
                         {s: float(data.get("coverage", {}).get(s, {}).get("all", {}).get("inside", float("nan")))
-                         for s in SAMPLES})
+                         for s in SAMPLES}, seen("precision"), seen("framework"), between)
+
+
+Z80 = 1.2816  # two-sided 80% normal quantile
+
+
+def unseen(res: LlmResiduals, gpu: str | None, precision: str | None, framework: str | None) -> list[str]:
+    """What a design has no published run of: its GPU (None: not asked), precision, framework (in that order)."""
+    out = [] if gpu is None or gpu in res.gpus else [f"the {gpu}"]
+    if precision is not None and res.precisions is not None and precision not in res.precisions:
+        out.append(precision)
+    if framework is not None and res.frameworks is not None and framework not in res.frameworks:
+        out.append(framework)
+    return out
 
 
 @dataclass(frozen=True)
@@ -88,16 +123,23 @@ class LlmRange:
 
 
 def bounds(tokens_per_s: np.ndarray, mfu: np.ndarray, gpu_ids: np.ndarray, mamf: np.ndarray,
-           path: str | Path = LLM_RESIDUALS_PATH) -> LlmRange:
+           path: str | Path = LLM_RESIDUALS_PATH, precision: str | None = None,
+           framework: str | None = None) -> LlmRange:
     """The 80% range of every design at once (module docstring). `gpu_ids` and `mamf` (the maximum
-    achievable matmul fraction of peak of each design's GPU) are per design."""
+    achievable matmul fraction of peak of each design's GPU) are per design; `precision` and `framework`
+    (one per evaluation) widen the range when the residual file has no run of them."""
     x = np.asarray(tokens_per_s, dtype=np.float64)
     res = load_llm_residuals(str(path))
-    known = np.isin(np.asarray(gpu_ids).astype(str), sorted(res.gpus))
+    ids = np.asarray(gpu_ids).astype(str)
+    known = np.isin(ids, sorted(res.gpus))
     sample = np.where(known, 0, 1).astype(np.int64)
     q = np.array([quantiles(res.samples[s]) for s in SAMPLES])  # samples x (q10, q90)
-    low = x * np.exp(np.minimum(q[sample, 0], 0.0))
-    high = x * np.exp(np.maximum(q[sample, 1], 0.0))
+    q_lo = np.where(known, q[0, 0], min(q[0, 0], q[1, 0]))
+    q_hi = np.where(known, q[0, 1], max(q[0, 1], q[1, 1]))
+    n_unseen = (~known).astype(np.float64) + float(len(unseen(res, None, precision, framework)))
+    w = Z80 * res.between_sd * np.sqrt(n_unseen)
+    low = x * np.exp(np.minimum(q_lo, 0.0) - w)
+    high = x * np.exp(np.maximum(q_hi, 0.0) + w)
     u = np.asarray(mfu, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where(u > 0, x * np.asarray(mamf, dtype=np.float64) / u, np.inf)
@@ -118,7 +160,12 @@ def range_fields(rec: dict, low: float, high: float, sample: int, path: str | Pa
     rec["mfu_low"] = rec["mfu"] * lo_f
     rec["mfu_high"] = rec["mfu"] * hi_f
     rec["range_percentiles"] = [int(LOW_Q), int(HIGH_Q)]
-    rec["range_basis"] = load_llm_residuals(str(path)).basis(SAMPLES[int(sample)])
+    res = load_llm_residuals(str(path))
+    rec["range_basis"] = res.basis(SAMPLES[int(sample)])
+    missing = unseen(res, str(rec.get("gpu", "")), rec.get("precision"), rec.get("framework"))
+    if missing:
+        rec["range_basis"] += (f"; widened (x exp(±{Z80:.2f}·{res.between_sd:.3f}·√{len(missing)})) for no published run of "
+                               + ", ".join(missing))
     return rec
 
 
