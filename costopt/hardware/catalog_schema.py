@@ -272,7 +272,6 @@ class Facility(_Strict):
     switch_rack_units: Annotated[int, Field(ge=1, le=8)] = 1
     direct_attach_two_nodes: bool = True
     rack_power_kw_liquid: PositiveFloat = 80.0
-    network_source: str = _record_default(_records.Facility, "network_source")
     source: str = _record_default(_records.Facility, "source")
     date: str = _record_default(_records.Facility, "date")
     price_source: str = ("rack $1,500: estimate, no rack price in a stored source; PDU $1,500: inside the $700-1,800 "
@@ -281,6 +280,7 @@ class Facility(_Strict):
     estimates: list[str] = ["rack_price_usd", "pdu_price_usd", "support_pct_per_year", "switch_watts_per_port",
                             "rack_power_kw_liquid"]
     notes: str = ""
+    network_source: str = _record_default(_records.Facility, "network_source")
 
 
 class CatalogInfo(_Strict):
