@@ -346,3 +346,34 @@ def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table
     for row in rows:
         t.add_row(*row)
     return t
+
+
+def _rate_money(v: float | None, rate: bool = False) -> str:
+    """Money as `_fmt_money`, but a rate (USD per hour, per unit) keeps its cents; None is '-'."""
+    if v is None:
+        return "-"
+    return f"${v:,.2f}" if rate and abs(v) >= 0.01 else _fmt_money(v)
+
+
+def print_rent_buy_costs(c, r) -> None:
+    """The end of a rent-vs-buy answer, the same for every workload: the cost rows (each with its unit),
+    what was held equal, the price-age warnings and the verdict."""
+    from rich.table import Table
+
+    t = Table(title="Costs (each with what it means)", title_justify="left")
+    for col, just in (("what", "left"), ("value", "right"), ("unit / meaning", "left")):
+        t.add_column(col, justify=just)
+    for what, v, unit in r.rows:
+        if unit.startswith("USD"):
+            s = _rate_money(v, "hour" in unit)
+        elif unit.startswith("fraction"):
+            s = f"{v:.1%}"
+        else:
+            s = f"{v:,.1f}"
+        t.add_row(what, s, unit)
+    c.print(t)
+    if r.held_equal:
+        c.print(r.held_equal)
+    for warning in r.price_warnings:
+        c.print(f"Warning: {warning}")
+    c.print(f"Verdict: {r.verdict}")

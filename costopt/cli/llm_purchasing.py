@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from costopt.cli.common import _console, _fail, _fmt_money, _json_dump
+from costopt.cli.common import _console, _rate_money, print_rent_buy_costs, _fail, _fmt_money, _json_dump
 from costopt.core.errors import CostoptError, InputError
 
 DP_ONLY_HINT = "not available on the large-model path (a transformer's job is --tokens; its layout is searched)"
@@ -38,12 +38,6 @@ def job(model, model_config, tokens, seq_len, global_batch, precision, strategy,
                   precision="amp_bf16" if precision == "auto" else precision, strategies=strategy or None,
                   max_nodes=max_nodes, include=include or None, exclude_gpus=exclude_gpu or None,
                   max_instances=max_instances, objective=objective, today=today)
-
-
-def _money(v: float | None, rate: bool = False) -> str:
-    if v is None:
-        return "-"
-    return f"${v:,.2f}" if rate and abs(v) >= 0.01 else _fmt_money(v)
 
 
 def _layout(d: dict) -> str:
@@ -88,12 +82,12 @@ def run_compare(catalogs, j, budget: float, *, hours, tco_years, years, utilizat
     row("design", lambda a: _design(a.best))
     row("node", lambda a: a.best["chassis"])
     row("layout", lambda a: _layout(a.best))
-    row("cost", lambda a: f"{_money(a.best['cost_usd'], a.catalog.is_cloud and not (hours or cmp.tokens))} "
+    row("cost", lambda a: f"{_rate_money(a.best['cost_usd'], a.catalog.is_cloud and not (hours or cmp.tokens))} "
                           f"({a.cost_basis})")
-    row("capex", lambda a: _money(a.best["capex_usd"]) if not a.catalog.is_cloud else "- (rented)")
+    row("capex", lambda a: _rate_money(a.best["capex_usd"]) if not a.catalog.is_cloud else "- (rented)")
     row("tokens/s", lambda a: _tokens(a.best))
     row("MFU", lambda a: f"{a.best['mfu']:.1%}")
-    row("USD per 1e9 tokens", lambda a: f"{_money(a.best['usd_per_1e9_tokens'], True)} ({a.best['usd_per_1e9_tokens_basis']})")
+    row("USD per 1e9 tokens", lambda a: f"{_rate_money(a.best['usd_per_1e9_tokens'], True)} ({a.best['usd_per_1e9_tokens_basis']})")
     row("memory per GPU", lambda a: f"{a.best['memory_per_gpu_gb']:.1f} of {a.best['gpu_memory_gb']:g} GB")
     if cmp.tokens:
         row("time to train", lambda a: f"{a.best['hours_to_train']:,.0f} h "
@@ -121,8 +115,8 @@ def run_compare(catalogs, j, budget: float, *, hours, tco_years, years, utilizat
             c.print(f"{pc.catalog}: {pc.note}")
         else:
             d = pc.design_at_needed_price
-            c.print(f"{pc.catalog}: {pc.part_kind} {pc.part_id} must drop from {_money(pc.current_price, True)} to "
-                    f"{_money(pc.needed_price, True)} {unit} (-{pc.cut_fraction:.1%}) to match the winner; it would "
+            c.print(f"{pc.catalog}: {pc.part_kind} {pc.part_id} must drop from {_rate_money(pc.current_price, True)} to "
+                    f"{_rate_money(pc.needed_price, True)} {unit} (-{pc.cut_fraction:.1%}) to match the winner; it would "
                     f"then buy {_design(d)}, {_layout(d)}, for {d['tokens_per_s']:,.0f} tokens/s")
 
 
@@ -147,23 +141,7 @@ def run_rent_vs_buy(j, budget: float, cloud, catalog, *, years, utilization, hou
         c.print(f"Parts: {r.parts_offered} (--include consumer,legacy,eol opens the rest)")
     c.print(f"Rent ({r.cloud_catalog}): {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}), {_layout(k)}: "
             f"{_tokens(k)}")
-    t = Table(title="Costs (each with what it means)", title_justify="left")
-    for col, just in (("what", "left"), ("value", "right"), ("unit / meaning", "left")):
-        t.add_column(col, justify=just)
-    for what, v, unit in r.rows:
-        if unit.startswith("USD"):
-            s = _money(v, "hour" in unit)
-        elif unit.startswith("fraction"):
-            s = f"{v:.1%}"
-        else:
-            s = f"{v:,.1f}"
-        t.add_row(what, s, unit)
-    c.print(t)
-    if r.held_equal:
-        c.print(r.held_equal)
-    for warning in r.price_warnings:
-        c.print(f"Warning: {warning}")
-    c.print(f"Verdict: {r.verdict}")
+    print_rent_buy_costs(c, r)
 
 
 def run_export(catalog, j, budget: float, fmt: str, out, inputs: list, *, hours, tco_years, stdout) -> None:

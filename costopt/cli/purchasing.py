@@ -17,7 +17,7 @@ from rich.table import Table
 from costopt.purchase import purchasing as P
 from costopt.core.checks import output_path
 from costopt.core.checks import force_overwrite
-from costopt.cli.common import FORCE, _console, _fail, _fmt_money, _fmt_number, _json_dump
+from costopt.cli.common import FORCE, _console, _rate_money, print_rent_buy_costs, _fail, _fmt_money, _fmt_number, _json_dump
 
 from costopt.core.errors import CostoptError, InputError
 
@@ -42,10 +42,6 @@ def _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs,
                      max_nodes=max_nodes, hours=hours, epochs=epochs, dataset_size=dataset_size, tco_years=tco_years,
                      objective=objective, system=system, years=years, utilization=utilization, as_of=as_of,
                      max_instances=max_instances, include=include or None, exclude_gpus=exclude_gpu or None)
-
-
-def _cost(v: float, rate: bool = False) -> str:
-    return f"${v:,.2f}" if rate and abs(v) >= 0.01 else _fmt_money(v)
 
 
 _PRECISION = typer.Option("auto", help="auto | fp32 | amp_bf16 | amp_fp16 (auto: fp32 if the model has it)")
@@ -163,9 +159,9 @@ def compare(
     row("node", lambda a: a.best["chassis"])
     row("network", lambda a: a.best["nic"])
     row("strategy", lambda a: a.best["strategy"])
-    row("cost", lambda a: f"{_cost(a.best['cost_usd'])} ({a.cost_basis})")
+    row("cost", lambda a: f"{_rate_money(a.best['cost_usd'])} ({a.cost_basis})")
     row("throughput", lambda a: f"{a.best['throughput_samples_per_s']:,.1f} samples/s")
-    row("cost per unit throughput", lambda a: f"{_cost(a.best['usd_per_sample_per_s'])} per sample/s")
+    row("cost per unit throughput", lambda a: f"{_rate_money(a.best['usd_per_sample_per_s'])} per sample/s")
     row("scaling efficiency", lambda a: f"{a.best['scaling_efficiency']:.3f}")
     row("bottleneck", lambda a: a.best["bottleneck"])
     if epochs and dataset_size:
@@ -189,8 +185,8 @@ def compare(
             c.print(f"{pc.catalog}: {pc.note}")
         else:
             d = pc.design_at_needed_price
-            c.print(f"{pc.catalog}: {pc.part_kind} {pc.part_id} must drop from {_cost(pc.current_price)} to "
-                    f"{_cost(pc.needed_price)} {unit} (-{pc.cut_fraction:.1%}) to match the winner; it would then buy "
+            c.print(f"{pc.catalog}: {pc.part_kind} {pc.part_id} must drop from {_rate_money(pc.current_price)} to "
+                    f"{_rate_money(pc.needed_price)} {unit} (-{pc.cut_fraction:.1%}) to match the winner; it would then buy "
                     f"{d['total_gpus']} x {d['gpu']} ({d['nic']}, {d['strategy']}) for "
                     f"{d['throughput_samples_per_s']:,.1f} samples/s")
 
@@ -247,23 +243,7 @@ def rent_vs_buy(
             f"{b['nic']}, {b['strategy']}: {b['throughput_samples_per_s']:,.1f} samples/s")
     c.print(f"Rent ({r.cloud_catalog}): {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}), {k['strategy']}: "
             f"{k['throughput_samples_per_s']:,.1f} samples/s")
-    t = Table(title="Costs (each with what it means)", title_justify="left")
-    for col, just in (("what", "left"), ("value", "right"), ("unit / meaning", "left")):
-        t.add_column(col, justify=just)
-    for what, v, unit in r.rows:
-        if unit.startswith("USD"):
-            s = _cost(v, "hour" in unit)
-        elif unit.startswith("fraction"):
-            s = f"{v:.1%}"
-        else:
-            s = f"{v:,.1f}"
-        t.add_row(what, s, unit)
-    c.print(t)
-    if r.held_equal:
-        c.print(r.held_equal)
-    for w in r.price_warnings:
-        c.print(f"Warning: {w}")
-    c.print(f"Verdict: {r.verdict}")
+    print_rent_buy_costs(c, r)
 
 
 @app.command()

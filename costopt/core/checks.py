@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
 from costopt.core.errors import InputError
+from costopt.core.files import file_kind
 
 # Largest count (nodes, GPUs per node, batch, shards...) accepted anywhere: far above any real cluster,
 # far below the int64 arithmetic of the design space.
@@ -189,16 +190,6 @@ def force_overwrite(on: bool) -> None:
     _FORCE.set(bool(on))
 
 
-def _kind_of(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path:
     """An output file we can create or replace: its folder exists; it is not a folder, not a special file
     (a FIFO, a device such as /dev/null, a socket, or a link to one such as /dev/stdout: those are never
@@ -224,7 +215,7 @@ def output_path(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> Path
         raise InputError(f"{what} {p}: cannot check it: {exc.strerror or exc}", field=what) from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{what} {p}: is {_kind_of(st.st_mode)}; refusing to replace it (an output is a "
+            raise InputError(f"{what} {p}: is {file_kind(st.st_mode)}; refusing to replace it (an output is a "
                              "regular file; leave out --out to print to stdout)", field=what)
         read_only = not st.st_mode & 0o222 or (os.geteuid() != 0 and not os.access(p, os.W_OK))
         if read_only and not _FORCE.get():

@@ -34,7 +34,8 @@ def _field(what: str) -> str:
     return what.removesuffix(" file").replace(" ", "_")  # the input at fault: 'catalog', 'model_config', ...
 
 
-def _kind_of(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for a message that refuses it)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -61,7 +62,7 @@ def input_path(path: Any, what: str, kind: str = "text", *, field: str | None = 
     except OSError as exc:
         raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{p}: {what} is {_kind_of(st.st_mode)}, not a regular file", field=field)
+        raise InputError(f"{p}: {what} is {file_kind(st.st_mode)}, not a regular file", field=field)
     cap = MAX_BYTES[kind]
     if st.st_size > cap:
         raise InputError(f"{p}: {what} is {st.st_size / 1e6:,.1f} MB, over the {cap / 1e6:,.0f} MB limit for "
@@ -83,7 +84,7 @@ def read_input_bytes(path: Any, what: str, kind: str = "text", *, field: str | N
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{p}: {what} is {_kind_of(st.st_mode)}, not a regular file", field=field)
+            raise InputError(f"{p}: {what} is {file_kind(st.st_mode)}, not a regular file", field=field)
         chunks, total = [], 0
         while True:
             b = os.read(fd, 1 << 22)

@@ -47,6 +47,7 @@ from costopt.search.design_space import NO_NIC
 from costopt.search.llm_search import OWNED_YEARS, LlmSearch, choose_llm, search_llm
 from costopt.search.llm_table import llm_frame
 from costopt.search.solver import objective_values
+from costopt.purchase.purchasing import PriceCut  # one record of a needed price cut, both workloads
 from costopt.purchase.rental import _compare_held_equal, _price_warnings
 
 NO_BUDGET = 1e15  # the rented side of rent vs buy is not limited by the purchase budget: no node bound from money
@@ -139,19 +140,6 @@ class LlmCatalogAnswer:
 
 
 @dataclass
-class LlmPriceCut:
-    catalog: str
-    part_kind: str  # "gpu" or "instance"
-    part_id: str
-    price_field: str
-    current_price: float
-    needed_price: float | None
-    cut_fraction: float | None
-    design_at_needed_price: dict[str, Any] | None
-    note: str = ""
-
-
-@dataclass
 class LlmComparison:
     model: str
     budget_usd: float
@@ -161,7 +149,7 @@ class LlmComparison:
     answers: list[LlmCatalogAnswer]
     winner: int
     margin: dict[str, Any]
-    price_cuts: list[LlmPriceCut] = field(default_factory=list)
+    price_cuts: list[PriceCut] = field(default_factory=list)
     held_equal: str = ""  # what every catalog's pick shares: model, job, calendar, each rental's terms
     price_warnings: list[str] = field(default_factory=list)
     exact_batch: bool = False  # every pick holds the global batch exactly (--global-batch given)
@@ -215,7 +203,7 @@ def _repriced(found: LlmSearch, kind: str, pid: str, price: float, basis: CostBa
 
 
 def price_cut_llm(loser: LlmCatalogAnswer, target: float, job: LlmJob, budget: float, basis: CostBasis,
-                  floor: float = 0.01) -> LlmPriceCut:
+                  floor: float = 0.01) -> PriceCut:
     """Bisection on the price factor of the loser's key part until its best score matches `target`."""
     best, cat = loser.best, loser.catalog
     if cat.is_cloud:
@@ -232,7 +220,7 @@ def price_cut_llm(loser: LlmCatalogAnswer, target: float, job: LlmJob, budget: f
                                                                          dtype=object)[found.space.gpu_idx] == gpu))
     lo, hi = floor, 1.0
     if _best_score(_repriced(found, kind, pid, current * lo, basis), job.objective) < target:
-        return LlmPriceCut(loser.label, kind, pid, fld, current, None, None, None,
+        return PriceCut(loser.label, kind, pid, fld, current, None, None, None,
                            f"even at {floor:.0%} of today's price no {pid} design reaches the winner")
     for _ in range(40):  # factor resolution 2^-40
         mid = 0.5 * (lo + hi)
@@ -241,7 +229,7 @@ def price_cut_llm(loser: LlmCatalogAnswer, target: float, job: LlmJob, budget: f
         else:
             hi = mid
     at = choose_llm(_repriced(found, kind, pid, current * lo, basis), tokens=job.tokens, top=1, today=job.today)["best"]
-    return LlmPriceCut(loser.label, kind, pid, fld, current, current * lo, 1.0 - lo, at)
+    return PriceCut(loser.label, kind, pid, fld, current, current * lo, 1.0 - lo, at)
 
 
 def compare_llm(catalogs: list[str | Path | Catalog], job: LlmJob, budget: float, *, hours: float | None = None,

@@ -34,7 +34,7 @@ from costopt.hardware.catalog import Catalog
 from costopt.core.checks import count, positive
 from costopt.core.version import __version__
 from costopt.core.errors import CostoptError, InputError
-from costopt.purchase.report import Report, Section, _dollar_axis, MARKERS, _gpu_colors, _gpu_markers, _money, _plt, _progress
+from costopt.purchase.report import Report, Section, _dollar_axis, MARKERS, _gpu_colors, _gpu_markers, _money, _plt, _progress, rent_buy_rows
 from costopt.purchase.report_parts import figure
 from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
 from costopt.perf.llm.feasibility import memory_grid
@@ -310,15 +310,7 @@ def _rent_or_buy(job, budget: float, catalog, cloud, years: float, utilization: 
     from costopt.purchase.llm_purchasing import rent_vs_buy_json, rent_vs_buy_llm
 
     r = rent_vs_buy_llm(job, budget, cloud, catalog, years=years, utilization=utilization)
-    rows = []
-    for what, v, unit in r.rows:
-        if unit.startswith("USD"):
-            val = _money(v, "hour" in unit or abs(v) < 100)
-        elif unit.startswith("fraction"):
-            val = f"{v:.1%}"
-        else:
-            val = f"{v:,.1f}"
-        rows.append([what, val, unit])
+    rows = rent_buy_rows(r)
     b, k = r.buy, r.rent
     intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {_layout(b)}) from {r.owned_catalog}, "
              f"{_tokens_phrase(b)}; or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}, "

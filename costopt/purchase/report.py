@@ -529,12 +529,8 @@ def _time_to_train(designs: list[dict], opts: Options) -> Section:
                    [figure("time", "Time to train", fig)])
 
 
-def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: Options, years: float,
-                 utilization: float | None) -> Section:
-    """`purchasing.rent_vs_buy` for the report: the owned recommendation against renting the same work."""
-    from costopt.purchase.purchasing import rent_vs_buy
-
-    r = rent_vs_buy(model, budget, cloud, cat, years=years, opts=opts, utilization=utilization)
+def rent_buy_rows(r) -> list[list[str]]:
+    """A rent-vs-buy answer's cost rows as report cells (what, value, unit), for every workload."""
     rows = []
     for what, v, unit in r.rows:
         if unit.startswith("USD"):
@@ -544,6 +540,16 @@ def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: 
         else:
             val = f"{v:,.1f}"
         rows.append([what, val, unit])
+    return rows
+
+
+def _rent_vs_buy(model: str, budget: float, cat: Catalog, cloud: Catalog, opts: Options, years: float,
+                 utilization: float | None) -> Section:
+    """`purchasing.rent_vs_buy` for the report: the owned recommendation against renting the same work."""
+    from costopt.purchase.purchasing import rent_vs_buy
+
+    r = rent_vs_buy(model, budget, cloud, cat, years=years, opts=opts, utilization=utilization)
+    rows = rent_buy_rows(r)
     b, k = r.buy, r.rent
     intro = (f"Buy {b['total_gpus']} x {b['gpu']} ({_nics(b)} per node, {b['strategy']}) from "
              f"{r.owned_catalog}, or rent {k['nodes']} x {k['chassis']} ({k['total_gpus']} x {k['gpu']}) from "

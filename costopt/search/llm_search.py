@@ -70,13 +70,24 @@ def _catalog(catalog: str | Path | Catalog | None) -> Catalog:
 OWNED_YEARS = 3.0  # an owned cluster's capex is spread over this many years in its USD per 1e9 tokens
 
 
+def usd_per_hour_of_use(costs, idx, years: float = OWNED_YEARS) -> tuple[np.ndarray, np.ndarray]:
+    """What an hour of training costs on designs `idx`, and which of them are rented: a rented
+    cluster's rent per hour; an owned one's capex spread over `years` of continuous use plus its
+    electricity (cost.py's energy per year):
+
+        USD per hour = (capex / years + energy USD per year) / 8,766 h
+
+    an estimate that assumes the cluster is always busy. USD per 1e9 tokens = this x hours per 1e9 tokens."""
+    idx = np.asarray(idx)
+    rented = (costs.usd_per_hour[idx] > 0) if costs.usd_per_hour is not None else np.zeros(idx.shape, dtype=bool)
+    hourly = costs.usd_per_hour[idx] if costs.usd_per_hour is not None else np.zeros(idx.shape)
+    owned = (costs.capex_usd[idx] / years + costs.energy_usd_per_year[idx]) / HOURS_PER_YEAR
+    return np.where(rented, hourly, owned), rented
+
+
 def _add_costs(rec: dict, costs, i: int, tokens: float | None, years: float = OWNED_YEARS) -> dict:
-    """Costs of design i. USD per 1e9 tokens: a rented cluster's rent per hour x hours; an owned one's
-    capex spread over `years` of continuous use plus its electricity (cost.py's energy per year):
-
-        USD/1e9 tokens = hours per 1e9 tokens x (capex / years + energy USD per year) / 8,766 h
-
-    an estimate that assumes the cluster is always busy (`usd_per_1e9_tokens_basis` says which)."""
+    """Costs of design i; USD per 1e9 tokens by `usd_per_hour_of_use` (`usd_per_1e9_tokens_basis` says
+    which rule)."""
     rec["cost_usd"] = float(costs.cost_usd[i])
     rec["capex_usd"] = float(costs.capex_usd[i])
     rec["power_kw"] = float(costs.power_kw[i])
@@ -84,14 +95,9 @@ def _add_costs(rec: dict, costs, i: int, tokens: float | None, years: float = OW
     thr = rec["tokens_per_s"]
     ok = rec["feasible"] and thr and math.isfinite(thr)
     rec["hours_per_1e9_tokens"] = 1e9 / thr / 3600.0 if ok else None
-    rented = costs.usd_per_hour is not None and costs.usd_per_hour[i] > 0
-    if not ok:
-        rec["usd_per_1e9_tokens"] = None
-    elif rented:
-        rec["usd_per_1e9_tokens"] = float(costs.usd_per_hour[i]) * rec["hours_per_1e9_tokens"]
-    else:
-        owned_per_hour = (float(costs.capex_usd[i]) / years + float(costs.energy_usd_per_year[i])) / HOURS_PER_YEAR
-        rec["usd_per_1e9_tokens"] = owned_per_hour * rec["hours_per_1e9_tokens"]
+    per_hour, rented_arr = usd_per_hour_of_use(costs, [i], years)
+    rented = bool(rented_arr[0])
+    rec["usd_per_1e9_tokens"] = float(per_hour[0]) * rec["hours_per_1e9_tokens"] if ok else None
     rec["usd_per_1e9_tokens_basis"] = ("rent per hour x hours" if rented else
                                        f"capex over {years:g} years of continuous use plus electricity (an estimate: "
                                        "the cluster always busy)")

@@ -2,7 +2,7 @@
 (no loop per design), for the ranked export (purchase/llm_purchasing.py) and the candidates of a
 large-model job in a mix (search/multijob/pipeline.py).
 
-USD per 1e9 tokens is the rule of `llm_search._add_costs` (its docstring), on arrays: rented, rent per
+USD per 1e9 tokens is the rule of `llm_search.usd_per_hour_of_use` (its docstring), on arrays: rented, rent per
 hour x hours; owned, (capex / years + electricity per year) / 8,766 h x hours.
 """
 
@@ -11,12 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from costopt.core.units import HOURS_PER_YEAR
 from costopt.hardware.cost import CostBasis
 from costopt.perf.llm.arch import CHECKPOINTING
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.search.design_space import NO_NIC
-from costopt.search.llm_search import OWNED_YEARS, LlmSearch
+from costopt.search.llm_search import OWNED_YEARS, LlmSearch, usd_per_hour_of_use
 
 
 def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float | None,
@@ -31,12 +30,11 @@ def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float
     dp = (G * M) // (tp * pp)
     mb, ga = lay.micro_batch[idx], ev.grad_accum[idx]
     has_nic = s.nic_idx[idx] != NO_NIC
-    rented = (c.usd_per_hour[idx] > 0) if c.usd_per_hour is not None else np.zeros(len(idx), dtype=bool)
-    hourly = c.usd_per_hour[idx] if c.usd_per_hour is not None else np.zeros(len(idx))
+    per_hour, rented = usd_per_hour_of_use(c, idx, years)
+    hourly = np.where(rented, per_hour, 0.0)  # the rent column: 0 on an owned design
     x, lo, hi = tm.tokens_per_s[idx], rng.low[idx], rng.high[idx]
     h9 = 1e9 / x / 3600.0
-    owned_per_hour = (c.capex_usd[idx] / years + c.energy_usd_per_year[idx]) / HOURS_PER_YEAR
-    usd9 = np.where(rented, hourly, owned_per_hour) * h9
+    usd9 = per_hour * h9
     ckpt = np.array(CHECKPOINTING, dtype=object)[lay.ckpt[idx]]
     gflop = {k: ev.cfg.hardware_flops_per_token(k) / 1e9 for k in CHECKPOINTING}
     df = pd.DataFrame({
