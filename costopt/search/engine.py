@@ -45,7 +45,7 @@ _DP_PREDICT_ONLY = {**{k: v for k, v in _DP_DEFAULTS_SOLVE.items() if k not in (
                     "today": (None, "a large-model predict prints no price ages; --as-of applies to solve")}
 _LLM_ONLY = {"seq_len": None, "global_batch": None}
 _LLM_PREDICT_ONLY = {"seq_len": None, "global_batch": None, "tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
-                     "vp": 1, "cp": 1}
+                     "vp": 1, "cp": 1, "ep": 1}
 
 
 def _llm_framework(framework: str | None) -> str:
@@ -154,7 +154,7 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
 def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str, *,
             tokens: float | None = None, model_config: Any = None, seq_len: int | None = None,
             global_batch: int | None = None, tp: int = 1, pp: int = 1, micro_batch: int = 1,
-            checkpointing: str | None = None, vp: int = 1, cp: int = 1, **kw: Any) -> dict[str, Any]:
+            checkpointing: str | None = None, vp: int = 1, cp: int = 1, ep: int = 1, **kw: Any) -> dict[str, Any]:
     """One named design for any workload: `api.predict`'s arguments, plus for transformers `tokens`,
     `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`."""
     if is_llm(model, model_config, strategy, tokens):
@@ -167,9 +167,9 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
                            catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp, cp=cp,
-                           framework=_llm_framework(kw.get("framework")))
+                           framework=_llm_framework(kw.get("framework")), ep=ep)
     given = {"seq_len": seq_len, "global_batch": global_batch, "tp": tp, "pp": pp, "micro_batch": micro_batch,
-             "checkpointing": checkpointing, "vp": vp, "cp": cp}
+             "checkpointing": checkpointing, "vp": vp, "cp": cp, "ep": ep}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                                  "data-parallel zoo model") for k, d in _LLM_PREDICT_ONLY.items()})
     return api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, **kw)

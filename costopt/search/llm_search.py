@@ -144,17 +144,21 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK,
+                ep: int = 1) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format."""
     for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
-                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp)):
+                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp), ("ep", ep)):
         count(name, v)
     positive("tokens", tokens)
     if global_batch is not None:
         count("global batch", global_batch)
     cfg = resolve_model(model, model_config, seq_len)
+    if ep > 1 and not cfg.is_moe:
+        raise InputError(f"--ep {ep}: expert parallel splits the experts of a mixture-of-experts model; {cfg.name} is "
+                         "dense (no experts)", field="ep")
     s = _strategy(strategy)
     cat = _catalog(catalog)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, "ring", "gpu", chassis, nics_per_node)
@@ -169,7 +173,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp)), precision=precision,
+                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp), ep=one(ep)),
+                         precision=precision,
                          global_batch=gb,
                          framework=framework,
                          hold_batch=global_batch is not None)
