@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
+from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
@@ -291,14 +292,16 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
     node = nic_rate[ni] * space.nics_per_node
     return {"peak": peak, "peak_hi": peak_hi, "bw": bw, "frac": frac, "frac_lp": frac_lp, "att": att, "mem": mem,
-            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf)}
+            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf),
+            "domain": domain_gpus_of(space)}
 
 
 # Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
 # Codes in the search, sentences in the output; `{precision}` is filled in.
-WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
+WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
+           "tensor parallel degree above the GPUs of one node (its NVLink domain)",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
-           "hybrid sharding needs more than one node",
+           "hybrid sharding needs more than one node (more than one NVLink domain)",
            "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
            "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
            "expert parallel needs a mixture-of-experts model (this one is dense)",
@@ -339,20 +342,21 @@ def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
 
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
             global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None,
-            hold_batch: bool = False) -> _Sizing:
+            hold_batch: bool = False, domain: np.ndarray | None = None) -> _Sizing:
     """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
-    peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
-    (GPU, G, M) triples and times only the pairs that fit."""
+    peak and memory), the GPUs per node G, the nodes M and the NVLink domain D (`domain`, None: D = G), so
+    the search runs it on the distinct (GPU, G, M, D) keys and times only the pairs that fit."""
     N = G * M
+    D = G if domain is None else np.maximum(np.asarray(domain, dtype=np.float64), G)
     t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
     c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
     ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
     ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c)
-    for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > G),
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
-                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2)),
+                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (N <= D)),
                       (_BAD_VP, _bad_vp(layout, p, arch.layers)), (_EP_NOT_DIVIDING, ep_not_dividing)):
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
     d = np.maximum(np.round(d), 1.0)
@@ -360,7 +364,7 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
         held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
         why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
-    shard_group = np.minimum(d * c, np.maximum(G / t, 1.0))
+    shard_group = np.minimum(d * c, np.maximum(D / t, 1.0))
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
@@ -395,6 +399,7 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
                   gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                   pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
                   grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp,
+                  nvlink_domain_gpus=hw["domain"],
                   ep=1.0 if layout.ep is None else layout.ep.astype(np.float64), load_imbalance=load_imbalance)
     if lp is None:
         return step_time(arch, params, peak_flops=peak, **common)
@@ -419,7 +424,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     lp = low_precision_of(precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch, hw["domain"])
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
     timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp, load_imbalance)
@@ -469,7 +474,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
+    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64)], axis=1)
     triples, triple_of = np.unique(key, axis=0, return_inverse=True)
     triple_of = triple_of.reshape(-1)
     n_tri = len(triples)
@@ -487,7 +492,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
         tri = np.tile(np.arange(n_tri), len(ks))
         size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
                        _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params,
-                       low_precision_of(precision, params), hold_batch)
+                       low_precision_of(precision, params), hold_batch, hw["domain"][first][tri])
         out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
         if keep_sizes:
             out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
@@ -532,7 +537,7 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         arch = ArchArrays.of(cfg, len(design))
         lp = low_precision_of(precision, params)
         size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp,
-                       hold_batch)
+                       hold_batch, hw_pair["domain"])
         thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params,
                       lp=lp).tokens_per_s
         # per (design, group), the fastest pair of this chunk, the lowest layout index among equals

@@ -28,15 +28,16 @@ embeddings: P − P_exp) is held as in a dense model, P_s = (P − P_exp)/(t·p)
     model states      states(P_s, d·c) + states(P_exp/(t·ep·p), d·c/ep)        (memory.py per strategy)
     gradient and weight collectives: the dense formulas (step.py) on P_s over the d·c replicas, plus the same
                       formulas on the expert weights over their d·c/ep replicas (an expert group of ep·t
-                      consecutive ranks: its replicas sit ep·t ranks apart, min(d·c/ep, G/(t·ep)) in a node)
+                      consecutive ranks: its replicas sit ep·t ranks apart, min(d·c/ep, D/(t·ep)) in an NVLink domain of D)
 
 Per MoE layer and micro-batch, the tokens go to their experts and come back: a dispatch and a combine
 all-to-all forward, and both again backward (4 all-to-alls; 6 when full checkpointing recomputes the
 forward). A tensor-parallel group sends the k copies of its b·s/c tokens, X = b·(s/c)·k·h·2 bytes (bf16
 hidden states), its t ranks a share X/t each (sequence parallel splits the tokens), of which (ep − 1)/ep
 leaves the GPU. The ep ranks of a group are ep·t consecutive ranks: inside the NVLink domain (n_in = min(ep,
-G/t) of them in one domain of G GPUs); the share (ep − n_in)/ep goes to other nodes over the node's NICs,
-B_node/G per GPU, concurrently with the NVLink part (time = the slower of the two):
+D/t) of them in one domain of D GPUs: the node, D = G, or a rack-scale domain such as an NVL72's 72); the
+share (ep − n_in)/ep goes to other domains over the node's NICs, B_node/G per GPU, concurrently with the
+NVLink part (time = the slower of the two):
 
     T_a2a = n_a2a·(L_m/p)·λ·max((n_in − 1)/ep·X/t / B_intra, (ep − n_in)/ep·X/t / (B_node/G)) + n_a2a·(L_m/p)·α
            exposed: (1 − o_a2a)·T_a2a      (o_a2a: the share hidden under compute, data/llm_defaults.toml [moe])
@@ -107,14 +108,16 @@ def expert_states_args(moe: MoeArrays, tp, pp, ep, replicas):
 
 
 def all_to_all_s(moe: MoeArrays, *, hidden, seq_len, micro_batch, cp, tp, pp, ep, gpus_per_node, intra_bytes_per_s,
-                 node_bytes_per_s, imbalance, latency_s, ckpt) -> np.ndarray:
-    """T_a2a per micro-batch before overlap (module docstring), 0 where ep = 1 or the model is dense."""
+                 node_bytes_per_s, imbalance, latency_s, ckpt, domain_gpus=None) -> np.ndarray:
+    """T_a2a per micro-batch before overlap (module docstring), 0 where ep = 1 or the model is dense.
+    `domain_gpus` is the NVLink domain D (None: the node, D = G)."""
     t, p, e, c = (np.asarray(x, dtype=np.float64) for x in (tp, pp, ep, cp))
     G = np.asarray(gpus_per_node, dtype=np.float64)
     n_a2a = np.where(np.asarray(ckpt) == 2, 6.0, 4.0)
     x = np.asarray(micro_batch, dtype=np.float64) * np.asarray(seq_len, dtype=np.float64) / c * moe.top_k \
         * np.asarray(hidden, dtype=np.float64) * 2.0 / t
-    n_in = np.minimum(e, np.maximum(G / t, 1.0))
+    D = G if domain_gpus is None else np.maximum(np.asarray(domain_gpus, dtype=np.float64), G)
+    n_in = np.minimum(e, np.maximum(D / t, 1.0))
     inside = (n_in - 1.0) / e * x / np.asarray(intra_bytes_per_s, dtype=np.float64)
     across = (e - n_in) / e * x / (np.asarray(node_bytes_per_s, dtype=np.float64) / G)
     per = n_a2a * moe.moe_layers / p
