@@ -121,7 +121,9 @@ def default_llm_params() -> LlmParams:
         framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
                                           for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
                                       for f in FRAMEWORKS},
-        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]))
+        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]),
+        moe_dispatch_once_per_domain=bool(d["moe"]["dispatch_once_per_domain"]),
+        moe_expert_gemm_share=float(d["moe"]["expert_gemm_share"]))
 
 
 def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
@@ -305,7 +307,7 @@ WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
            "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
            "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
            "expert parallel needs a mixture-of-experts model (this one is dense)",
-           "the expert-parallel degree must divide the experts and the data x context-parallel ranks")
+           "the expert-parallel degree must divide the experts and the tensor x data x context-parallel ranks")
 (_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD, _EP_DENSE,
  _EP_NOT_DIVIDING) = range(1, len(WHY_NOT))
 
@@ -353,7 +355,7 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
     ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
-    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c)
+    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c * t)
     for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
                       (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (N <= D)),
@@ -628,7 +630,7 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
     if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
         rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
-        rec["expert_data_parallel"] = max((G * M) // (t * p * rec["ep"]), 1)
+        rec["expert_data_parallel"] = max((G * M) // (p * rec["ep"]), 1)
         rec["memory_expert_states_gb"] = float(ev.memory_expert_states_bytes[i]) / 1e9
         rec["t_expert_parallel_exposed_s"] = float(tm.t_ep_s[i])
         rec["active_params"] = ev.cfg.active_params

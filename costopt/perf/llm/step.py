@@ -119,9 +119,10 @@ node's NICs when the job spans domains (N > D: the slowest boundary sets the pac
     T_pp = (v·m + p − 1)·2·b·s·h·2/t / (B_node/G  if N > D, else B_intra)
 
 Mixture of experts (moe.py, expert-parallel degree ep): T_mb gains the exposed all-to-all dispatch/combine
-(1 − o_a2a)·T_a2a and the busiest expert rank's extra GEMM time T_imb; the collectives and T_opt above run on
+(1 − o_a2a)·T_a2a, the busiest expert rank's extra GEMM time T_imb and the token shuffling through memory
+T_shuffle (in the element-wise part); the collectives and T_opt above run on
 the weights outside the routed experts over d·c replicas, plus the same terms on the expert weights
-P_exp/(t·ep·p) over their d·c/ep replicas.
+P_exp/(ep·p) over their t·c·d/ep replicas.
 
     T_step = m·T_mb + T_bubble + exposed(dp) + T_tp + T_pp + T_opt
     tokens/s = d·m·b·s / T_step;  MFU = tokens/s · F_model / (N · peak_mfu)
@@ -137,7 +138,7 @@ import numpy as np
 
 from costopt.perf.llm.arch import ArchArrays
 from costopt.perf.llm.memory import LLM_STRATEGIES
-from costopt.perf.llm.moe import all_to_all_s, expert_states_args, imbalance_s
+from costopt.perf.llm.moe import all_to_all_s, expert_states_args, imbalance_s, token_shuffle_s
 
 DDP, ZERO1, ZERO2, FSDP, HSDP = range(len(LLM_STRATEGIES))
 
@@ -182,6 +183,8 @@ class LlmParams:
     framework_causal_share: dict = field(default_factory=dict)  # per framework (evaluate.params_for_framework)
     moe_load_imbalance: float = 1.25  # lambda (data/llm_defaults.toml [moe]; moe.py)
     moe_all_to_all_overlap: float = 0.0  # share of the expert all-to-alls hidden under compute
+    moe_dispatch_once_per_domain: bool = True  # a token crosses the NICs once per other NVLink domain (DeepEP)
+    moe_expert_gemm_share: float = 1.0  # routed experts' grouped GEMMs at this share of the dense matmul rate
 
 
 @dataclass
@@ -326,10 +329,13 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
         t_a2a = (1.0 - params.moe_all_to_all_overlap) * all_to_all_s(
             arch.moe, hidden=h, seq_len=s, micro_batch=b, cp=c, tp=t, pp=p, ep=e_p, gpus_per_node=G, domain_gpus=D,
             intra_bytes_per_s=intra_bytes_per_s, node_bytes_per_s=node_bytes_per_s, imbalance=lam, latency_s=alpha,
-            ckpt=ck)
+            ckpt=ck, once_per_domain=params.moe_dispatch_once_per_domain)
         r_w = slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm))  # time per weight-GEMM FLOP
         t_matmul = t_matmul + imbalance_s(arch.moe, ckpt=ck, micro_batch=b, seq_len=s, cp=c, tp=t, pp=p,
-                                          imbalance=lam, time_per_weight_flop=r_w)
+                                          imbalance=lam, time_per_weight_flop=r_w,
+                                          expert_gemm_share=params.moe_expert_gemm_share)
+        t_elem = t_elem + token_shuffle_s(arch.moe, hidden=h, seq_len=s, micro_batch=b, cp=c, tp=t, pp=p, ep=e_p,
+                                          ckpt=ck, mem_bytes_per_s=e_bw)
     t_mb = t_matmul + t_elem + t_cp + t_a2a
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
@@ -344,10 +350,10 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_dp = _data_parallel_s(P_s, strat, d, g, m_d, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node, alpha, params, e_bw)
     if arch.moe is not None:  # the routed experts' weights: their own d·c/ep replicas (moe.py)
         P_e, d_e = expert_states_args(arch.moe, t, p, e_p, d)
-        g_e = np.minimum(d_e, np.maximum(D / (t * e_p), 1.0))
+        g_e = np.minimum(d_e, np.maximum(D / e_p, 1.0))
         m_e = np.maximum(d_e / g_e, 1.0)
-        t_dp = t_dp + _data_parallel_s(P_e, strat, d_e, g_e, m_e, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node,
-                                       alpha, params, e_bw)
+        t_dp = t_dp + np.where(P_e > 0, _data_parallel_s(P_e, strat, d_e, g_e, m_e, G, m, t_fwd, t_bwd, w_gather,
+                                                         b_intra, b_node, alpha, params, e_bw), 0.0)
 
     n_ar = np.where(ck == 2, 6.0, 4.0)
     t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s / c * h * 2.0 / b_intra
