@@ -84,6 +84,9 @@ SOLVE = {
     "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
     "confidence": ((R, ["--confidence", "0.9"]), (R, ["--confidence", "0.9"])),
     "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
+    # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
+    "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
+    "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
 }
 PREDICT = {
     "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
@@ -120,6 +123,9 @@ PREDICT = {
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
     "as_of": ((C, ["--as-of", "2031-01-01"]), (R, ["--as-of", "2031-01-01"])),
     "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
+    # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
+    "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
+    "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
 }
 DECISIONS = {"solve": SOLVE, "predict": PREDICT}
 # the base of each case already gives this option: the case changes its value
