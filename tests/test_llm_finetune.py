@@ -198,7 +198,7 @@ def test_predict_llama3_70b_lora_on_one_node():
     assert "4·P + 2·P_a" in d["mfu_basis"] and d["bottleneck"]
     assert "lora fine-tuning" in d["range_basis"]  # widened: no fine-tuning run in the fit
     rc, text = _cli(*PREDICT_70B, "--strategy", "lora")
-    assert rc == 0 and "frozen weights" in text and "FLOP convention" in text and "rank 32" in text
+    assert rc == 0 and "frozen weights" in text and "MFU basis" in text and "rank 32" in text
 
 
 def test_predict_refuses_what_a_finetune_cannot_use():

@@ -299,6 +299,8 @@ def predict(
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
     vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
     cp: int = typer.Option(1, help="Transformers: context-parallel degree (ring attention over the sequence)."),
+    ep: int = typer.Option(1, help="Mixture-of-experts transformers: expert-parallel degree (experts split over ep "
+                           "data-parallel ranks; divides the experts)."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
@@ -316,7 +318,7 @@ def predict(
         llm = engine.is_llm(model, model_config, strategy, tokens)
         d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
                            seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
-                           checkpointing=checkpointing, vp=vp, cp=cp, batch_per_gpu=batch_per_gpu, precision=precision,
+                           checkpointing=checkpointing, vp=vp, cp=cp, ep=ep, batch_per_gpu=batch_per_gpu, precision=precision,
                            reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
                            chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
                            grad_accum=grad_accum, stack=stack, today=as_of, lora_rank=lora_rank,

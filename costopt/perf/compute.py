@@ -363,7 +363,7 @@ def _zoo_costs() -> dict:
 
 
 def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
-                  withhold: frozenset = frozenset()) -> Fractions:
+                  withhold: frozenset = frozenset(), classes: tuple[str, ...] = ("fp32", "amp")) -> Fractions:
     """Achieved fractions per (group, precision class); see the module docstring.
 
     `withhold`: GPU ids whose figures are left out of the fit; an entry 'gpu/model' leaves out one
@@ -372,8 +372,13 @@ def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
     The fit reads the specs of the GPUs its data name (published cells use the reference catalog's
     ids) from `catalog`, by default the built-in reference catalog, so the fractions do not change
     with the catalog a design is priced from.
+
+    `classes`: the precision classes to fit (fp32, amp). The two fits share no equation and no unknown,
+    so fitting one alone gives the same numbers as fitting both; a solve in one precision fits one
+    (about half of a command's start-up CPU otherwise, benchmarks/bench_startup.py).
     """
-    return _fit_cached(_reference_gpu_key() if catalog is None else _gpu_key(catalog), ref_id, withhold)
+    return _fit_cached(_reference_gpu_key() if catalog is None else _gpu_key(catalog), ref_id, withhold,
+                       tuple(sorted(set(classes))))
 
 
 @lru_cache(maxsize=1)
@@ -406,7 +411,23 @@ def _solve(eqs: list, group_of, lower_of) -> dict:
 
 
 @lru_cache(maxsize=64)
-def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
+def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset, classes: tuple[str, ...]) -> Fractions:
+    """The fractions of every class in `classes`, each fitted on its own (`_fit_class`)."""
+    u_all, n_all, host, absolute, pooled, memory = {}, {}, {}, set(), {}, {}
+    for pc in classes:
+        u, n, h, a, pl, m = _fit_class(gpu_key, ref_id, withhold, pc)
+        u_all.update(u)
+        n_all.update(n)
+        host.update(h)
+        absolute |= a
+        pooled.update(pl)
+        memory.update(m)
+    return Fractions(u_all, n_all, host, frozenset(absolute), pooled, memory)
+
+
+@lru_cache(maxsize=64)
+def _fit_class(gpu_key: tuple, ref_id: str, withhold: frozenset, pc: str) -> tuple:
+    """(u, cells, host, absolute_only, pooled, memory) of `Fractions` for one precision class `pc`."""
     gpus = {k[0]: k for k in gpu_key}
     costs = _zoo_costs()
     pub = load_published()
@@ -437,67 +458,66 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
             return 1.0 / e if e else 1.0
         return 1.0
 
-    for pc in ("fp32", "amp"):
-        eqs = []  # (coefficients {(group, term): value}, right-hand side, weight)
-        tf_groups, used_gpus = set(), set()
-        if ref_id in gpus:
-            for cost, g in _reference_anchors(ref_id, pc, bw(ref_id)):
-                coeff = {k: v for k, v in terms(ref_id, pc, cost, 1.0, "").items() if k[1] != "host"}
-                eqs.append((coeff, g, 1.0 / g))
-                used_gpus.add(ref_id)
-        if pc == "fp32":
-            for c in load_absolute():
-                cost = costs.get(c["model"])
-                if (not c["in_fit"] or c["gpu"] in withhold or f"{c['gpu']}/{c['model']}" in withhold
-                        or c["gpu"] not in gpus or cost is None):
-                    continue
-                coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
-                eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
-                tf_groups.add(group(c["gpu"]))
-                used_gpus.add(c["gpu"])
-        for c in pub.cells:
-            if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
+    eqs = []  # (coefficients {(group, term): value}, right-hand side, weight)
+    tf_groups, used_gpus = set(), set()
+    if ref_id in gpus:
+        for cost, g in _reference_anchors(ref_id, pc, bw(ref_id)):
+            coeff = {k: v for k, v in terms(ref_id, pc, cost, 1.0, "").items() if k[1] != "host"}
+            eqs.append((coeff, g, 1.0 / g))
+            used_gpus.add(ref_id)
+    if pc == "fp32":
+        for c in load_absolute():
+            cost = costs.get(c["model"])
+            if (not c["in_fit"] or c["gpu"] in withhold or f"{c['gpu']}/{c['model']}" in withhold
+                    or c["gpu"] not in gpus or cost is None):
                 continue
-            j = _TABLE_FIT_REFERENCE.get(c.table)
-            if j is None or c.gpu == j or c.gpu in withhold or j in withhold or c.gpu not in gpus or j not in gpus:
-                continue
-            xj = pub.value(c.table, pc, j, c.lambda_model)
-            cost = costs.get(_FIT_ZOO_MODEL[c.lambda_model])
-            if not xj or cost is None or peak(c.gpu, pc) is None or peak(j, pc) is None:
-                continue
-            coeff = terms(c.gpu, pc, cost, c.samples_per_s / xj, c.lambda_model)
-            for key, v in terms(j, pc, cost, -1.0, c.lambda_model).items():
-                coeff[key] = coeff.get(key, 0.0) + v
-            scale = cost.matmul_flops / peak(j, pc) + cost.other_bytes[pc] / bw(j)
-            eqs.append((coeff, 0.0, 1.0 / scale))
-            used_gpus.update((c.gpu, j))
-        if not eqs:
+            coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
+            eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
+            tf_groups.add(group(c["gpu"]))
+            used_gpus.add(c["gpu"])
+    for c in pub.cells:
+        if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
             continue
-        # groups seen only in TensorFlow 2017 equations keep their own fractions, unshrunk, lent to none
-        in_modern = {k[0] for coeff, _, _ in eqs for k in coeff
-                     if not k[0].startswith("*") and any(kk[0].startswith("*") or kk[0] == group(ref_id)
-                                                         for kk in coeff)}
-        own = {k[0] for coeff, _, _ in eqs for k in coeff if not k[0].startswith("*")}
-        tf_only = {g for g in own if g in tf_groups and g not in in_modern}
-        # 1. pooled fit: every modern group as one
-        pool = _solve(eqs, lambda g: g if g.startswith("*") or g in tf_only else "pool",
-                      lower)
-        pm, pb = float(pool[("pool", "mm")]), float(pool[("pool", "bw")])
-        pooled[pc] = (pm, pb)
-        # 2. per group, shrunk toward the pooled values
-        prior = []
-        for g in sorted(own - tf_only):
-            prior.append(({(g, "mm"): 1.0 / pm}, 1.0, shrink))
-            prior.append(({(g, "bw"): 1.0 / pb}, 1.0, shrink))
-        x = _solve(eqs + prior, lambda g: g, lower)
-        host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host" and k[0] != "*"}
-        for g in sorted(own):
-            u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
-            n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
-            memory[(g, pc)] = frozenset(gpus[gid][4] for gid in used_gpus if gpus[gid][1] == g)
-            if g in tf_only:
-                absolute.add((g, pc))
-    return Fractions(u_all, n_all, host, frozenset(absolute), pooled, memory)
+        j = _TABLE_FIT_REFERENCE.get(c.table)
+        if j is None or c.gpu == j or c.gpu in withhold or j in withhold or c.gpu not in gpus or j not in gpus:
+            continue
+        xj = pub.value(c.table, pc, j, c.lambda_model)
+        cost = costs.get(_FIT_ZOO_MODEL[c.lambda_model])
+        if not xj or cost is None or peak(c.gpu, pc) is None or peak(j, pc) is None:
+            continue
+        coeff = terms(c.gpu, pc, cost, c.samples_per_s / xj, c.lambda_model)
+        for key, v in terms(j, pc, cost, -1.0, c.lambda_model).items():
+            coeff[key] = coeff.get(key, 0.0) + v
+        scale = cost.matmul_flops / peak(j, pc) + cost.other_bytes[pc] / bw(j)
+        eqs.append((coeff, 0.0, 1.0 / scale))
+        used_gpus.update((c.gpu, j))
+    if not eqs:
+        return u_all, n_all, host, absolute, pooled, memory
+    # groups seen only in TensorFlow 2017 equations keep their own fractions, unshrunk, lent to none
+    in_modern = {k[0] for coeff, _, _ in eqs for k in coeff
+                 if not k[0].startswith("*") and any(kk[0].startswith("*") or kk[0] == group(ref_id)
+                                                     for kk in coeff)}
+    own = {k[0] for coeff, _, _ in eqs for k in coeff if not k[0].startswith("*")}
+    tf_only = {g for g in own if g in tf_groups and g not in in_modern}
+    # 1. pooled fit: every modern group as one
+    pool = _solve(eqs, lambda g: g if g.startswith("*") or g in tf_only else "pool",
+                  lower)
+    pm, pb = float(pool[("pool", "mm")]), float(pool[("pool", "bw")])
+    pooled[pc] = (pm, pb)
+    # 2. per group, shrunk toward the pooled values
+    prior = []
+    for g in sorted(own - tf_only):
+        prior.append(({(g, "mm"): 1.0 / pm}, 1.0, shrink))
+        prior.append(({(g, "bw"): 1.0 / pb}, 1.0, shrink))
+    x = _solve(eqs + prior, lambda g: g, lower)
+    host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host" and k[0] != "*"}
+    for g in sorted(own):
+        u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
+        n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
+        memory[(g, pc)] = frozenset(gpus[gid][4] for gid in used_gpus if gpus[gid][1] == g)
+        if g in tf_only:
+            absolute.add((g, pc))
+    return u_all, n_all, host, absolute, pooled, memory
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -531,7 +551,7 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
     kf, kb = (w / ref.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
     g0 = g_min = None
     if cost is not None and ref.sustained_flops(precision) is not None:
-        fr = fit_fractions(None, "h200-sxm", withhold)
+        fr = fit_fractions(None, "h200-sxm", withhold, (PRECISION_CLASS[precision],))
         um, ub, _ = fr.for_gpu(ref, precision)
         g0 = cost.roofline_s(ref, precision, um, ub)
         g_min = cost.floor_s(ref, precision)
@@ -648,7 +668,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
                  f"measured batches {', '.join(map(str, sp.batches))} (host {host_ms:.3g} ms per forward + backward, "
                  f"GPU {gpu_us:.3g} us per sample; fit within {math.expm1(rms):.0%} rms); {fw_words}")
         return _floored(fwd, bwd, step, mem, how, basis, cost, gpu, precision, batch)
-    fr = fit_fractions(None, ref.id, withhold)
+    fr = fit_fractions(None, ref.id, withhold, (PRECISION_CLASS[precision], PRECISION_CLASS[ref_prec]))
     um, ub, fnote = fr.for_gpu(gpu, precision)
     rm, rb, _ = fr.for_gpu(ref, ref_prec)
     ratio = cost.roofline_s(gpu, precision, um, ub) / cost.roofline_s(ref, ref_prec, rm, rb)

@@ -47,7 +47,7 @@ _LLM_ONLY = {"seq_len": None, "global_batch": None}
 _FINETUNE_ONLY = {k: (None, "applies to LoRA/QLoRA fine-tunes of transformers (--model llama3_70b --strategy lora); "
                             "a data-parallel zoo model has no adapters") for k in ("lora_rank", "lora_targets")}
 _LLM_PREDICT_ONLY = {"seq_len": None, "global_batch": None, "tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
-                     "vp": 1, "cp": 1}
+                     "vp": 1, "cp": 1, "ep": 1}
 
 
 def _llm_framework(framework: str | None, strategy: Any = None) -> str:
@@ -165,7 +165,7 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
 def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str, *,
             tokens: float | None = None, model_config: Any = None, seq_len: int | None = None,
             global_batch: int | None = None, tp: int = 1, pp: int = 1, micro_batch: int = 1,
-            checkpointing: str | None = None, vp: int = 1, cp: int = 1, lora_rank: int | None = None,
+            checkpointing: str | None = None, vp: int = 1, cp: int = 1, ep: int = 1, lora_rank: int | None = None,
             lora_targets: str | None = None, **kw: Any) -> dict[str, Any]:
     """One named design for any workload: `api.predict`'s arguments, plus for transformers `tokens`,
     `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`."""
@@ -179,7 +179,7 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
                            catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp, cp=cp,
-                           framework=_llm_framework(kw.get("framework"), strategy), lora_rank=lora_rank,
+                           framework=_llm_framework(kw.get("framework"), strategy), ep=ep, lora_rank=lora_rank,
                            lora_targets=lora_targets)
     _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
     if not isinstance(strategy, str):  # the CLI's repeatable --strategy: a data-parallel design has one
@@ -188,7 +188,7 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                              field="strategy")
         strategy = strategy[0]
     given = {"seq_len": seq_len, "global_batch": global_batch, "tp": tp, "pp": pp, "micro_batch": micro_batch,
-             "checkpointing": checkpointing, "vp": vp, "cp": cp}
+             "checkpointing": checkpointing, "vp": vp, "cp": cp, "ep": ep}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                                  "data-parallel zoo model") for k, d in _LLM_PREDICT_ONLY.items()})
     return api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, **kw)

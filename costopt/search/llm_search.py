@@ -56,6 +56,14 @@ def resolve_model(model: str | None, model_config: str | Path | None, seq_len: i
     return cfg.with_seq_len(seq_len) if seq_len is not None else cfg
 
 
+def _with_finetune(cfg: TransformerConfig, ft: FineTune | None) -> TransformerConfig:
+    """The model with the fine-tune it trains (finetune.py); a mixture-of-experts fine-tune is not modelled."""
+    if ft is not None and cfg.is_moe:
+        raise InputError(f"--strategy {ft.method}: fine-tuning a mixture-of-experts model ({cfg.name}) is not modelled "
+                         "(dense transformers only)", field="strategy")
+    return cfg.with_finetune(ft)
+
+
 def _strategy(strategy: str) -> str:
     s = STRATEGY_ALIASES.get(strategy, strategy)
     if s not in LLM_STRATEGIES:
@@ -146,16 +154,15 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1,
-                framework: str = DEFAULT_FRAMEWORK, lora_rank: int | None = None,
-                lora_targets: str | None = None) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK,
+                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     `strategy` is one layout name, or a fine-tune (sft, lora, qlora; finetune.py) with at most one layout
     name (a list or 'lora,fsdp'); a fine-tune without a layout takes the fastest layout strategy that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format or the fine-tune cannot run so."""
     for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
-                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp)):
+                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp), ("ep", ep)):
         count(name, v)
     positive("tokens", tokens)
     if global_batch is not None:
@@ -168,7 +175,10 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     lacking = lacks_finetune(ft, precision, tp, pp, cp)
     if lacking:
         raise InputError(f"--strategy {ft.method}: {lacking}", field="strategy")
-    cfg = resolve_model(model, model_config, seq_len).with_finetune(ft)
+    cfg = _with_finetune(resolve_model(model, model_config, seq_len), ft)
+    if ep > 1 and not cfg.is_moe:
+        raise InputError(f"--ep {ep}: expert parallel splits the experts of a mixture-of-experts model; {cfg.name} is "
+                         "dense (no experts)", field="ep")
     tried = [_strategy(named[0])] if named else [x for x in LLM_STRATEGIES if x != "hsdp" or nodes > 1]
     s = tried[0]
     cat = _catalog(catalog)
@@ -184,7 +194,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(x)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp)), precision=precision,
+                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp), ep=one(ep)),
+                         precision=precision,
                          global_batch=gb,
                          framework=framework,
                          hold_batch=global_batch is not None)
@@ -307,7 +318,7 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     lacking = lacks_finetune(ft, precision)
     if lacking:
         raise InputError(f"--strategy {ft.method}: {lacking}", field="strategy")
-    cfg = resolve_model(model, model_config, seq_len).with_finetune(ft)
+    cfg = _with_finetune(resolve_model(model, model_config, seq_len), ft)
     cat = _catalog(catalog)
     if max_instances is not None:  # a cloud catalog: at most this many instances of a type (cloud_facts.py)
         count("max instances", max_instances)
