@@ -14,8 +14,9 @@ from costopt.cli.common import _cell, _console, _fail, _fmt_money, _json_dump, d
 
 _PREDICT_FIELDS = (
     ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
-    ("strategy", "strategy", "{}"), ("tp", "tensor parallel", "{}"), ("pp", "pipeline parallel", "{}"),
-    ("dp", "data parallel", "{}"), ("ep", "expert parallel", "{}"), ("expert_data_parallel", "  expert data parallel", "{}"),
+    ("finetune_basis", "fine-tune", "{}"), ("trainable_params", "trainable parameters", "{:,}"),
+    ("strategy", "strategy", "{}"), ("strategy_rule", "  layout", "{}"), ("tp", "tensor parallel", "{}"),
+    ("pp", "pipeline parallel", "{}"), ("dp", "data parallel", "{}"), ("ep", "expert parallel", "{}"), ("expert_data_parallel", "  expert data parallel", "{}"),
     ("micro_batch", "micro-batch (sequences)", "{}"),
     ("grad_accum", "gradient accumulation", "{}"), ("global_batch_sequences", "global batch (sequences)", "{:,}"),
     ("seq_len", "sequence length", "{:,}"), ("activation_checkpointing", "activation checkpointing", "{}"),
@@ -25,6 +26,9 @@ _PREDICT_FIELDS = (
     ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
     ("memory_model_states_gb", "  of which weights, gradients, Adam (GB)", "{:.1f}"),
     ("memory_expert_states_gb", "    of which routed experts (GB)", "{:.1f}"),
+    ("memory_frozen_weights_gb", "    frozen weights (GB)", "{:.1f}"),
+    ("memory_adapters_gb", "    adapters: weights, gradients (GB)", "{:.2f}"),
+    ("memory_optimizer_gb", "    adapters' Adam states (GB)", "{:.2f}"),
     ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
     ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
     ("t_expert_parallel_exposed_s", "  expert all-to-all (s)", "{:.3f}"), ("bottleneck", "largest time term", "{}"),
@@ -90,6 +94,8 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
           .startswith("held") else f"global batch about {res['global_batch_sequences']:,} sequences")
     c.print(designs_table([res["best"], *res["best_per_gpu"]], f"Best design of each GPU type (large-model path, {gb})",
                           bool(res.get("tokens_to_train"))))
+    if res.get("finetune_basis"):
+        c.print(f"Fine-tune: {res['finetune_basis']}.")
     c.print(f"Why: {res['why']}")
     b = res["best"]
     if b.get("tokens_per_s_low") is not None:

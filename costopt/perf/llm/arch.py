@@ -47,6 +47,7 @@ import numpy as np
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.paths import DATA_DIR
+from costopt.perf.llm import finetune
 
 if TYPE_CHECKING:
     from costopt.perf.llm.moe import MoeArrays
@@ -87,6 +88,7 @@ class TransformerConfig:
     attention_params: int | None = None  # attention weights per layer, stated (MLA); None: from the shapes
     active_params_override: int | None = None  # a published active count (validation rows)
     date: str = ""
+    finetune: "finetune.FineTune | None" = None  # what a fine-tune trains (finetune.py); None: pre-training
 
     @property
     def is_moe(self) -> bool:
@@ -165,6 +167,9 @@ class TransformerConfig:
                              field="activation_checkpointing")
         return float(ArchArrays.of(self).hardware_flops_per_token(np.array([CHECKPOINTING.index(checkpointing)]))[0])
 
+    def with_finetune(self, ft: "finetune.FineTune | None") -> "TransformerConfig":
+        return replace(self, finetune=ft)
+
     def with_seq_len(self, seq_len: int) -> "TransformerConfig":
         if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
             raise InputError(f"--seq-len must be a whole number >= 1, got {seq_len}", field="seq_len")
@@ -188,6 +193,12 @@ class ArchArrays:
     moe: "MoeArrays | None" = None
     held_params: np.ndarray | None = None
     attention_width: np.ndarray | None = None  # a·d_h; None: = hidden
+    # adapting fine-tunes (finetune.py; None: every weight trainable): trainable P_a of the `params` P =
+    # P_base + P_a, bytes per frozen weight b_f, adapter rank r, QLoRA dequantization bytes per use
+    trainable_params: np.ndarray | None = None
+    frozen_weight_bytes: np.ndarray | None = None
+    adapter_rank: np.ndarray | None = None
+    dequant_bytes_per_use: np.ndarray | None = None
 
     @property
     def non_expert_params(self) -> np.ndarray:
@@ -204,13 +215,16 @@ class ArchArrays:
         """From one config broadcast to `n` designs, or from one config per design."""
         if isinstance(cfgs, TransformerConfig):
             col = lambda f: np.full(n or 1, float(getattr(cfgs, f)))  # noqa: E731
+            seq = [cfgs]
         else:
             seq = list(cfgs)
             col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
         one = [cfgs] if isinstance(cfgs, TransformerConfig) else seq
         if not any(c.is_moe or c.head_dim is not None for c in one):
-            return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"),
-                       col("embedding_params"), col("kv_heads"))
+            ft = {k: np.broadcast_to(v, (n or 1,)) if isinstance(cfgs, TransformerConfig) else v
+                  for k, v in finetune.columns(seq).items()}  # LoRA / QLoRA (finetune.py); {} otherwise
+            return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"),
+                       ft.pop("params", col("params")), col("embedding_params"), col("kv_heads"), **ft)
         from costopt.perf.llm.moe import MoeArrays
 
         moe = MoeArrays(col("num_experts"), col("top_k"), col("moe_layers"), col("expert_params"),
@@ -225,8 +239,24 @@ class ArchArrays:
         return 12.0 * self.layers * width * self.seq_len
 
     @property
+    def gradient_params(self) -> np.ndarray:
+        """The parameters that get gradients and optimizer states: P_a under LoRA/QLoRA, else P."""
+        return self.params if self.trainable_params is None else self.trainable_params
+
+    @property
     def model_flops_per_token(self) -> np.ndarray:
-        return 6.0 * self.params + self.attention_flops_per_token
+        """6·P + 12·L·h·s; with frozen weights 4·P + 2·P_a + 12·L·h·s (finetune.py)."""
+        if self.trainable_params is None:
+            return 6.0 * self.params + self.attention_flops_per_token
+        return 4.0 * self.params + 2.0 * self.trainable_params + self.attention_flops_per_token
+
+    def recompute_factor(self, ckpt: np.ndarray) -> np.ndarray:
+        """Pre-training's F_hw/F_model: the share by which recompute repeats element-wise work (with frozen
+        weights too: their element-wise work per token is pre-training's, finetune.py)."""
+        f_pre = 6.0 * self.params + self.attention_flops_per_token
+        extra = np.choose(np.asarray(ckpt), [np.zeros_like(self.params), self.attention_flops_per_token / 3.0,
+                                             2.0 * self.params + self.attention_flops_per_token / 3.0])
+        return (f_pre + extra) / f_pre
 
     def hardware_flops_per_token(self, ckpt: np.ndarray) -> np.ndarray:
         """As TransformerConfig.hardware_flops_per_token, with `ckpt` an index into CHECKPOINTING per design."""

@@ -29,8 +29,9 @@ from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
+from costopt.perf.llm import finetune
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, finetune_state_parts, model_state_bytes
 from costopt.perf.llm.moe import bad_expert_parallel, expert_states_args
 from costopt.perf.llm.step import LlmParams, StepTiming, step_time
 from costopt.core.paths import DATA_DIR
@@ -370,9 +371,14 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group, arch.layers / p,
-                               lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is None:
+        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                   lowp_param_gather=params.low_precision_param_gather)
+    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
+        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
+                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                      lowp_param_gather=params.low_precision_param_gather)["total"]
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
     if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
@@ -578,6 +584,9 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
+    """4M tokens for pre-training; a fine-tune's default batch of sequences (data/finetune.toml)."""
+    if cfg.finetune is not None:
+        return finetune.default_global_batch_sequences()
     return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
 
 
@@ -628,6 +637,8 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     if lay.cp is not None:
         rec["cp"] = c
     rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
+    if getattr(ev.cfg, "finetune", None) is not None:
+        rec.update(_finetune_fields(ev, i))
     if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
         rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
         rec["expert_data_parallel"] = max((G * M) // (p * rec["ep"]), 1)
@@ -642,6 +653,41 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
                             "llm_defaults.toml [moe]: an estimate), all-to-all dispatch and combine 4 times per MoE layer "
                             "per micro-batch, inside the node when ep x tp <= GPUs per node, else over the NICs")
     return rec
+
+
+def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
+    """A fine-tune's fields (finetune.py): what is trained, the MFU's FLOP count, memory per GPU by part."""
+    cfg, lay = ev.cfg, ev.layout
+    ft = cfg.finetune
+    out = {"finetune": ft.method, "finetune_basis": ft.describe()}
+    if not ft.adapts:
+        return out
+    arch = ArchArrays.of(cfg)
+    p_a = int(arch.trainable_params[0])
+    out.update({"lora_rank": ft.rank, "lora_targets": ft.targets, "trainable_params": p_a,
+                "frozen_params": int(cfg.params)})
+    out["mfu_basis"] = (f"model FLOPs of a step with frozen weights 4·P + 2·P_a + 12·L·h·s = "
+                        f"{cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (no weight gradients for the frozen "
+                        f"weights, no recompute; NeMo and Megatron-Bridge count about 4·P for LoRA, 10-20% less) "
+                        f"over the {_gpu_id(ev, i)}'s dense {ev.precision} peak")
+    s = ev.space
+    G, M = float(s.gpus_per_node[i]), float(s.nodes[i])
+    t, p = float(lay.tp[i]), float(lay.pp[i])
+    c = 1.0 if lay.cp is None else float(lay.cp[i])
+    d = G * M / (t * p * c)
+    lp = low_precision_of(ev.precision, ev.params or default_llm_params())
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
+                                 np.array([min(d * c, max(G / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w)
+    for k in ("frozen_weights", "adapters", "optimizer"):
+        out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
+    return out
+
+
+def _gpu_id(ev: LlmEvaluation, i: int) -> str:
+    return ev.space.gpus[ev.space.gpu_idx[i]].id
 
 
 def framework_basis(framework: str) -> str:
