@@ -29,8 +29,10 @@ from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
+from costopt.perf.llm import finetune
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, finetune_state_parts, model_state_bytes
+from costopt.perf.llm.moe import bad_expert_parallel, expert_states_args
 from costopt.perf.llm.step import LlmParams, StepTiming, step_time
 from costopt.core.paths import DATA_DIR
 
@@ -119,7 +121,8 @@ def default_llm_params() -> LlmParams:
                                      for f in FRAMEWORKS if "elementwise_bytes_per_token_per_hidden" in d["framework"][f]},
         framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
                                           for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
-                                      for f in FRAMEWORKS})
+                                      for f in FRAMEWORKS},
+        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]))
 
 
 def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
@@ -243,6 +246,7 @@ class Layout:
     ckpt: np.ndarray  # index into CHECKPOINTING
     vp: np.ndarray | None = None  # virtual pipeline stages per GPU (interleaved schedule); None: 1
     cp: np.ndarray | None = None  # context-parallel degree (ring attention); None: 1
+    ep: np.ndarray | None = None  # expert-parallel degree (mixture of experts, moe.py); None: 1
 
 
 @dataclass
@@ -262,6 +266,7 @@ class LlmEvaluation:
     why_not: np.ndarray  # str: '' or the first reason the design cannot run
     framework: str = DEFAULT_FRAMEWORK
     params: LlmParams | None = None  # what it was timed with (the framework's values applied)
+    memory_expert_states_bytes: np.ndarray | float = 0.0  # of memory_states_bytes, the routed experts' (moe.py)
 
 
 def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
@@ -299,9 +304,11 @@ WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
            "hybrid sharding needs more than one node (more than one NVLink domain)",
            "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers + 2)", "does not fit in GPU memory",
-           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
-_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
-    1, len(WHY_NOT))
+           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
+           "expert parallel needs a mixture-of-experts model (this one is dense)",
+           "the expert-parallel degree must divide the experts and the data x context-parallel ranks")
+(_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD, _EP_DENSE,
+ _EP_NOT_DIVIDING) = range(1, len(WHY_NOT))
 
 
 @dataclass
@@ -314,6 +321,7 @@ class _Sizing:
     used: np.ndarray  # bytes per GPU
     states: np.ndarray
     limit: np.ndarray
+    expert_states: np.ndarray | float = 0.0  # of `states`, the routed experts' (moe.py)
 
     @property
     def valid(self) -> np.ndarray:
@@ -352,10 +360,12 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
-    for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > D),
+    ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
+    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c)
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
                       (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (N <= D)),
-                      (_BAD_VP, _bad_vp(layout, p, arch.layers))):
+                      (_BAD_VP, _bad_vp(layout, p, arch.layers)), (_EP_NOT_DIVIDING, ep_not_dividing)):
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
     d = np.maximum(np.round(d), 1.0)
     grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
@@ -366,19 +376,33 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d * c, shard_group, arch.layers / p,
-                               lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is None:
+        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                   lowp_param_gather=params.low_precision_param_gather)
+    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
+        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
+                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                      lowp_param_gather=params.low_precision_param_gather)["total"]
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
+    if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
+        P_e, d_e = expert_states_args(arch.moe, t, p, ep, d * c)
+        expert = model_state_bytes(P_e, layout.strategy, d_e, np.minimum(shard_group, d_e), arch.layers / p,
+                                   lowp_share=share, lowp_bytes=w, lowp_param_gather=params.low_precision_param_gather)
+        act = np.where(layout.ckpt == 2, 0.0, arch.moe.activation_extra_elements(arch.hidden)) * arch.seq_len * b / (c * t)
+        states, used = states + expert, used + expert + act
+    else:
+        expert = 0.0
     limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
-    return _Sizing(why, d, grad_accum, used, states, limit)
+    return _Sizing(why, d, grad_accum, used, states, limit, expert)
 
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
             grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
-            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None) -> StepTiming:
+            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None,
+            load_imbalance: np.ndarray | None = None) -> StepTiming:
     """`peak` is the precision's peak (masked where the design cannot run); a low-precision design runs
     its bf16 parts at `hw["peak_hi"]`."""
     vp = 1.0 if layout.vp is None else layout.vp.astype(np.float64)
@@ -388,7 +412,8 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
                   gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                   pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
                   grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp,
-                  nvlink_domain_gpus=hw["domain"])
+                  nvlink_domain_gpus=hw["domain"],
+                  ep=1.0 if layout.ep is None else layout.ep.astype(np.float64), load_imbalance=load_imbalance)
     if lp is None:
         return step_time(arch, params, peak_flops=peak, **common)
     hi = np.where(np.isfinite(hw["peak_hi"]), hw["peak_hi"], peak)
@@ -400,7 +425,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
                      flash_attention: np.ndarray | None = None, hold_batch: bool = False,
-                     framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                     framework: str = DEFAULT_FRAMEWORK, load_imbalance: np.ndarray | None = None) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
     `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
@@ -415,10 +440,11 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch, hw["domain"])
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp, load_imbalance)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
-                         size.limit, size.fits, valid, sentences[size.why], framework, params)
+                         size.limit, size.fits, valid, sentences[size.why], framework, params,
+                         np.broadcast_to(size.expert_states, size.used.shape))
 
 
 def all_layouts(max_tp: int = 8) -> Layout:
@@ -433,7 +459,7 @@ _LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 
 def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
     return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k],
-                  cp=None if layouts.cp is None else layouts.cp[k])
+                  cp=None if layouts.cp is None else layouts.cp[k], ep=None if layouts.ep is None else layouts.ep[k])
 
 
 @dataclass
@@ -563,6 +589,9 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
+    """4M tokens for pre-training; a fine-tune's default batch of sequences (data/finetune.toml)."""
+    if cfg.finetune is not None:
+        return finetune.default_global_batch_sequences()
     return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
 
 
@@ -613,7 +642,57 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     if lay.cp is not None:
         rec["cp"] = c
     rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
+    if getattr(ev.cfg, "finetune", None) is not None:
+        rec.update(_finetune_fields(ev, i))
+    if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
+        rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
+        rec["expert_data_parallel"] = max((G * M) // (t * p * rec["ep"]), 1)
+        rec["memory_expert_states_gb"] = float(ev.memory_expert_states_bytes[i]) / 1e9
+        rec["t_expert_parallel_exposed_s"] = float(tm.t_ep_s[i])
+        rec["active_params"] = ev.cfg.active_params
+        rec["mfu_basis"] = rec["mfu_basis"].replace("6·P + 12·L·h·s", "6·P_active + 12·L·a·d_h·s") + (
+            f" (P_active = {ev.cfg.active_params / 1e9:.1f} B of {ev.cfg.params / 1e9:.1f} B parameters: attention, "
+            f"dense layers, the top-{ev.cfg.top_k} routed and {ev.cfg.shared_experts} shared experts and the router)")
+        lam = (ev.params or default_llm_params()).moe_load_imbalance
+        rec["moe_basis"] = (f"{ev.cfg.num_experts} experts, top {ev.cfg.top_k}, expert load imbalance {lam:g} (data/"
+                            "llm_defaults.toml [moe]: an estimate), all-to-all dispatch and combine 4 times per MoE layer "
+                            "per micro-batch, inside the node when ep x tp <= GPUs per node, else over the NICs")
     return rec
+
+
+def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
+    """A fine-tune's fields (finetune.py): what is trained, the MFU's FLOP count, memory per GPU by part."""
+    cfg, lay = ev.cfg, ev.layout
+    ft = cfg.finetune
+    out = {"finetune": ft.method, "finetune_basis": ft.describe()}
+    if not ft.adapts:
+        return out
+    arch = ArchArrays.of(cfg)
+    p_a = int(arch.trainable_params[0])
+    out.update({"lora_rank": ft.rank, "lora_targets": ft.targets, "trainable_params": p_a,
+                "frozen_params": int(cfg.params)})
+    out["mfu_basis"] = (f"model FLOPs of a step with frozen weights 4·P + 2·P_a + 12·L·h·s = "
+                        f"{cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (no weight gradients for the frozen "
+                        f"weights, no recompute; NeMo and Megatron-Bridge count about 4·P for LoRA, 10-20% less) "
+                        f"over the {_gpu_id(ev, i)}'s dense {ev.precision} peak")
+    s = ev.space
+    G, M = float(s.gpus_per_node[i]), float(s.nodes[i])
+    t, p = float(lay.tp[i]), float(lay.pp[i])
+    c = 1.0 if lay.cp is None else float(lay.cp[i])
+    d = G * M / (t * p * c)
+    lp = low_precision_of(ev.precision, ev.params or default_llm_params())
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
+                                 np.array([min(d * c, max(G / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w)
+    for k in ("frozen_weights", "adapters", "optimizer"):
+        out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
+    return out
+
+
+def _gpu_id(ev: LlmEvaluation, i: int) -> str:
+    return ev.space.gpus[ev.space.gpu_idx[i]].id
 
 
 def framework_basis(framework: str) -> str:
