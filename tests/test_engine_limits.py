@@ -83,8 +83,8 @@ def test_llm_tco_and_support_years_enter_the_cost(tmp_path):
     one = dict(gpus=["b200"], gpus_per_node=[8], max_nodes=1)
     base = solve_llm(5e6, "llama3_70b", **one)["best"]
     tco = solve_llm(5e6, "llama3_70b", tco_years=3, **one)
-    assert "3 years of electricity" in tco["cost_basis"]
-    # one node either way: TCO = capex + 3 x electricity per year > capex (electricity > 0)
+    assert "whole cost of owning over 3 years" in tco["cost_basis"]  # every term (cost.tco_terms), not electricity only
+    # one node either way: TCO = capex + 3 years of running terms > capex (electricity, colocation > 0)
     assert tco["best"]["capex_usd"] == base["capex_usd"] and tco["best"]["cost_usd"] > base["capex_usd"]
     # support needs a support price: the reference catalog has none, so it is refused, not ignored
     with pytest.raises(InputError, match="support-years"):

@@ -107,3 +107,19 @@ def test_mix_zoo_transformer_with_epochs_is_refused(tmp_path):
 def test_mix_strategy_option_with_a_large_model_job_is_refused():
     rc, out, err = run_cli("solve", "--workload", MIX, "--strategy", "ring")
     assert rc == 2 and "--strategy" in err and len(err.strip().splitlines()) == 1
+
+
+def test_mix_large_model_target_out_of_reach_is_said_in_tokens_per_s(tmp_path):
+    # 1e13 tokens in 1 hour: a target of 1e13 / 3600 = 2,777,777,777.8 tokens/s, far above any design; the
+    # diagnosis names the job's own unit (tokens/s), never samples/s
+    text = MIX.read_text()
+    text = text.replace("tokens = 1e11 ", "tokens = 1e13 ").replace("deadline_hours = 720 ", "deadline_hours = 1 ")
+    assert "tokens = 1e13" in text and "deadline_hours = 1 " in text
+    f = tmp_path / "mix.toml"
+    f.write_text(text)
+    rc, out, _ = run_cli("solve", "--workload", f, "--format", "json")
+    assert rc == 1
+    d = json.loads(out)
+    assert "2,777,777,777.8 tokens/s" in d["error"] and "samples/s" not in d["error"]
+    assert d["binding"][0]["unit"] == "tokens/s"
+    assert d["binding"][0]["value"] == pytest.approx(1e13 / 3600, rel=1e-12)

@@ -1,6 +1,8 @@
-"""Every option of `solve` and `predict` (and of `compare`, `rent-vs-buy`, `export`), for a data-parallel model (inception_v3) and a transformer
+"""Every option of `solve` and `predict`, for a data-parallel model (inception_v3) and a transformer
 (llama3_70b --tokens 1e12): it changes the answer (or what is printed), or it is refused with exit 2 and
-a line naming it. Never silently ignored.
+a line naming it. Never silently ignored. (`compare`, `rent-vs-buy` and `export`:
+tests/test_option_walk_purchasing.py; `report` and several jobs, `solve --workload`:
+tests/test_option_walk_report.py; that every command is walked: `test_every_command_is_walked` below.)
 
 The options are read from the Typer app itself: a new option without a decision in DECISIONS fails
 `test_every_option_has_a_decision`. A decision is
@@ -105,7 +107,7 @@ PREDICT = {
     "system": ((C, ["--system", "SYSTEM"]), (R, ["--system", "SYSTEM"])),
     "profile": ((C, ["--profile", "PROFILE"]), (R, ["--profile", "PROFILE"])),
     "chassis": ((C, ["--chassis", "pcie5-4gpu-nvl"], ["--gpu", "h200-nvl"]), (R, ["--chassis", "pcie5-8gpu"])),
-    "tco_years": ((C, ["--tco-years", "3"]), (R, ["--tco-years", "3"])),
+    "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
     "tensor_set": ((C, ["--tensor-set", "tensorflow"]), (R, ["--tensor-set", "tensorflow"])),
     "nics_per_node": ((C, ["--nics-per-node", "8"], ["--gpu", "h100-sxm", "--gpus-per-node", "8", "--nic", "ib-ndr"]),
                       (C, ["--nics-per-node", "8"])),
@@ -122,7 +124,7 @@ PREDICT = {
     "micro_batch": ((R, ["--micro-batch", "2"]), (C, ["--micro-batch", "2"])),
     "checkpointing": ((R, ["--checkpointing", "full"]), (C, ["--checkpointing", "full"])),
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
-    "as_of": ((C, ["--as-of", "2031-01-01"]), (R, ["--as-of", "2031-01-01"])),
+    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
     "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
     # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
     "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
@@ -211,143 +213,6 @@ def test_option_is_honoured_or_refused(command, kind, name, decision, extra, con
         assert any(f in out for f in flags) or name.replace("_", " ") in out, \
             f"{name}: the refusal does not name the option:\n{out[-2000:]}"
         assert "Traceback" not in out
-    else:
-        assert rc in (0, 1), f"{name}: exit {rc}:\n{out[-2000:]}"
-        assert out != out0, f"{name}: {extra} changed nothing in the output of {command} ({kind}): silently ignored"
-
-
-# ---- the purchasing commands (helper "purchase"'s): the same walk; what is not yet honoured or refused
-# is a strict xfail with its reason, so it turns into a failure the day it is fixed (and must be moved)
-VENDOR_B = "catalogs/vendor-b-whitebox-2026.toml"
-AWS = "catalogs/aws-on-demand-2025.toml"
-REFERENCE = "catalogs/reference-2026.toml"
-X = "xfail"
-BASE.update({
-    ("compare", "dp"): [VENDOR_A, VENDOR_B, "--model", "inception_v3", "--budget", "200000"],
-    ("compare", "llm"): [VENDOR_A, VENDOR_B, "--model", "llama3_70b", "--budget", "5000000", "--tokens", "1e12",
-                         "--max-nodes", "8"],
-    ("rent-vs-buy", "dp"): ["--model", "inception_v3", "--budget", "200000", "--cloud", AWS],
-    ("rent-vs-buy", "llm"): ["--model", "llama3_70b", "--budget", "5000000", "--tokens", "1e12", "--cloud", AWS,
-                             "--max-nodes", "8"],
-    ("export", "dp"): ["--model", "inception_v3", "--budget", "200000", "--format", "csv"],
-    ("export", "llm"): ["--model", "llama3_70b", "--budget", "5000000", "--tokens", "1e12", "--format", "csv",
-                        "--max-nodes", "8"],
-})
-_IGN = "changed nothing with this value (ignored, or the value does not bind here): a decision for helper 'purchase'"
-_TOK = "refused, but the message names the model ('unknown transformer model'), not --tokens"
-_COMMON = {  # option -> (dp, llm) decisions shared by compare, rent-vs-buy and export
-    "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
-    "budget": ((C, ["--budget", "100000"]), (C, ["--budget", "2000000"])),
-    "precision": ((C, ["--precision", "fp32"]), (C, ["--precision", "fp8"])),
-    "batch_per_gpu": ((C, ["--batch-per-gpu", "32"]), (R, ["--batch-per-gpu", "32"])),
-    "overlap": ((C, ["--overlap", "none"]), (R, ["--overlap", "none"])),
-    "strategy": ((C, ["--strategy", "ps"]), (C, ["--strategy", "fsdp"])),
-    "epochs": ((R, ["--epochs", "90"]), (R, ["--epochs", "90"])),
-    "dataset_size": ((R, ["--dataset-size", "1281167"]), (R, ["--dataset-size", "1281167"])),
-    "system": ((C, ["--system", "SYSTEM"]), (R, ["--system", "SYSTEM"])),
-    "fmt": ((C, ["--format", "json"]), (C, ["--format", "json"])),
-    "tokens": ((X, ["--tokens", "1e11"], _TOK), (C, ["--tokens", "1e11"])),
-    "model_config": ((C, ["--model-config", "MODEL"]), (C, ["--model-config", "MODEL"])),
-    "seq_len": ((R, ["--seq-len", "4096"]), (C, ["--seq-len", "4096"])),
-    "global_batch": ((R, ["--global-batch", "1024"]), (C, ["--global-batch", "1024"])),
-}
-DECISIONS["compare"] = {
-    **_COMMON,
-    "catalogs": ((C, ["CATALOGS"]), (C, ["CATALOGS"])),  # the positional quotes: vendor B's replaced by the reference
-    "objective": ((C, ["--objective", "cost-per-throughput"]), (C, ["--objective", "cost-per-throughput"])),
-    "max_nodes": ((X, ["--max-nodes", "2"], _IGN), (C, ["--max-nodes", "2"])),
-    "hours": ((R, ["--hours", "100"]), (R, ["--hours", "100"])),
-    "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
-    "years": ((X, ["--years", "5"], _IGN), (C, ["--years", "5"])),
-    "utilization": ((X, ["--utilization", "0.5"], _IGN), (R, ["--utilization", "0.5"])),
-    "price_cut": ((C, ["--no-price-cut"]), (C, ["--no-price-cut"])),
-    "max_instances": ((X, ["--max-instances", "4"], _IGN), (R, ["--max-instances", "4"])),
-    "include": ((X, ["--include", "legacy"], _IGN), (C, ["--include", "legacy"])),
-    "exclude_gpu": ((X, ["--exclude-gpu", "rtx-pro-6000"], _IGN), (C, ["--exclude-gpu", "b200"])),
-    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
-}
-DECISIONS["rent-vs-buy"] = {
-    **_COMMON,
-    "cloud": ((X, ["--cloud", AWS], "one cloud catalog ships: no second value to walk"),
-              (X, ["--cloud", AWS], "one cloud catalog ships: no second value to walk")),
-    "catalog": ((C, ["--catalog", VENDOR_A]), (C, ["--catalog", VENDOR_A])),
-    "years": ((C, ["--years", "5"]), (C, ["--years", "5"])),
-    "utilization": ((C, ["--utilization", "0.5"]), (C, ["--utilization", "0.5"])),
-    "hours": ((C, ["--hours", "100"]), (C, ["--hours", "100"])),
-    "max_nodes": ((C, ["--max-nodes", "2"]), (C, ["--max-nodes", "2"])),
-    "max_instances": ((C, ["--max-instances", "4"]), (C, ["--max-instances", "4"])),
-    "include": ((C, ["--include", "legacy"]), (C, ["--include", "legacy"])),
-    "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (C, ["--exclude-gpu", "b200"])),
-    "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
-}
-DECISIONS["export"] = {
-    **_COMMON,
-    "catalog": ((C, ["--catalog", VENDOR_A]), (C, ["--catalog", VENDOR_A])),
-    "out": ((C, ["--out", "OUT2"]), (C, ["--out", "OUT2"])),
-    "objective": ((C, ["--objective", "cost-per-throughput"]), (C, ["--objective", "cost-per-throughput"])),
-    "hours": ((X, ["--hours", "100"], "--hours on an owned catalog is not refused (the large-model export refuses "
-                                      "it)"), (R, ["--hours", "100"])),
-    "tco_years": ((C, ["--tco-years", "3"]), (C, ["--tco-years", "3"])),
-    "max_nodes": ((C, ["--max-nodes", "2"]), (C, ["--max-nodes", "2"])),
-    "include": ((C, ["--include", "legacy"]), (C, ["--include", "legacy"])),
-    "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (C, ["--exclude-gpu", "b200"])),
-    "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
-    "force": ((C, ["--force"], "EXISTING"), (C, ["--force"], "EXISTING")),
-}
-PURCHASING = ("compare", "rent-vs-buy", "export")
-
-
-def _purchasing_cases():
-    for command in PURCHASING:
-        table = DECISIONS[command]
-        for name in sorted(table):
-            for k, kind in enumerate(KINDS):
-                d = table[name][k]
-                marks = [pytest.mark.xfail(strict=True, reason=d[2])] if d[0] == X else []
-                yield pytest.param(command, kind, name, C if d[0] == X else d[0], d[1],
-                                   d[2] if d[0] != X and len(d) > 2 else "", marks=marks,
-                                   id=f"{command}-{kind}-{name}")
-
-
-def _run_writing(command: str, args: list[str], out_dir, tag: str, existing: bool = False) -> tuple[int, str]:
-    """Run a command; export writes to a path in `out_dir` (its content is part of the output)."""
-    path = out_dir / f"{tag}.out"
-    alt = out_dir / f"{tag}.alt"
-    for p in (path, alt):
-        if p.exists():
-            p.chmod(0o644)
-            p.unlink()
-    if command == "export":
-        args = [str(alt) if a == "OUT2" else a for a in args]
-        if "--out" not in args:
-            args = [*args, "--out", str(path)]
-        if existing:  # a read-only file: replaced only with --force
-            path.write_text("a read-only file the export replaces only with --force\n")
-            path.chmod(0o444)
-    rc, text = _run([command, *args])
-    for p in (path, alt):
-        if p.exists() and command == "export":
-            text += p.read_bytes().decode(errors="replace")
-    return rc, text.replace(str(out_dir), "DIR")
-
-
-@pytest.mark.parametrize("command,kind,name,decision,extra,special", list(_purchasing_cases()))
-def test_purchasing_option_is_honoured_or_refused(command, kind, name, decision, extra, special, files, tmp_path):
-    extra = [files.get(a, a) for a in extra]
-    base = BASE[(command, kind)]
-    existing = special == "EXISTING"
-    key = (command, kind, existing)
-    if key not in _BASE_OUT:
-        _BASE_OUT[key] = _run_writing(command, base, tmp_path, "base", existing)
-    rc0, out0 = _BASE_OUT[key]
-    assert rc0 == (2 if existing else 0), out0[-2000:]
-    args = ([REFERENCE if a == VENDOR_B else a for a in base] if extra == ["CATALOGS"]
-            else _merge(base, extra, command))
-    rc, out = _run_writing(command, args, tmp_path, "base", existing)
-    flags = _flags(command, name)
-    if decision == R:
-        assert rc == 2, f"{name}: expected a refusal (exit 2), got {rc}:\n{out[-2000:]}"
-        assert any(f in out for f in flags), f"{name}: the refusal does not name the option:\n{out[-2000:]}"
     else:
         assert rc in (0, 1), f"{name}: exit {rc}:\n{out[-2000:]}"
         assert out != out0, f"{name}: {extra} changed nothing in the output of {command} ({kind}): silently ignored"

@@ -119,3 +119,24 @@ def test_capex_alone_stays_available():
     # without --tco-years the cost is the purchase, whatever the TCO rates
     d = costopt.predict("resnet50", "h200-sxm", 8, 1, None, "ring", catalog=mini(colocation_usd_per_kw_month=500.0))
     assert d["cost_usd"] == pytest.approx(292_000.0) == d["capex_usd"]
+
+
+def test_large_model_predict_prices_the_whole_cost_of_owning():
+    # issue 22: a large-model predict honours --tco-years and --as-of as solve does. 8 nodes x 8 B200 (1,000 W:
+    # not above the 1,000 W liquid threshold, so the site's PUE 1.5) on the reference catalog; electricity by
+    # hand = power x 0.75 average draw x 1.5 PUE x $0.0826/kWh x 8766 h a year; every other term at the default
+    # [site] rates (tests/hand_tco.py); 64 GPUs; no support bought up front, so hardware = capex
+    from hand_tco import whole_cost_without_power
+
+    args = ("llama3_70b", "b200", 8, 8, "ib-ndr", "fsdp")
+    d = costopt.predict(*args, tp=2, tokens=1e12, tco_years=3, today="2031-01-01")
+    capex, kw = d["capex_usd"], d["power_kw"]
+    electricity = kw * 0.75 * 1.5 * 0.0826 * 8766
+    assert d["cost_usd"] == pytest.approx(whole_cost_without_power(capex, kw, 64, 3) + 3 * electricity, rel=1e-9)
+    assert sum(ln["subtotal_usd"] for ln in d["tco"]) == pytest.approx(d["cost_usd"], abs=0.05)
+    assert sum(ln["subtotal_usd"] for ln in d["bom"]) == pytest.approx(capex, abs=0.05)
+    assert "whole cost of owning over 3 years" in d["cost_basis"]
+    # capex alone without --tco-years; price ages counted to --as-of (a 2024 price is over a year old in 2031)
+    plain = costopt.predict(*args, tp=2, tokens=1e12)
+    assert plain["cost_usd"] == pytest.approx(capex) and "tco" not in plain
+    assert d["as_of"] == "2031-01-01" and "years old" in d["price_warning"]

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from costopt.search import api
-from costopt.core.errors import CostoptError
+from costopt.core.errors import CostoptError, InputError
 from costopt.cli.common import PredictFmt, _bom_table, _console, _fail, _fmt_money, _json_dump
 
 app = typer.Typer()
@@ -32,14 +32,26 @@ def bom(
 ) -> None:
     """Bill of materials of one design: line items with unit price, quantity, subtotal and source, summing to capex."""
     try:
-        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, catalog=catalog, chassis=chassis,
+        from costopt.perf.llm.arch import is_llm_model
+
+        if model is not None and is_llm_model(model):
+            raise InputError(f"--model {model}: bom shows a data-parallel zoo model's throughput beside the bill; for "
+                             f"a transformer run `costopt predict --model {model} ...`, which prints the same bill "
+                             "with its tokens/s", field="model")
+        from costopt.hardware.catalog import load_catalog
+        from costopt.search.limits import check_cost_options
+
+        cat = load_catalog(catalog)
+        check_cost_options(cat, support_years)  # --support-years on a catalog with no support price: refused
+        d = api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, catalog=cat, chassis=chassis,
                         nics_per_node=nics_per_node, support_years=support_years, today=as_of)
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
     if fmt is PredictFmt.json:
         keys = ("gpu", "segment", "lifecycle", "chassis", "gpus_per_node", "nodes", "total_gpus", "nic", "nics_per_node",
-                "capex_usd", "cost_basis", "power_kw", "rack_units", "oldest_price_date", "price_warning", "as_of", "bom")
+                "capex_usd", "cost_basis", "power_kw", "rack_units", "oldest_price_date", "price_warning", "as_of", "bom",
+                "model", "strategy", "throughput_samples_per_s")
         typer.echo(_json_dump({k: d[k] for k in keys}))
         return
     c = _console()
@@ -47,4 +59,8 @@ def bom(
             f"node x {d['nodes']} nodes, {d['chassis']}, {d['nics_per_node']} x {d['nic']}; capex "
             f"{_fmt_money(d['capex_usd'])}; {d['power_kw']:,.1f} kW; {d['rack_units']:,.0f} U")
     c.print(_bom_table(d["bom"], "Bill of materials"))
+    thr = d.get("throughput_samples_per_s")
+    c.print(f"Throughput beside the bill: {d['model']} with {d['strategy']}, "
+            + (f"{thr:,.1f} samples/s" if thr is not None and d.get("feasible", True) else
+               f"cannot run ({d.get('infeasible_reason') or 'infeasible'})"))
     c.print(f"Oldest price: {d['oldest_price_date']} (age counted to {d['as_of']})" + (f" — warning: {d['price_warning']}" if d["price_warning"] else ""))

@@ -291,6 +291,14 @@ def _fail(exc: CostoptError, fmt: str = "table", *, show_nearest: bool = True) -
     raise typer.Exit(exc.exit_code)
 
 
+def res_tco_years(b: dict) -> str:
+    """'3 years' from the TCO lines' electricity row (the horizon they were priced on)."""
+    for ln in b.get("tco", []):
+        if ln["part_id"] == "electricity":
+            return f"{ln['quantity']:g} years"
+    return "the horizon"
+
+
 def _bom_table(lines: list[dict], title: str) -> "Table":
     """A bill of materials: one row per line item, then the total (= capex, or USD per hour when rented)."""
     from rich.table import Table

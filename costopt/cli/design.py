@@ -14,7 +14,7 @@ from costopt.core.errors import CostoptError, InfeasibleError, InputError
 from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
 from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
-                                _json_dump, only_for)
+                                _json_dump, only_for, res_tco_years)
 
 app = typer.Typer()
 
@@ -123,9 +123,6 @@ def solve(
         if workload is None and any(mix_only.values()):
             name = next(k for k, v in mix_only.items() if v)
             raise InputError(f"{name} applies to several jobs: use it with --workload mix.toml", field=name)
-        llm = workload is None and _is_llm(model, model_config, strategy, tokens)
-        for name, v in (("--global-batch", global_batch), ("--seq-len", seq_len)):
-            only_for(name, v, llm, "transformer models (see costopt models)")
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -136,7 +133,10 @@ def solve(
             per_job = {"--hours": hours, "--model": model, "--batch-per-gpu": batch_per_gpu, "--min-throughput": min_throughput,
                        "--deadline-hours": deadline_hours, "--epochs": epochs, "--dataset-size": dataset_size,
                        "--profile": profile, "--gpu": gpu, "--nic": nic, "--gpus-per-node": gpus_per_node,
-                       "--precision": None if precision == api.DEFAULT_PRECISION else precision}
+                       "--precision": None if precision == api.DEFAULT_PRECISION else precision,
+                       "--tokens": tokens, "--model-config": model_config, "--seq-len": seq_len,
+                       "--global-batch": global_batch, "--lora-rank": lora_rank, "--lora-targets": lora_targets,
+                       "--confidence": confidence, "--max-instances": max_instances}
             given = [k for k, v in per_job.items() if v]
             if given:
                 raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
@@ -252,14 +252,6 @@ def solve(
         if b.get("tco"):
             c.print(_bom_table(b["tco"], f"Whole cost of owning over {res_tco_years(b)} (= cost_usd "
                                          f"{_fmt_money(b['cost_usd'])})"))
-
-
-def res_tco_years(b: dict) -> str:
-    """'3 years' from the TCO lines' electricity row (the horizon they were priced on)."""
-    for ln in b.get("tco", []):
-        if ln["part_id"] == "electricity":
-            return f"{ln['quantity']:g} years"
-    return "the horizon"
 
 
 @app.command()

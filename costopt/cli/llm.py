@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from costopt.core.errors import CostoptError
-from costopt.cli.common import _cell, _console, _fail, _fmt_money, _json_dump, designs_table
+from costopt.cli.common import _cell, _console, _fail, _fmt_money, _json_dump, designs_table, res_tco_years
 
 _PREDICT_FIELDS = (
     ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
@@ -32,7 +32,9 @@ _PREDICT_FIELDS = (
     ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
     ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
     ("t_expert_parallel_exposed_s", "  expert all-to-all (s)", "{:.3f}"), ("bottleneck", "largest time term", "{}"),
-    ("moe_basis", "  experts", "{}"), ("cost_usd", "cost (USD)", "money"),
+    ("moe_basis", "  experts", "{}"), ("cost_usd", "cost (USD)", "money"), ("cost_basis", "  cost basis", "{}"),
+    ("capex_usd", "capex (USD)", "money"), ("oldest_price_date", "oldest price", "{}"),
+    ("as_of", "  price age counted to", "{}"), ("price_warning", "  warning", "{}"),
     ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("hours_per_1e9_tokens_range", "  80% range", "{}"),
     ("usd_per_1e9_tokens", "USD per 1e9 tokens", "cents"), ("usd_per_1e9_tokens_range", "  80% range", "{}"),
     ("usd_per_1e9_tokens_basis", "  basis", "{}"), ("hours_to_train", "hours to train", "{:,.1f}"),
@@ -63,6 +65,14 @@ def print_predict(d: dict, fmt: str) -> None:
             t.add_row(label, _cell(shown[key], f))
     c = _console()
     c.print(t)
+    if d.get("bom"):
+        from costopt.cli.common import _bom_table
+
+        c.print(_bom_table(d["bom"], f"Bill of materials (total = capex {_fmt_money(d['capex_usd'])})"))
+    if d.get("tco"):
+        from costopt.cli.common import _bom_table
+        c.print(_bom_table(d["tco"], f"Whole cost of owning over {res_tco_years(d)} (= cost_usd "
+                                     f"{_fmt_money(d['cost_usd'])})"))
     if d.get("tokens_per_s_low") is not None:
         c.print(f"Estimated {range_sentence(d)}.")
 
@@ -122,6 +132,9 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
 
         c.print(_bom_table(b["bom"], f"Bill of materials ({res['cost_basis']}, total = capex "
                                      f"{_fmt_money(b['capex_usd'])})"))
+        if b.get("tco"):
+                c.print(_bom_table(b["tco"], f"Whole cost of owning over {res_tco_years(b)} (= cost_usd "
+                                         f"{_fmt_money(b['cost_usd'])})"))
 
 
 

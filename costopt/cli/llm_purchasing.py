@@ -22,14 +22,6 @@ def refuse(given: dict[str, Any]) -> None:
         raise InputError(f"{', '.join(named)}: {DP_ONLY_HINT}")
 
 
-def refuse_llm_only(given: dict[str, Any]) -> None:
-    """InputError naming the transformer options given to a data-parallel request."""
-    named = [k for k, v in given.items() if v is not None]
-    if named:
-        raise InputError(f"{', '.join(named)}: only for a transformer (--model llama3_70b, --model-config FILE or "
-                         "--tokens); this model is a data-parallel zoo model")
-
-
 def job(model, model_config, tokens, seq_len, global_batch, precision, strategy, max_nodes, include, exclude_gpu,
         max_instances, objective="throughput", today=None):
     from costopt.purchase.llm_purchasing import LlmJob

@@ -84,11 +84,11 @@ def _llm(model, model_config, strategy, tokens) -> bool:
 
 def _dp_model(model: str | None, llm_only: dict) -> str:
     """A data-parallel request: --model is needed, and the transformer options are refused."""
-    from costopt.cli.llm_purchasing import refuse_llm_only
+    from costopt.search.engine import refuse_transformer_only
 
-    refuse_llm_only(llm_only)
     if model is None:
         raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
+    refuse_transformer_only(model, **llm_only)
     return model
 
 
@@ -134,7 +134,7 @@ def compare(
                       price_cut=price_cut, fmt=fmt.value)
         return
     try:
-        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
+        model = _dp_model(model, {"seq_len": seq_len, "global_batch": global_batch})
         cmp = P.compare(catalogs, model, budget, _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours,
                                                        epochs, dataset_size, tco_years, objective, system, years,
                                                        utilization, as_of=as_of, max_instances=max_instances,
@@ -225,7 +225,7 @@ def rent_vs_buy(
         L.run_rent_vs_buy(j, budget, cloud, catalog, years=years, utilization=utilization, hours=hours, fmt=fmt.value)
         return
     try:
-        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
+        model = _dp_model(model, {"seq_len": seq_len, "global_batch": global_batch})
         r = P.rent_vs_buy(model, budget, cloud, catalog, years=years, utilization=utilization,
                           opts=_opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size,
                                      system=system, as_of=as_of, max_instances=max_instances, include=include,
@@ -288,8 +288,7 @@ def report(
                     max_instances, as_of)
         return
     try:
-        if model is None:
-            raise InputError("give --model (see `costopt models`) or --model-config FILE.toml", field="model")
+        model = _dp_model(model, {"seq_len": seq_len, "global_batch": global_batch})
         inputs = [catalog, system, cloud]
         if out.suffix.lower() not in (".html", ".htm", ".md"):
             raise InputError(f"--out must end in .html or .md, got '{out.name}'")
@@ -401,7 +400,7 @@ def export(
                      stdout=_StdoutBytes())
         return
     try:
-        model = _dp_model(model, {"--seq-len": seq_len, "--global-batch": global_batch})
+        model = _dp_model(model, {"seq_len": seq_len, "global_batch": global_batch})
         if max_instances is not None:
             raise InputError("--max-instances: only for a large-model export (a data-parallel export rents what "
                              "the cloud catalog caps)", field="max_instances")

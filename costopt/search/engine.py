@@ -39,14 +39,14 @@ _DP_DEFAULTS_SOLVE = {  # data-parallel arguments -> (their default, why a trans
 }
 _DP_PREDICT_ONLY = {**{k: v for k, v in _DP_DEFAULTS_SOLVE.items() if k not in ("epochs", "dataset_size")},
                     "reduce_on": ("gpu", _DP_DEFAULTS_SOLVE["reduce_on"][1]),
-                    "tco_years": (0.0, "a large-model predict prices the purchase; --tco-years applies to solve"),
-                    "support_years": (0.0, "a large-model predict prices the purchase; --support-years applies to "
-                                           "solve"),
-                    "today": (None, "a large-model predict prints no price ages; --as-of applies to solve")}
-_LLM_ONLY = {"seq_len": None, "global_batch": None}
+}
+_LLM_ONLY = {  # transformer arguments -> what a data-parallel model has instead (refuse_transformer_only)
+    "seq_len": "a data-parallel sample has no sequence length",
+    "global_batch": "a data-parallel model's global batch is --batch-per-gpu x --grad-accum x GPUs",
+}
 _FINETUNE_ONLY = {k: (None, "applies to LoRA/QLoRA fine-tunes of transformers (--model llama3_70b --strategy lora); "
                             "a data-parallel zoo model has no adapters") for k in ("lora_rank", "lora_targets")}
-_LLM_PREDICT_ONLY = {"seq_len": None, "global_batch": None, "tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
+_LLM_PREDICT_ONLY = {"tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
                      "vp": 1, "cp": 1, "ep": 1}
 
 
@@ -79,6 +79,17 @@ def _refuse_given(given: dict[str, Any], table: dict[str, tuple[Any, str]]) -> N
         v = given.get(name, default)
         if not (v is None or v == default or (isinstance(v, (list, tuple)) and len(v) == 0)):
             raise InputError(f"{_flag(name)}: {why}", field=name)
+
+
+def refuse_transformer_only(model: str | None, **given: Any) -> None:
+    """The one rule for the transformer-only options `seq_len` and `global_batch` (every command, both
+    paths: solve, predict, compare, rent-vs-buy, export): given for a data-parallel zoo model, an InputError
+    naming the option (exit 2), `--global-batch: applies only to transformers (...); 'resnet50' is a
+    data-parallel zoo model: ...`."""
+    for name, why in _LLM_ONLY.items():
+        if given.get(name) is not None:
+            raise InputError(f"{_flag(name)}: applies only to transformers (--model llama3_70b, --model-config "
+                             f"FILE.toml); '{model}' is a data-parallel zoo model: {why}", field=name)
 
 
 def is_llm(model: str | None, model_config: Any = None, strategy: Any = None, tokens: Any = None) -> bool:
@@ -154,11 +165,7 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
             framework=_llm_framework(kw.pop("framework", None), strategies), lora_rank=lora_rank, lora_targets=lora_targets,
             **kw))
     _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
-    _refuse_given({"seq_len": seq_len, "global_batch": global_batch},
-                  {k: (None, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
-                             "data-parallel zoo model" if k == "seq_len" else
-                       "applies to transformers; a data-parallel model's global batch is --batch-per-gpu x "
-                       "--grad-accum x GPUs") for k in _LLM_ONLY})
+    refuse_transformer_only(model, seq_len=seq_len, global_batch=global_batch)
     return api.solve(budget, model, strategies=strategies, **kw)
 
 
@@ -180,18 +187,26 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
                            catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp, cp=cp,
                            framework=_llm_framework(kw.get("framework"), strategy), ep=ep, lora_rank=lora_rank,
-                           lora_targets=lora_targets)
+                           lora_targets=lora_targets, tco_years=kw.get("tco_years", 0.0),
+                           support_years=kw.get("support_years", 0.0), today=kw.get("today"))
     _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
     if not isinstance(strategy, str):  # the CLI's repeatable --strategy: a data-parallel design has one
         if len(strategy) != 1:
             raise InputError(f"--strategy: a data-parallel predict takes one strategy, got {', '.join(strategy) or 'none'}",
                              field="strategy")
         strategy = strategy[0]
-    given = {"seq_len": seq_len, "global_batch": global_batch, "tp": tp, "pp": pp, "micro_batch": micro_batch,
-             "checkpointing": checkpointing, "vp": vp, "cp": cp, "ep": ep}
+    refuse_transformer_only(model, seq_len=seq_len, global_batch=global_batch)
+    given = {"tp": tp, "pp": pp, "micro_batch": micro_batch, "checkpointing": checkpointing, "vp": vp, "cp": cp,
+             "ep": ep}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                                  "data-parallel zoo model") for k, d in _LLM_PREDICT_ONLY.items()})
+    if kw.get("support_years"):  # a catalog with no support price cannot honour it: refused (limits.py)
+        from costopt.hardware.catalog import Catalog, load_catalog
+        from costopt.search.limits import check_cost_options
+
+        c = kw.get("catalog")
+        check_cost_options(c if isinstance(c, Catalog) else load_catalog(c), kw["support_years"])
     return api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, **kw)
 
 
-__all__ = ["LlmSolveResult", "is_llm", "predict", "solve"]
+__all__ = ["LlmSolveResult", "is_llm", "predict", "refuse_transformer_only", "solve"]

@@ -19,7 +19,7 @@ from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.hardware.cloud_facts import capacity_summary
 from costopt.core import checks
 from costopt.core.checks import count, non_negative, positive
-from costopt.hardware.bom import bom_dicts, oldest_price
+from costopt.hardware.bom import bom_dicts, oldest_price, tco_lines
 from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis, take_costs, within_budget
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
@@ -155,8 +155,12 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
                 model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK,
-                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None) -> dict[str, Any]:
+                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None, tco_years: float = 0.0,
+                support_years: float = 0.0, today: date | str | None = None) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
+    Priced as solve prices it (`tco_years`: the whole cost of owning, hardware/cost.py `CostBasis`;
+    `support_years` bought up front), with its bill of materials, its TCO lines and the age of its oldest
+    price counted to `today` (--as-of).
     `strategy` is one layout name, or a fine-tune (sft, lora, qlora; finetune.py) with at most one layout
     name (a list or 'lora,fsdp'); a fine-tune without a layout takes the fastest layout strategy that fits.
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
@@ -211,7 +215,11 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
         rec["strategy_requested"] = named[0]
     if not named:
         rec["strategy_rule"] = f"no layout named: the fastest of {', '.join(tried)} that fits"
-    costs = evaluate_costs(space, cat.site, facility=cat.facility)
+    check_cost_options(cat, support_years)
+    day = checks.as_of(today) or date.today()  # the day price ages are counted to (--as-of)
+    basis = CostBasis(tco_years=tco_years)
+    costs = price_on_basis(evaluate_costs(space, cat.site, facility=cat.facility, support_years=support_years),
+                           np.ones(1), basis)
     rec = _add_costs(rec, costs, 0, tokens)
     if not rec["feasible"]:
         reason = rec["infeasible_reason"]
@@ -228,6 +236,15 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
         else:
             msg = f"{cfg.name} cannot run as asked on {gpu}: {reason}"
         raise InfeasibleError(msg, nearest=None, reason="memory" if "memory" in reason else "layout")
+    rented = bool(costs.rented[0]) if costs.rented is not None else False
+    rec["cost_basis"] = basis.label(rented) + (f", with {support_years:g} years of support bought up front"
+                                               if support_years else "")
+    rec["bom"] = bom_dicts(cat, space, costs, 0)
+    if tco_years and not rented:
+        rec["tco"] = tco_lines(cat, costs, 0, tco_years)
+    age = oldest_price(rec["bom"], day)
+    rec["oldest_price_date"], rec["price_warning"], rec["as_of"] = (age["oldest_price_date"], age["warning"],
+                                                                    day.isoformat())
     return rec
 
 
@@ -488,6 +505,8 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
     best_rec["near_tie"] = False
     # the pick's bill of materials (hardware/bom.py, the same line items as data-parallel designs) and price age
     best_rec["bom"] = bom_dicts(found.catalog, space, costs, best)
+    if found.basis.tco_years and not (costs.rented is not None and costs.rented[best]):
+        best_rec["tco"] = tco_lines(found.catalog, costs, best, found.basis.tco_years)  # every term, summing to cost
     age = oldest_price(best_rec["bom"], today)
     best_rec["oldest_price_date"], best_rec["price_warning"] = age["oldest_price_date"], age["warning"]
     for r, flag in zip(alt_recs, near_ties(rng.low[both], rng.high[both], 0)[1:]):
@@ -532,7 +551,9 @@ def _cost_basis(found: LlmSearch) -> str:
     parts = ["capex (one-off purchase" + (f" with {found.support_years:g} years of support" if found.support_years
                                           else "") + ")"]
     if b.tco_years:
-        parts.append(f"plus {b.tco_years:g} years of electricity (TCO)")
+        parts = [f"the whole cost of owning over {b.tco_years:g} years (capex" + (
+            f" with {found.support_years:g} years of support" if found.support_years else "")
+            + ", storage, financing, colocation, electricity, support, staff, less resale)"]
     if b.hours:
         parts.append(f"rented designs for {b.hours:g} hours")
     return " ".join(parts)

@@ -41,10 +41,10 @@ def diagnose(jobs: list[JobCandidates], market: Market, lim: MixLimits, objectiv
     if objective != "fair":
         for job in jobs:
             if job.target is not None and job.throughput.max() < job.target:
-                row = {"limit": f"target {job.name}", "value": job.target, "unit": "samples/s", "alone": True,
+                row = {"limit": f"target {job.name}", "value": job.target, "unit": job.unit, "alone": True,
                        "short_by": job.target - float(job.throughput.max()),
                        "relative": 1.0 - float(job.throughput.max()) / job.target}
-                return (f"job '{job.name}': no design reaches its target of {job.target:,.1f} samples/s "
+                return (f"job '{job.name}': no design reaches its target of {job.target:,.1f} {job.unit} "
                         f"(the fastest design considered reaches {job.throughput.max():,.1f})"), [row]
     names = _limit_names(jobs, market, lim, objective)
     rows: list[dict[str, Any]] = []

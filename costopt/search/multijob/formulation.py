@@ -166,7 +166,7 @@ def _build(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective:
     else:
         for j, job in enumerate(jobs):
             if job.target is not None:
-                _add(prob, thr_pairs[j] + [(s, -c) for s, c in relax(f"target {job.name}", job.target, "samples/s")],
+                _add(prob, thr_pairs[j] + [(s, -c) for s, c in relax(f"target {job.name}", job.target, job.unit)],
                      GE, float(job.target), f"target_{j}")
         weighted = _lin([(v, c * w) for tp, w in zip(thr_pairs, weights) for v, c in tp])
         primary, secondary = (weighted, cost) if objective == "throughput" else (cost, weighted)

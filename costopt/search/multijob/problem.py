@@ -84,6 +84,12 @@ class JobCandidates:
     def __len__(self) -> int:
         return int(len(self.cost_usd))
 
+    @property
+    def unit(self) -> str:
+        """The unit of `throughput` and `target`: tokens/s for a large-model job (its design rows carry
+        tokens_per_s), else samples/s."""
+        return "tokens/s" if self.designs is not None and "tokens_per_s" in self.designs.columns else "samples/s"
+
     def take(self, idx: np.ndarray) -> "JobCandidates":
         idx = np.asarray(idx, dtype=np.int64)
         arrays = {k: getattr(self, k)[idx] for k in ("cost_usd", "throughput", "power_kw", "rack_units", "nodes",
