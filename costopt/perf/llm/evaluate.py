@@ -371,14 +371,13 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    if arch.trainable_params is None:
-        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
-                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                   lowp_param_gather=params.low_precision_param_gather)
-    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
-        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
-                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                      lowp_param_gather=params.low_precision_param_gather)["total"]
+    states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                               arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is not None:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.py)
+        states = np.where(arch.adapter_rank > 0, finetune_state_parts(
+            arch, t, p, layout.strategy, d * c, shard_group, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+            lowp_param_gather=params.low_precision_param_gather)["total"], states)
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
     if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
