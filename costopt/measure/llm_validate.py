@@ -51,7 +51,8 @@ from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import input_path, read_input_text
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, Layout, default_llm_params,
+from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, PIPELINE_EXTRA_LAYERS, Layout,
+                                      default_llm_params,
                                       evaluate_layouts, gpu_generation, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.step import LlmParams
@@ -195,8 +196,9 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     vp = _num(p, line, raw, "vp", integer=True, optional=True) or 1
     if kv is not None and heads % kv:
         raise InputError(f"{p}:{line}: kv_heads {kv} does not divide heads {heads}", field="kv_heads")
-    if vp > 1 and (pp < 2 or pp * vp > layers):
-        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most layers ({layers}) / pp chunks", field="vp")
+    if vp > 1 and (pp < 2 or pp * vp > layers + PIPELINE_EXTRA_LAYERS):
+        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most (layers + {PIPELINE_EXTRA_LAYERS}) / pp chunks "
+                         f"(layers {layers}; the embedding and the loss may each be a pipeline layer)", field="vp")
     if vocab is None:
         assumed.append(f"vocabulary {DEFAULT_VOCAB} (not stated)")
     framework = (raw.get("framework") or "").strip()

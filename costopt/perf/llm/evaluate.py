@@ -305,7 +305,7 @@ WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
            "tensor parallel degree above the GPUs of one node (its NVLink domain)",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
            "hybrid sharding needs more than one node (more than one NVLink domain)",
-           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
+           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers + 2)", "does not fit in GPU memory",
            "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
            "expert parallel needs a mixture-of-experts model (this one is dense)",
            "the expert-parallel degree must divide the experts and the tensor x data x context-parallel ranks")
@@ -334,13 +334,20 @@ class _Sizing:
         return self.why == 0
 
 
+# Megatron can count the embedding and the loss as one pipeline layer each (account_for_embedding_in_pipeline_split,
+# account_for_loss_in_pipeline_split): Megatron-Bridge's GB200 Llama 3.1 405B recipe runs pp 16 x vp 8 = 128 chunks
+# over 126 layers + 2 (shared research file, MBRIDGE rows)
+PIPELINE_EXTRA_LAYERS = 2
+
+
 def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
-    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L; Megatron splits unevenly, e.g.
-    Llama 3.1 405B's 126 layers over pp 8 x vp 8 with the embedding and loss as stage layers)."""
+    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L + 2, the embedding and the loss
+    counted as layers; Megatron splits unevenly, e.g. Llama 3.1 405B's 126 layers over pp 8 x vp 8, or pp 16 x vp 8
+    = 128 chunks on GB200)."""
     if layout.vp is None:
         return np.zeros(len(p), dtype=bool)
     v = layout.vp.astype(np.float64)
-    return (v > 1) & ((p < 2) | (p * v > layers))
+    return (v > 1) & ((p < 2) | (p * v > layers + PIPELINE_EXTRA_LAYERS))
 
 
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
@@ -692,7 +699,7 @@ def _gpu_id(ev: LlmEvaluation, i: int) -> str:
 def framework_basis(framework: str) -> str:
     """Where a framework's efficiency comes from, in words (the fit's rows of it, or none)."""
     d = read_toml(DEFAULTS_FILE, "large-model defaults")
-    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (48 rows)",
+    rows = {"megatron": "NeMo, Megatron-Bridge (GB200/GB300 NVL72 included), Megatron-LM and Megatron-Core runs (81 rows)",
             "fsdp": "llm-foundry's PyTorch FSDP runs (216 rows)", "deepspeed": "six DeepSpeed ZeRO-3 runs of SC21 Table 2"}
     if framework in rows:
         return (f"{framework}: matmul share and element-wise bytes fitted on {rows[framework]}, "

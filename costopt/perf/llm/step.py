@@ -341,7 +341,7 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_elem = t_elem + t_cast
     # context parallel (ring attention): each layer passes the K and V chunks of s/c tokens around the ring
     # of c ranks, c − 1 steps forward and 2(c − 1) backward (K, V and their gradients), hidden under the
-    # attention core's compute (overlap o); the ring is inside the node when t·c ≤ G
+    # attention core's compute (overlap o); the ring is inside the NVLink domain when t·c ≤ D
     kv = 2.0 * (s / c) * b * h * (arch.heads_kv_share if arch.kv_heads is not None else 1.0) / t * 2.0
     b_cp = np.where(t * c <= D, np.asarray(intra_bytes_per_s, dtype=np.float64),
                     np.asarray(node_bytes_per_s, dtype=np.float64) / G)
