@@ -126,10 +126,10 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
 
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
-    from costopt.measure.llm_validate import LLM_DATASET, add_ranges, predict_rows, read_llm_csv
+    from costopt.measure.llm_validate import SHIPPED_LLM_DATASETS, add_ranges, predict_rows, read_llm_csv
 
     try:
-        rows = read_llm_csv(LLM_DATASET if file == LLM_DATASET.stem else file)
+        rows = read_llm_csv(SHIPPED_LLM_DATASETS.get(file, file))
         recs = predict_rows(rows)
         ranged = add_ranges(recs)
     except CostoptError as exc:
@@ -156,7 +156,7 @@ def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
         for r in recs:
             err = r.get("error_pct")
             t.add_row(str(r["line"]), r["source"], r["model"][:28], r["gpu"], str(r["total_gpus"]),
-                      f"{r['strategy']} tp{r['tp']} pp{r['pp']}", _cell(r["measured_tokens_per_s_per_gpu"], "{:,.0f}"),
+                      f"{r['strategy']} tp{r['tp']} pp{r['pp']}" + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else ""), _cell(r["measured_tokens_per_s_per_gpu"], "{:,.0f}"),
                       _cell(r.get("predicted_tokens_per_s_per_gpu"), "{:,.0f}"), "-" if err is None else f"{err:+.1f}",
                       r["skipped"] or r["assumed"] or "")
         c.print(t)

@@ -122,7 +122,9 @@ def default_llm_params() -> LlmParams:
         framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
                                           for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
                                       for f in FRAMEWORKS},
-        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]))
+        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]),
+        moe_dispatch_once_per_domain=bool(d["moe"]["dispatch_once_per_domain"]),
+        moe_expert_gemm_share=float(d["moe"]["expert_gemm_share"]))
 
 
 def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
@@ -306,7 +308,7 @@ WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
            "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers + 2)", "does not fit in GPU memory",
            "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
            "expert parallel needs a mixture-of-experts model (this one is dense)",
-           "the expert-parallel degree must divide the experts and the data x context-parallel ranks")
+           "the expert-parallel degree must divide the experts and the tensor x data x context-parallel ranks")
 (_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD, _EP_DENSE,
  _EP_NOT_DIVIDING) = range(1, len(WHY_NOT))
 
@@ -361,7 +363,7 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
     ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
-    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c)
+    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c * t)
     for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
                       (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (N <= D)),
@@ -376,14 +378,13 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    if arch.trainable_params is None:
-        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
-                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                   lowp_param_gather=params.low_precision_param_gather)
-    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
-        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
-                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                      lowp_param_gather=params.low_precision_param_gather)["total"]
+    states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                               arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is not None:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.py)
+        states = np.where(arch.adapter_rank > 0, finetune_state_parts(
+            arch, t, p, layout.strategy, d * c, shard_group, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+            lowp_param_gather=params.low_precision_param_gather)["total"], states)
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
     if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
@@ -646,7 +647,7 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         rec.update(_finetune_fields(ev, i))
     if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
         rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
-        rec["expert_data_parallel"] = max((G * M) // (t * p * rec["ep"]), 1)
+        rec["expert_data_parallel"] = max((G * M) // (p * rec["ep"]), 1)
         rec["memory_expert_states_gb"] = float(ev.memory_expert_states_bytes[i]) / 1e9
         rec["t_expert_parallel_exposed_s"] = float(tm.t_ep_s[i])
         rec["active_params"] = ev.cfg.active_params
@@ -683,9 +684,10 @@ def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
     lp = low_precision_of(ev.precision, ev.params or default_llm_params())
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    D = max(float(domain_gpus_of(s)[i]), G)  # the NVLink domain: hsdp's shard group (as _sizing)
     parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
-                                 np.array([min(d * c, max(G / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
-                                 lowp_bytes=w)
+                                 np.array([min(d * c, max(D / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w, lowp_param_gather=(ev.params or default_llm_params()).low_precision_param_gather)
     for k in ("frozen_weights", "adapters", "optimizer"):
         out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
     return out

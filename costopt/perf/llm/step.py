@@ -119,9 +119,10 @@ node's NICs when the job spans domains (N > D: the slowest boundary sets the pac
     T_pp = (v·m + p − 1)·2·b·s·h·2/t / (B_node/G  if N > D, else B_intra)
 
 Mixture of experts (moe.py, expert-parallel degree ep): T_mb gains the exposed all-to-all dispatch/combine
-(1 − o_a2a)·T_a2a and the busiest expert rank's extra GEMM time T_imb; the collectives and T_opt above run on
+(1 − o_a2a)·T_a2a, the busiest expert rank's extra GEMM time T_imb and the token shuffling through memory
+T_shuffle (in the element-wise part); the collectives and T_opt above run on
 the weights outside the routed experts over d·c replicas, plus the same terms on the expert weights
-P_exp/(t·ep·p) over their d·c/ep replicas.
+P_exp/(ep·p) over their t·c·d/ep replicas.
 
     T_step = m·T_mb + T_bubble + exposed(dp) + T_tp + T_pp + T_opt
 
@@ -143,7 +144,7 @@ import numpy as np
 from costopt.perf.llm.arch import ArchArrays
 from costopt.perf.llm.finetune import adapter_add_bytes
 from costopt.perf.llm.memory import LLM_STRATEGIES
-from costopt.perf.llm.moe import all_to_all_s, expert_states_args, imbalance_s
+from costopt.perf.llm.moe import all_to_all_s, expert_states_args, imbalance_s, token_shuffle_s
 
 DDP, ZERO1, ZERO2, FSDP, HSDP = range(len(LLM_STRATEGIES))
 
@@ -188,6 +189,8 @@ class LlmParams:
     framework_causal_share: dict = field(default_factory=dict)  # per framework (evaluate.params_for_framework)
     moe_load_imbalance: float = 1.25  # lambda (data/llm_defaults.toml [moe]; moe.py)
     moe_all_to_all_overlap: float = 0.0  # share of the expert all-to-alls hidden under compute
+    moe_dispatch_once_per_domain: bool = True  # a token crosses the NICs once per other NVLink domain (DeepEP)
+    moe_expert_gemm_share: float = 1.0  # routed experts' grouped GEMMs at this share of the dense matmul rate
 
 
 @dataclass
@@ -296,7 +299,9 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     f_att = arch.attention_flops_per_token * np.where(ck > 0, 4.0 / 3.0, 1.0)
     frozen = arch.trainable_params is not None  # LoRA / QLoRA (finetune.py)
     p_grad = arch.gradient_params
-    f_adapter = (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad if frozen else 0.0
+    # which designs adapt (LoRA/QLoRA); a pre-training or SFT design evaluated beside them keeps its own maths
+    adapting = (arch.adapter_rank > 0) if frozen else False
+    f_adapter = np.where(adapting, (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad, 0.0) if frozen else 0.0
     alpha = params.collective_latency_us * 1e-6
     peak = np.asarray(peak_flops, dtype=np.float64)
 
@@ -351,10 +356,13 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
         t_a2a = (1.0 - params.moe_all_to_all_overlap) * all_to_all_s(
             arch.moe, hidden=h, seq_len=s, micro_batch=b, cp=c, tp=t, pp=p, ep=e_p, gpus_per_node=G, domain_gpus=D,
             intra_bytes_per_s=intra_bytes_per_s, node_bytes_per_s=node_bytes_per_s, imbalance=lam, latency_s=alpha,
-            ckpt=ck)
+            ckpt=ck, once_per_domain=params.moe_dispatch_once_per_domain)
         r_w = slow * (q / (peak_lp * e_lp) + (1.0 - q) / (peak * e_mm))  # time per weight-GEMM FLOP
         t_matmul = t_matmul + imbalance_s(arch.moe, ckpt=ck, micro_batch=b, seq_len=s, cp=c, tp=t, pp=p,
-                                          imbalance=lam, time_per_weight_flop=r_w)
+                                          imbalance=lam, time_per_weight_flop=r_w,
+                                          expert_gemm_share=params.moe_expert_gemm_share)
+        t_elem = t_elem + token_shuffle_s(arch.moe, hidden=h, seq_len=s, micro_batch=b, cp=c, tp=t, pp=p, ep=e_p,
+                                          ckpt=ck, mem_bytes_per_s=e_bw)
     t_mb = t_matmul + t_elem + t_cp + t_a2a
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
@@ -369,16 +377,17 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     G_s = p_grad / (t * p)  # parameters with gradients per GPU: P_s, or the adapters' under LoRA/QLoRA
     # frozen weights: zero1/2 gather only the adapters' updated weights once a step; fsdp/hsdp gather every weight
     # every micro-batch, the frozen ones at b_f bytes (QLoRA: the NF4 storage)
-    ft_bytes = dict(grad_s=G_s, x_step=2.0 * G_s, x_mb=arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s) \
+    ft_bytes = dict(grad_s=G_s, x_step=np.where(adapting, 2.0 * G_s, w_gather * P_s),
+                    x_mb=np.where(adapting, arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s, w_gather * P_s)) \
         if frozen else {}
     t_dp = _data_parallel_s(P_s, strat, d, g, m_d, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node, alpha, params, e_bw,
                             **ft_bytes)
     if arch.moe is not None:  # the routed experts' weights: their own d·c/ep replicas (moe.py)
         P_e, d_e = expert_states_args(arch.moe, t, p, e_p, d)
-        g_e = np.minimum(d_e, np.maximum(D / (t * e_p), 1.0))
+        g_e = np.minimum(d_e, np.maximum(D / e_p, 1.0))
         m_e = np.maximum(d_e / g_e, 1.0)
-        t_dp = t_dp + _data_parallel_s(P_e, strat, d_e, g_e, m_e, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node,
-                                       alpha, params, e_bw)
+        t_dp = t_dp + np.where(P_e > 0, _data_parallel_s(P_e, strat, d_e, g_e, m_e, G, m, t_fwd, t_bwd, w_gather,
+                                                         b_intra, b_node, alpha, params, e_bw), 0.0)
 
     n_ar = np.where(ck == 2, 6.0, 4.0)
     t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s / c * h * 2.0 / b_intra
@@ -389,7 +398,7 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
     # frozen weights are cast to the low precision once per run, not per step
     t_opt = (params.optimizer_bytes_per_param * G_s
-             + (0.0 if frozen else np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
+             + np.where(adapting, 0.0, np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
     if arch.moe is not None:  # the expert weights a GPU owns: sharded over their d·c/ep replicas
         shard_e = np.where((strat == DDP) | (d_e <= 1), 1.0, np.where(strat == HSDP, g_e, d_e))
         t_opt = t_opt + (params.optimizer_bytes_per_param + np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q) * P_e \
