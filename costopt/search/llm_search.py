@@ -24,6 +24,7 @@ from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_bas
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_experts import with_expert_parallel
 from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
@@ -137,7 +138,7 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
     ft = getattr(ev.cfg, "finetune", None)
-    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision,
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision, moe=ev.cfg.is_moe,
                   framework=ev.framework, finetune=None if ft is None else ft.method)
 
 
@@ -343,6 +344,7 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     qlora = ft is not None and ft.method == "qlora"  # its NF4 weights are split by neither cp nor shard groups
     layouts = search_layouts(strategy_layouts(strategies, ft), cfg.seq_len,  # + cp, shard groups (layouts.py)
                              **(dict(cp_choices=(1,), shard_choices=()) if qlora else {}))
+    layouts = with_expert_parallel(layouts, cfg)  # a MoE model: each layout at every ep
     params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
