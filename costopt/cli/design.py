@@ -81,7 +81,9 @@ def solve(
     workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
     time_limit: Optional[float] = typer.Option(None, help="With --workload: seconds for the whole solve (default "
-                                               "300); then the best answer found is reported with its gap."),
+                                               "60); at the limit the best answer found is reported with the "
+                                               "best bound proven and its gap (\"stopped at the time limit 60 s; "
+                                               "best found X, bound Y, gap Z%\")."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="With --workload: progress "
                                             "lines on stderr (default: when stderr is a terminal)."),
     timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
