@@ -68,10 +68,11 @@ def validate(
                               "column, else inferred) | nccl | mpi | grpc | gloo."),
 ) -> None:
     """Predicted vs measured throughput per row, with error summaries per source, strategy and stack. A file in the
-    large-model format (`llm_training`, the shipped one) is predicted by the large-model path."""
-    from costopt.measure.llm_validate import LLM_DATASET, is_llm_csv
+    large-model format (`llm_training`, the shipped one; `llm_moe_training`, its mixture-of-experts rows) is predicted by
+    the large-model path."""
+    from costopt.measure.llm_validate import SHIPPED_LLM_DATASETS, is_llm_csv
 
-    if file == LLM_DATASET.stem or is_llm_csv(file):
+    if file in SHIPPED_LLM_DATASETS or is_llm_csv(file):
         from costopt.cli.llm import run_validate as run_llm_validate
 
         run_llm_validate(file, fmt.value, max_median_error)

@@ -21,6 +21,13 @@ the s×s scores out of memory (FlashAttention) or not; step.py times the two dif
 absent: `flash`, the norm of 2023-2026 training stacks, listed as assumed. The shipped file fills it
 from the framework, version and date each source states (llm_training_sources.md).
 
+Mixture-of-experts rows (optional columns): `model_config` names the zoo transformer whose architecture the row
+ran (its experts, expert size, shared experts, dense layers, attention: data/llm/*.toml); `num_experts` and
+`top_k`, when given, must agree with it; `ep` is the expert-parallel degree (absent: 1) and
+`expert_load_imbalance` the λ of moe.py (absent: the [moe] default of data/llm_defaults.toml, listed as
+assumed; Megatron-Bridge's MoE benchmarks force-balance the tokens: 1). A row without `model_config` is a
+dense model built from its columns, as before.
+
 A second optional column, `measured_tokens_basis`, says how the tokens/s per GPU was obtained: `stated`
 (printed by the source), `derived_iteration_time` (tokens per iteration over the printed iteration time),
 `derived_flops_formula` (printed achieved TFLOP/s over the FLOPs per token of the formula the source states
@@ -43,18 +50,24 @@ from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import input_path, iter_input_lines
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, Layout, default_llm_params,
+from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, PIPELINE_EXTRA_LAYERS, Layout,
+                                      default_llm_params,
                                       evaluate_layouts, gpu_generation, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.step import LlmParams
 from costopt.core.paths import DATA_DIR
 
 LLM_DATASET = DATA_DIR / "validation" / "llm_training.csv"
+# mixture-of-experts runs (same format, with model_config / ep; tools/moe_rows.py): apart from LLM_DATASET, so the
+# dense fit (tools/llm_fit.py) and its ranges stay on dense rows; the MoE constant is fitted on these (tools/moe_fit.py)
+MOE_DATASET = DATA_DIR / "validation" / "llm_moe_training.csv"
+SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET}
 COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len", "gpu", "gpus_per_node", "nodes",
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
-OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab")
+OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab",
+                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance")
 DEFAULT_VOCAB = 50368  # a row that states no vocabulary (llm-foundry's MPT models)
 ATTENTION = ("flash", "unfused")
 # how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
@@ -100,6 +113,8 @@ class LlmRow:
     # the `interconnect` column read as (fabric: ib | roce | ethernet, Gb/s, per: gpu | node); None: not stated
     fabric: tuple | None = None
     cp: int = 1  # context-parallel degree
+    ep: int = 1  # expert-parallel degree (mixture of experts)
+    load_imbalance: float | None = None  # the row's expert load imbalance; None: the [moe] default
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
@@ -175,8 +190,9 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     vp = _num(p, line, raw, "vp", integer=True, optional=True) or 1
     if kv is not None and heads % kv:
         raise InputError(f"{p}:{line}: kv_heads {kv} does not divide heads {heads}", field="kv_heads")
-    if vp > 1 and (pp < 2 or pp * vp > layers):
-        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most layers ({layers}) / pp chunks", field="vp")
+    if vp > 1 and (pp < 2 or pp * vp > layers + PIPELINE_EXTRA_LAYERS):
+        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most (layers + {PIPELINE_EXTRA_LAYERS}) / pp chunks "
+                         f"(layers {layers}; the embedding and the loss may each be a pipeline layer)", field="vp")
     if vocab is None:
         assumed.append(f"vocabulary {DEFAULT_VOCAB} (not stated)")
     framework = (raw.get("framework") or "").strip()
@@ -188,6 +204,9 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=kv or heads,
                             ffn_hidden=ffn or 4 * hidden, vocab=vocab or DEFAULT_VOCAB, seq_len=seq,
                             source=raw["source"], params_override=int(round(params_b * 1e9)))
+    ep = _num(p, line, raw, "ep", integer=True, optional=True) or 1
+    lam = _num(p, line, raw, "expert_load_imbalance", optional=True)
+    cfg = _moe_config(p, line, raw, cfg, params_b, ep, lam, assumed)
     attention = (raw.get("attention") or "").strip()
     if attention == "":
         attention = "flash"
@@ -207,7 +226,39 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
         assumed.append("network: the generation's InfiniBand, one adapter per GPU (not stated)")
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
-                  basis, vp, framework, fabric, cp)
+                  basis, vp, framework, fabric, cp, ep, lam)
+
+
+def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b: float, ep: int, lam: float | None,
+                assumed: list[str]) -> TransformerConfig:
+    """A row's mixture-of-experts architecture: the zoo model `model_config` names, at the row's sequence length,
+    checked against the row's own columns (layers, hidden, heads, num_experts, top_k, params_b within 1%)."""
+    from dataclasses import replace
+
+    from costopt.perf.llm.arch import is_llm_model, load_llm_model
+
+    name = (raw.get("model_config") or "").strip()
+    experts = _num(p, line, raw, "num_experts", integer=True, optional=True)
+    top_k = _num(p, line, raw, "top_k", integer=True, optional=True)
+    if not name:
+        if experts or top_k or ep > 1 or lam is not None:
+            raise InputError(f"{p}:{line}: num_experts, top_k, ep and expert_load_imbalance need model_config (the zoo "
+                             "mixture-of-experts model whose architecture the row ran)", field="model_config")
+        return cfg
+    if not is_llm_model(name):
+        raise InputError(f"{p}:{line}: model_config '{name}' is not a zoo transformer", field="model_config")
+    zoo = load_llm_model(name)
+    stated = {"layers": cfg.layers, "hidden": cfg.hidden, "heads": cfg.heads, "num_experts": experts, "top_k": top_k}
+    wrong = [f"{k} {v} (zoo {getattr(zoo, k)})" for k, v in stated.items() if v is not None and v != getattr(zoo, k)]
+    if abs(params_b * 1e9 - zoo.params) > 0.01 * zoo.params:
+        wrong.append(f"params_b {params_b:g} (zoo {zoo.params / 1e9:.4g})")
+    if wrong:
+        raise InputError(f"{p}:{line}: the row disagrees with model_config '{name}': {', '.join(wrong)}",
+                         field="model_config")
+    assumed[:] = [a for a in assumed if not a.startswith("vocabulary")]  # the zoo model states its vocabulary
+    if zoo.is_moe and lam is None:
+        assumed.append("expert load imbalance: the [moe] default (not stated)")
+    return replace(zoo, name=cfg.name, seq_len=cfg.seq_len, source=cfg.source)
 
 
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gbps|Gb/s)", re.IGNORECASE)
@@ -289,7 +340,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     catalog = catalog or load_catalog(None)
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
-                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "precision": r.precision,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "ep": r.ep,
+                    "precision": r.precision,
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
@@ -299,6 +351,7 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
                      np.array([r.pp for r in live]), np.array([r.micro_batch for r in live]),
                      np.array([CHECKPOINTING.index(r.ckpt) for r in live]))
+        base_lam = (params or default_llm_params()).moe_load_imbalance
         groups: dict[tuple[str, str], list[int]] = {}
         for i, r in enumerate(live):
             groups.setdefault((r.precision, r.framework), []).append(i)
@@ -306,11 +359,13 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
         for (precision, framework), idx in sorted(groups.items()):  # one evaluation per precision and framework
             ix = np.array(idx)
             sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")),
-                             vp=np.array([live[i].vp for i in idx]), cp=np.array([live[i].cp for i in idx]))
+                             vp=np.array([live[i].vp for i in idx]), cp=np.array([live[i].cp for i in idx]),
+                             ep=np.array([live[i].ep for i in idx]))
+            lam = np.array([base_lam if live[i].load_imbalance is None else live[i].load_imbalance for i in idx])
             ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
                                   precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
                                   params=params_for_framework(base, framework), gpus_per_node=G[ix],
-                                  flash_attention=np.array([live[i].flash for i in idx]))
+                                  flash_attention=np.array([live[i].flash for i in idx]), load_imbalance=lam)
             for j, i in enumerate(idx):
                 r = live[i]
                 pred = float(ev.timing.tokens_per_s_per_gpu[j])

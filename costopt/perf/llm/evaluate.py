@@ -24,12 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
+from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
+from costopt.perf.llm import finetune
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, finetune_state_parts, model_state_bytes
+from costopt.perf.llm.moe import bad_expert_parallel, expert_states_args
 from costopt.perf.llm.step import LlmParams, StepTiming, step_time
 from costopt.core.paths import DATA_DIR
 
@@ -118,7 +121,10 @@ def default_llm_params() -> LlmParams:
                                      for f in FRAMEWORKS if "elementwise_bytes_per_token_per_hidden" in d["framework"][f]},
         framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
                                           for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
-                                      for f in FRAMEWORKS})
+                                      for f in FRAMEWORKS},
+        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]),
+        moe_dispatch_once_per_domain=bool(d["moe"]["dispatch_once_per_domain"]),
+        moe_expert_gemm_share=float(d["moe"]["expert_gemm_share"]))
 
 
 def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
@@ -242,6 +248,7 @@ class Layout:
     ckpt: np.ndarray  # index into CHECKPOINTING
     vp: np.ndarray | None = None  # virtual pipeline stages per GPU (interleaved schedule); None: 1
     cp: np.ndarray | None = None  # context-parallel degree (ring attention); None: 1
+    ep: np.ndarray | None = None  # expert-parallel degree (mixture of experts, moe.py); None: 1
 
 
 @dataclass
@@ -261,6 +268,7 @@ class LlmEvaluation:
     why_not: np.ndarray  # str: '' or the first reason the design cannot run
     framework: str = DEFAULT_FRAMEWORK
     params: LlmParams | None = None  # what it was timed with (the framework's values applied)
+    memory_expert_states_bytes: np.ndarray | float = 0.0  # of memory_states_bytes, the routed experts' (moe.py)
 
 
 def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
@@ -287,18 +295,22 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
     node = nic_rate[ni] * space.nics_per_node
     return {"peak": peak, "peak_hi": peak_hi, "bw": bw, "frac": frac, "frac_lp": frac_lp, "att": att, "mem": mem,
-            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf)}
+            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf),
+            "domain": domain_gpus_of(space)}
 
 
 # Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
 # Codes in the search, sentences in the output; `{precision}` is filled in.
-WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
+WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
+           "tensor parallel degree above the GPUs of one node (its NVLink domain)",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
-           "hybrid sharding needs more than one node",
-           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
-           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
-_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
-    1, len(WHY_NOT))
+           "hybrid sharding needs more than one node (more than one NVLink domain)",
+           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers + 2)", "does not fit in GPU memory",
+           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
+           "expert parallel needs a mixture-of-experts model (this one is dense)",
+           "the expert-parallel degree must divide the experts and the tensor x data x context-parallel ranks")
+(_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD, _EP_DENSE,
+ _EP_NOT_DIVIDING) = range(1, len(WHY_NOT))
 
 
 @dataclass
@@ -311,6 +323,7 @@ class _Sizing:
     used: np.ndarray  # bytes per GPU
     states: np.ndarray
     limit: np.ndarray
+    expert_states: np.ndarray | float = 0.0  # of `states`, the routed experts' (moe.py)
 
     @property
     def valid(self) -> np.ndarray:
@@ -321,53 +334,77 @@ class _Sizing:
         return self.why == 0
 
 
+# Megatron can count the embedding and the loss as one pipeline layer each (account_for_embedding_in_pipeline_split,
+# account_for_loss_in_pipeline_split): Megatron-Bridge's GB200 Llama 3.1 405B recipe runs pp 16 x vp 8 = 128 chunks
+# over 126 layers + 2 (shared research file, MBRIDGE rows)
+PIPELINE_EXTRA_LAYERS = 2
+
+
 def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
-    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L; Megatron splits unevenly, e.g.
-    Llama 3.1 405B's 126 layers over pp 8 x vp 8 with the embedding and loss as stage layers)."""
+    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L + 2, the embedding and the loss
+    counted as layers; Megatron splits unevenly, e.g. Llama 3.1 405B's 126 layers over pp 8 x vp 8, or pp 16 x vp 8
+    = 128 chunks on GB200)."""
     if layout.vp is None:
         return np.zeros(len(p), dtype=bool)
     v = layout.vp.astype(np.float64)
-    return (v > 1) & ((p < 2) | (p * v > layers))
+    return (v > 1) & ((p < 2) | (p * v > layers + PIPELINE_EXTRA_LAYERS))
 
 
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
             global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None,
-            hold_batch: bool = False) -> _Sizing:
+            hold_batch: bool = False, domain: np.ndarray | None = None) -> _Sizing:
     """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
-    peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
-    (GPU, G, M) triples and times only the pairs that fit."""
+    peak and memory), the GPUs per node G, the nodes M and the NVLink domain D (`domain`, None: D = G), so
+    the search runs it on the distinct (GPU, G, M, D) keys and times only the pairs that fit."""
     N = G * M
+    D = G if domain is None else np.maximum(np.asarray(domain, dtype=np.float64), G)
     t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
     c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
-    for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
+    ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
+    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c * t)
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
-                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2)),
-                      (_BAD_VP, _bad_vp(layout, p, arch.layers))):
+                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (N <= D)),
+                      (_BAD_VP, _bad_vp(layout, p, arch.layers)), (_EP_NOT_DIVIDING, ep_not_dividing)):
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
     d = np.maximum(np.round(d), 1.0)
     grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
     if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
         held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
         why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
-    shard_group = np.minimum(d * c, np.maximum(G / t, 1.0))
+    shard_group = np.minimum(d * c, np.maximum(D / t, 1.0))
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d * c, shard_group, arch.layers / p,
-                               lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is None:
+        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                   lowp_param_gather=params.low_precision_param_gather)
+    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
+        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
+                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                                      lowp_param_gather=params.low_precision_param_gather)["total"]
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
+    if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
+        P_e, d_e = expert_states_args(arch.moe, t, p, ep, d * c)
+        expert = model_state_bytes(P_e, layout.strategy, d_e, np.minimum(shard_group, d_e), arch.layers / p,
+                                   lowp_share=share, lowp_bytes=w, lowp_param_gather=params.low_precision_param_gather)
+        act = np.where(layout.ckpt == 2, 0.0, arch.moe.activation_extra_elements(arch.hidden)) * arch.seq_len * b / (c * t)
+        states, used = states + expert, used + expert + act
+    else:
+        expert = 0.0
     limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
-    return _Sizing(why, d, grad_accum, used, states, limit)
+    return _Sizing(why, d, grad_accum, used, states, limit, expert)
 
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
             grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
-            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None) -> StepTiming:
+            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None,
+            load_imbalance: np.ndarray | None = None) -> StepTiming:
     """`peak` is the precision's peak (masked where the design cannot run); a low-precision design runs
     its bf16 parts at `hw["peak_hi"]`."""
     vp = 1.0 if layout.vp is None else layout.vp.astype(np.float64)
@@ -376,7 +413,9 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
                   attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
                   gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                   pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
-                  grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp)
+                  grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp,
+                  nvlink_domain_gpus=hw["domain"],
+                  ep=1.0 if layout.ep is None else layout.ep.astype(np.float64), load_imbalance=load_imbalance)
     if lp is None:
         return step_time(arch, params, peak_flops=peak, **common)
     hi = np.where(np.isfinite(hw["peak_hi"]), hw["peak_hi"], peak)
@@ -388,7 +427,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
                      flash_attention: np.ndarray | None = None, hold_batch: bool = False,
-                     framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                     framework: str = DEFAULT_FRAMEWORK, load_imbalance: np.ndarray | None = None) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
     `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
@@ -400,13 +439,14 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     lp = low_precision_of(precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch, hw["domain"])
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp, load_imbalance)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
-                         size.limit, size.fits, valid, sentences[size.why], framework, params)
+                         size.limit, size.fits, valid, sentences[size.why], framework, params,
+                         np.broadcast_to(size.expert_states, size.used.shape))
 
 
 def all_layouts(max_tp: int = 8) -> Layout:
@@ -421,7 +461,7 @@ _LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
 
 def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
     return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k],
-                  cp=None if layouts.cp is None else layouts.cp[k])
+                  cp=None if layouts.cp is None else layouts.cp[k], ep=None if layouts.ep is None else layouts.ep[k])
 
 
 @dataclass
@@ -449,7 +489,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
+    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64)], axis=1)
     triples, triple_of = np.unique(key, axis=0, return_inverse=True)
     triple_of = triple_of.reshape(-1)
     n_tri = len(triples)
@@ -467,7 +507,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
         tri = np.tile(np.arange(n_tri), len(ks))
         size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
                        _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params,
-                       low_precision_of(precision, params), hold_batch)
+                       low_precision_of(precision, params), hold_batch, hw["domain"][first][tri])
         out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
         if keep_sizes:
             out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
@@ -512,7 +552,7 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         arch = ArchArrays.of(cfg, len(design))
         lp = low_precision_of(precision, params)
         size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp,
-                       hold_batch)
+                       hold_batch, hw_pair["domain"])
         thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params,
                       lp=lp).tokens_per_s
         # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
@@ -551,6 +591,9 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
+    """4M tokens for pre-training; a fine-tune's default batch of sequences (data/finetune.toml)."""
+    if cfg.finetune is not None:
+        return finetune.default_global_batch_sequences()
     return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
 
 
@@ -601,13 +644,63 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
     if lay.cp is not None:
         rec["cp"] = c
     rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
+    if getattr(ev.cfg, "finetune", None) is not None:
+        rec.update(_finetune_fields(ev, i))
+    if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
+        rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
+        rec["expert_data_parallel"] = max((G * M) // (p * rec["ep"]), 1)
+        rec["memory_expert_states_gb"] = float(ev.memory_expert_states_bytes[i]) / 1e9
+        rec["t_expert_parallel_exposed_s"] = float(tm.t_ep_s[i])
+        rec["active_params"] = ev.cfg.active_params
+        rec["mfu_basis"] = rec["mfu_basis"].replace("6·P + 12·L·h·s", "6·P_active + 12·L·a·d_h·s") + (
+            f" (P_active = {ev.cfg.active_params / 1e9:.1f} B of {ev.cfg.params / 1e9:.1f} B parameters: attention, "
+            f"dense layers, the top-{ev.cfg.top_k} routed and {ev.cfg.shared_experts} shared experts and the router)")
+        lam = (ev.params or default_llm_params()).moe_load_imbalance
+        rec["moe_basis"] = (f"{ev.cfg.num_experts} experts, top {ev.cfg.top_k}, expert load imbalance {lam:g} (data/"
+                            "llm_defaults.toml [moe]: an estimate), all-to-all dispatch and combine 4 times per MoE layer "
+                            "per micro-batch, inside the node when ep x tp <= GPUs per node, else over the NICs")
     return rec
+
+
+def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
+    """A fine-tune's fields (finetune.py): what is trained, the MFU's FLOP count, memory per GPU by part."""
+    cfg, lay = ev.cfg, ev.layout
+    ft = cfg.finetune
+    out = {"finetune": ft.method, "finetune_basis": ft.describe()}
+    if not ft.adapts:
+        return out
+    arch = ArchArrays.of(cfg)
+    p_a = int(arch.trainable_params[0])
+    out.update({"lora_rank": ft.rank, "lora_targets": ft.targets, "trainable_params": p_a,
+                "frozen_params": int(cfg.params)})
+    out["mfu_basis"] = (f"model FLOPs of a step with frozen weights 4·P + 2·P_a + 12·L·h·s = "
+                        f"{cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (no weight gradients for the frozen "
+                        f"weights, no recompute; NeMo and Megatron-Bridge count about 4·P for LoRA, 10-20% less) "
+                        f"over the {_gpu_id(ev, i)}'s dense {ev.precision} peak")
+    s = ev.space
+    G, M = float(s.gpus_per_node[i]), float(s.nodes[i])
+    t, p = float(lay.tp[i]), float(lay.pp[i])
+    c = 1.0 if lay.cp is None else float(lay.cp[i])
+    d = G * M / (t * p * c)
+    lp = low_precision_of(ev.precision, ev.params or default_llm_params())
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
+                                 np.array([min(d * c, max(G / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w)
+    for k in ("frozen_weights", "adapters", "optimizer"):
+        out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
+    return out
+
+
+def _gpu_id(ev: LlmEvaluation, i: int) -> str:
+    return ev.space.gpus[ev.space.gpu_idx[i]].id
 
 
 def framework_basis(framework: str) -> str:
     """Where a framework's efficiency comes from, in words (the fit's rows of it, or none)."""
     d = read_toml(DEFAULTS_FILE, "large-model defaults")
-    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (48 rows)",
+    rows = {"megatron": "NeMo, Megatron-Bridge (GB200/GB300 NVL72 included), Megatron-LM and Megatron-Core runs (81 rows)",
             "fsdp": "llm-foundry's PyTorch FSDP runs (216 rows)", "deepspeed": "six DeepSpeed ZeRO-3 runs of SC21 Table 2"}
     if framework in rows:
         return (f"{framework}: matmul share and element-wise bytes fitted on {rows[framework]}, "

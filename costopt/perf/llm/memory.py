@@ -46,6 +46,11 @@ of elements: 1 + 1 + 1 + 4 per s·b·h) are kept at w bytes instead of 2:
 Interleaved pipelines (v virtual stages) are sized as 1F1B: the first stage's extra (p−1)/(p·v) of a
 micro-batch's chunks is left out (an estimate that under-counts by that share).
 
+Fine-tunes with frozen weights (LoRA, QLoRA; finetune.py): `finetune_state_parts` splits the states into
+frozen weights (b_f·P_base/(t·p): whole under ddp/zero1/zero2, /d under fsdp and /g under hsdp plus two
+gathered layers; low-precision copies as above; QLoRA one dequantized layer 2·P_q/L/(t·p)), the adapters'
+weights and gradients and their Adam states, the latter two by the strategy's formulas above on P_a/(t·p).
+
 A design fits when states + activations + logits + reserve ≤ memory_gb, the reserve being a fixed
 part (CUDA context, NCCL buffers) plus a fraction of the card for allocator fragmentation
 (`reserve_gb`, `reserve_fraction` in data/llm_defaults.toml).
@@ -106,3 +111,29 @@ def activation_bytes(arch: ArchArrays, micro_batch: np.ndarray, tp: np.ndarray, 
     recompute_buffer = np.where(np.asarray(ckpt) == 2, a_none, 0.0)
     logits = 4.0 * s * b * arch.vocab / t
     return L * per_layer + recompute_buffer + logits
+
+
+def finetune_state_parts(arch: ArchArrays, tp: np.ndarray, pp: np.ndarray, strategy: np.ndarray, dp: np.ndarray,
+                         shard_group: np.ndarray, lowp_share=0.0, lowp_bytes=2.0,
+                         lowp_param_gather: bool = True) -> dict[str, np.ndarray]:
+    """Model-state bytes per GPU of a LoRA/QLoRA design by part (module docstring): `frozen_weights`,
+    `adapters` (weights and gradients), `optimizer` (the adapters' Adam states) and their `total`."""
+    t, p = np.asarray(tp, dtype=np.float64), np.asarray(pp, dtype=np.float64)
+    L_s = arch.layers / p
+    P_a = arch.gradient_params / (t * p)
+    P_f = arch.params / (t * p) - P_a
+    b_f = arch.frozen_weight_bytes
+    st = np.asarray(strategy)
+    fsdp, hsdp = LLM_STRATEGIES.index("fsdp"), LLM_STRATEGIES.index("hsdp")
+    divisor = np.where(st == fsdp, np.asarray(dp, dtype=np.float64), np.where(st == hsdp, shard_group, 1.0))
+    gathered = np.where((st == fsdp) | (st == hsdp), 2.0 * b_f * P_f / L_s, 0.0)
+    q, w = np.asarray(lowp_share, dtype=np.float64), np.asarray(lowp_bytes, dtype=np.float64)
+    copies = np.where((st == fsdp) | (st == hsdp), 0.0,
+                      np.where((st == LLM_STRATEGIES.index("ddp")) | (not lowp_param_gather), 2.0 * w * q * P_f,
+                               (2.0 * w - WEIGHT_BYTES) * q * P_f))
+    dequantized = np.where(arch.dequant_bytes_per_use > 0, WEIGHT_BYTES * P_f / L_s, 0.0)  # QLoRA: one layer in bf16
+    frozen = b_f * P_f / divisor + gathered + copies + dequantized
+    adapters = model_state_bytes(P_a, st, dp, shard_group, L_s)
+    opt = ADAM_STATE_BYTES * P_a / np.where(st == LLM_STRATEGIES.index("ddp"), 1.0,
+                                            np.where(st == hsdp, shard_group, np.asarray(dp, dtype=np.float64)))
+    return {"frozen_weights": frozen, "adapters": adapters - opt, "optimizer": opt, "total": frozen + adapters}
