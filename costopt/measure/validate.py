@@ -19,7 +19,7 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu),
   `overlap` (wfbp | none | full, default wfbp: the timing model's overlap mode for that row; `none`
   where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
-  `--gradient_repacking`, thesis_method.md §6.5 (a)), `stack` (nccl | mpi | grpc | gloo: the
+  `--gradient_repacking`, docs/sources.md §12c (thesis §6.5) (a)), `stack` (nccl | mpi | grpc | gloo: the
   communication stack the run used, costopt/perf/stacks.py). An empty or absent `stack` is inferred from
   the strategy and `reduce_on`: ps -> grpc (TensorFlow parameter servers), an all-reduce with
   reduce_on=cpu -> mpi (host-memory all-reduce), any other all-reduce -> nccl. `--stack` (the
