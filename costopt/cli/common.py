@@ -332,7 +332,8 @@ def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table
     for d in designs:
         nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
         row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
-               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']}" + (f" ep{d['ep']}" if d.get("ep", 1) > 1 else "")
+               + f" mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
                f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
                f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
                _cell(d.get("usd_per_1e9_tokens"), "cents")]

@@ -62,13 +62,18 @@ LLM_DATASET = DATA_DIR / "validation" / "llm_training.csv"
 # mixture-of-experts runs (same format, with model_config / ep; tools/moe_rows.py): apart from LLM_DATASET, so the
 # dense fit (tools/llm_fit.py) and its ranges stay on dense rows; the MoE constant is fitted on these (tools/moe_fit.py)
 MOE_DATASET = DATA_DIR / "validation" / "llm_moe_training.csv"
-SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET}
+# published fine-tuning runs (SFT, LoRA; the `finetune` column): apart from LLM_DATASET, so that no fit sees them
+# (they are predicted with the pre-training efficiency; tools/finetune_errors.py prints their errors)
+FINETUNE_DATASET = DATA_DIR / "validation" / "llm_finetune.csv"
+SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET,
+                        FINETUNE_DATASET.stem: FINETUNE_DATASET}
 COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len", "gpu", "gpus_per_node", "nodes",
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
 OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab",
-                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance")
+                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance", "finetune", "lora_rank",
+                    "lora_targets")
 DEFAULT_VOCAB = 50368  # a row that states no vocabulary (llm-foundry's MPT models)
 ATTENTION = ("flash", "unfused")
 # how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
@@ -208,6 +213,7 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     ep = _num(p, line, raw, "ep", integer=True, optional=True) or 1
     lam = _num(p, line, raw, "expert_load_imbalance", optional=True)
     cfg = _moe_config(p, line, raw, cfg, params_b, ep, lam, assumed)
+    cfg = cfg.with_finetune(_finetune(p, line, raw, assumed))
     attention = (raw.get("attention") or "").strip()
     if attention == "":
         attention = "flash"
@@ -228,6 +234,26 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
                   basis, vp, framework, fabric, cp, ep, lam)
+
+
+def _finetune(p: Path, line: int, raw: dict, assumed: list[str]):
+    """The optional `finetune` column (sft | lora | qlora; empty: pre-training) with `lora_rank` and `lora_targets`
+    (LoRA/QLoRA only; empty: the defaults of data/finetune.toml, listed as assumed)."""
+    from costopt.perf.llm.finetune import FINETUNES, resolve
+
+    method = (raw.get("finetune") or "").strip() or None
+    rank = _num(p, line, raw, "lora_rank", integer=True, optional=True)
+    targets = (raw.get("lora_targets") or "").strip() or None
+    if method is not None and method not in FINETUNES:
+        raise InputError(f"{p}:{line}: finetune '{method}' (choose from {', '.join(FINETUNES)}; empty: pre-training)",
+                         field="finetune")
+    try:
+        ft = resolve(method, rank, targets)
+    except InputError as exc:
+        raise InputError(f"{p}:{line}: {exc}", field="finetune") from None
+    if ft is not None and ft.defaults:
+        assumed.append(f"LoRA {' and '.join(ft.defaults)} (not stated)")
+    return ft
 
 
 def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b: float, ep: int, lam: float | None,
@@ -346,7 +372,8 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
-                    "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
+                    "skipped": r.skip or None, "assumed": r.assumed,
+                    **({} if r.cfg.finetune is None else {"finetune": r.cfg.finetune.method})} for r in rows}
     if live:
         space, G = _row_space(live, catalog)
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
@@ -394,12 +421,17 @@ def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
     params = default_llm_params()
     mamf = np.array([mamf_fraction(catalog.gpus[r["gpu"]], params, catalog.gpus)[0] for r in live])
     x = np.array([r["predicted_tokens_per_s_per_gpu"] for r in live])
-    rng = bounds(x, np.array([r["predicted_mfu"] for r in live]), np.array([r["gpu"] for r in live]), mamf)
+    lows, highs = np.zeros(len(live)), np.zeros(len(live))
+    for ft in sorted({r.get("finetune") or "" for r in live}):  # a fine-tune widens its rows' ranges (ranges.py)
+        k = np.array([(r.get("finetune") or "") == ft for r in live])
+        rng = bounds(x[k], np.array([r["predicted_mfu"] for r in live])[k], np.array([r["gpu"] for r in live])[k],
+                     mamf[k], finetune=ft or None)
+        lows[k], highs[k] = rng.low, rng.high
     meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
-    for r, lo, hi in zip(live, rng.low.tolist(), rng.high.tolist()):
+    for r, lo, hi in zip(live, lows.tolist(), highs.tolist()):
         r["predicted_low_tokens_per_s_per_gpu"] = lo
         r["predicted_high_tokens_per_s_per_gpu"] = hi
-    inside = (meas >= rng.low) & (meas <= rng.high)
+    inside = (meas >= lows) & (meas <= highs)
     res = load_llm_residuals()
     return {"rows_inside_range_share": float(inside.mean()),
             "rows_inside_range_basis": "in sample: the shipped fit, ranges whose residuals include these rows",

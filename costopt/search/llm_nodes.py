@@ -186,10 +186,12 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     keep = np.concatenate([i for i, _ in timed])
     order = np.argsort(keep, kind="stable")
     keep = keep[order]
-    vps = [e.layout.vp for _, e in timed]
-    vp = None if all(v is None for v in vps) else np.concatenate(
-        [np.ones(len(i), dtype=np.int64) if v is None else v for (i, _), v in zip(timed, vps)])[order]
-    lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS), vp=vp)
+    def degrees(name: str):  # vp, cp, ep of the timed layouts (None: 1 everywhere)
+        vs = [getattr(e.layout, name) for _, e in timed]
+        return None if all(v is None for v in vs) else np.concatenate(
+            [np.ones(len(i), dtype=np.int64) if v is None else v for (i, _), v in zip(timed, vs)])[order]
+    lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS),
+                 vp=degrees("vp"), cp=degrees("cp"), ep=degrees("ep"))
     ev = evaluate_layouts(cfg, space.take(keep), lay, precision=precision, global_batch=global_batch, params=params,
                           hold_batch=hold_batch, framework=framework)
     return NodeSearch(keep, ev, int(len(space) - len(keep)), int(len(first)), held)

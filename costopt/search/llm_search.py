@@ -24,6 +24,7 @@ from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_bas
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_experts import with_expert_parallel
 from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
@@ -329,7 +330,7 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
-    layouts = strategy_layouts(strategies, ft)
+    layouts = with_expert_parallel(strategy_layouts(strategies, ft), cfg)  # a MoE model: each layout at every ep
     params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
@@ -543,7 +544,8 @@ def _design_phrase(d: dict, joiner: str = ", ") -> str:
     thr = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                        f"from the {d.get('range_basis')}", unit="tokens/s")
     return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}, micro-batch "
-            f"{d['micro_batch']}, checkpointing {d['activation_checkpointing']}){joiner}{thr}")
+            f"{d['micro_batch']}" + (f", ep {d['ep']}" if d.get("ep", 1) > 1 else "")
+            + f", checkpointing {d['activation_checkpointing']}){joiner}{thr}")
 
 
 def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:

@@ -378,14 +378,13 @@ def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.nda
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    if arch.trainable_params is None:
-        states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
-                                   arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                   lowp_param_gather=params.low_precision_param_gather)
-    else:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.finetune_state_parts)
-        states = finetune_state_parts(arch, t, p, layout.strategy, d * c, shard_group,
-                                      lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
-                                      lowp_param_gather=params.low_precision_param_gather)["total"]
+    states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, d * c, shard_group,
+                               arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+                               lowp_param_gather=params.low_precision_param_gather)
+    if arch.trainable_params is not None:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.py)
+        states = np.where(arch.adapter_rank > 0, finetune_state_parts(
+            arch, t, p, layout.strategy, d * c, shard_group, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+            lowp_param_gather=params.low_precision_param_gather)["total"], states)
     used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
                                      saved_linear_input_elements=params.saved_linear_input_elements)
     if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
@@ -685,9 +684,10 @@ def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
     lp = low_precision_of(ev.precision, ev.params or default_llm_params())
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    D = max(float(domain_gpus_of(s)[i]), G)  # the NVLink domain: hsdp's shard group (as _sizing)
     parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
-                                 np.array([min(d * c, max(G / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
-                                 lowp_bytes=w)
+                                 np.array([min(d * c, max(D / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w, lowp_param_gather=(ev.params or default_llm_params()).low_precision_param_gather)
     for k in ("frozen_weights", "adapters", "optimizer"):
         out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
     return out

@@ -299,7 +299,9 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     f_att = arch.attention_flops_per_token * np.where(ck > 0, 4.0 / 3.0, 1.0)
     frozen = arch.trainable_params is not None  # LoRA / QLoRA (finetune.py)
     p_grad = arch.gradient_params
-    f_adapter = (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad if frozen else 0.0
+    # which designs adapt (LoRA/QLoRA); a pre-training or SFT design evaluated beside them keeps its own maths
+    adapting = (arch.adapter_rank > 0) if frozen else False
+    f_adapter = np.where(adapting, (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad, 0.0) if frozen else 0.0
     alpha = params.collective_latency_us * 1e-6
     peak = np.asarray(peak_flops, dtype=np.float64)
 
@@ -375,7 +377,8 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     G_s = p_grad / (t * p)  # parameters with gradients per GPU: P_s, or the adapters' under LoRA/QLoRA
     # frozen weights: zero1/2 gather only the adapters' updated weights once a step; fsdp/hsdp gather every weight
     # every micro-batch, the frozen ones at b_f bytes (QLoRA: the NF4 storage)
-    ft_bytes = dict(grad_s=G_s, x_step=2.0 * G_s, x_mb=arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s) \
+    ft_bytes = dict(grad_s=G_s, x_step=np.where(adapting, 2.0 * G_s, w_gather * P_s),
+                    x_mb=np.where(adapting, arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s, w_gather * P_s)) \
         if frozen else {}
     t_dp = _data_parallel_s(P_s, strat, d, g, m_d, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node, alpha, params, e_bw,
                             **ft_bytes)
@@ -395,7 +398,7 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
     # frozen weights are cast to the low precision once per run, not per step
     t_opt = (params.optimizer_bytes_per_param * G_s
-             + (0.0 if frozen else np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
+             + np.where(adapting, 0.0, np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
     if arch.moe is not None:  # the expert weights a GPU owns: sharded over their d·c/ep replicas
         shard_e = np.where((strat == DDP) | (d_e <= 1), 1.0, np.where(strat == HSDP, g_e, d_e))
         t_opt = t_opt + (params.optimizer_bytes_per_param + np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q) * P_e \
