@@ -18,10 +18,11 @@ Evidence (the estimate's `source` and `basis` say which one was used):
 (c) roofline: any other GPU X. The reference GPU's fitted H is kept; its GPU time is moved by the ratio of
     the two GPUs' rooflines for this model:
 
-        g_X = g_ref * r_X / r_ref,   r = F / (P e_mm) + B / (W e_bw)   per sample
+        g_X = g_ref * r_X / r_ref,   r = F_gemm / (P e_mm) + F_conv / (P e_conv) + B / (W e_bw)   per sample
         k_X = weight bytes / W_X;    G_s,X = G_s,ref * (W_ref e_bw,ref) / (W_X e_bw,X)
 
-    F = training matmul FLOPs and B = bytes moved by every other op per sample (zoo `flops`,
+    F = training matmul FLOPs (F_conv of them in convolutions, run as implicit GEMMs at their own fraction
+    e_conv; F_gemm = F - F_conv in dense GEMMs) and B = bytes moved by every other op per sample (zoo `flops`,
     tools/zoo_flops.py), P the dense peak at precision p at the clock the GPU sustains (P_rated x sustained /
     rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated boost
     clock), W the memory bandwidth, e the achieved fractions of the GPU's generation and memory type.
@@ -30,7 +31,7 @@ Evidence (the estimate's `source` and `basis` say which one was used):
 
 Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over groups g = (generation,
 memory type: HBM | GDDR, data/compute_defaults.toml), by least squares on u = 1/e with u >= 1 (never above
-peak) and u_mm >= 1 / MAMF (the best measured matmul fraction of the generation's GPUs, mamf-finder,
+peak) and u_mm, u_conv >= 1 / MAMF (the best measured matmul fraction of the generation's GPUs, mamf-finder,
 data/llm_defaults.toml [compute.mamf_fraction]), with one host term h >= 0 per benchmark model (seconds
 per sample no GPU removes: data loading; Lambda's ResNet-50 stops near 3,000 images/s on H200 and B200):
   - the reference GPU's GPU time per sample g_ref (forward + backward, host removed by the sweep fit) of
@@ -38,7 +39,9 @@ per sample no GPU removes: data loading; Lambda's ResNet-50 stops near 3,000 ima
         F/P u_mm + B/W u_bw = g_ref                                     (weight 1/g_ref)
   - every published single-GPU cell of GPU k against its table's reference GPU j, ratio
     rho = X_k / X_j of a Lambda model l with a zoo equivalent m (its F and B):
-        rho * (r_k(m) + h_l) - (r_j(m) + h_l) = 0                       (weight 1/(F/P_j + B/W_j))
+        rho * smax(r_k(m), h_l) - smax(r_j(m), h_l) = 0                 (weight 1/(F/P_j + B/W_j))
+    (the host works beside the GPU: the phase's smooth max and exponent, `host_in_fit`; solved from the
+    additive solution, rho (r_k + h) = r_j + h, by damped Gauss-Newton steps, `_solve`)
   - every single-GPU figure of TensorFlow's 2017 benchmark page (K80, P100 SXM2; fp32, synthetic data;
     data/published/tf_bench_2017_single_gpu.json) as an absolute time per sample (no host term):
         F/P u_mm + B/W u_bw = 1 / X                                     (weight X)
@@ -69,6 +72,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, Gpu, load_catalog
 from costopt.core.errors import InputError
 from costopt.core.units import ms_to_s
+from costopt.perf.bounded_lsq import solve_equations as _solve
 from costopt.perf.host_gpu import (PhaseSplit, defaults, fit_phase, identified, smax, smooth_p,
                                     step_split)
 
@@ -263,36 +267,6 @@ def load_absolute(path: str = str(ABSOLUTE_PATH)) -> tuple[dict, ...]:
 # roofline fractions
 
 
-def _nnls_shifted(A: np.ndarray, b: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """min ||A x - b|| subject to x >= lower (Lawson-Hanson active set on x - lower)."""
-    rhs = b - A @ lower
-    n = A.shape[1]
-    x = np.zeros(n)
-    passive = np.zeros(n, dtype=bool)
-    for _ in range(3 * n + 10):
-        w = A.T @ (rhs - A @ x)
-        if passive.all() or w[~passive].max(initial=-np.inf) <= 1e-12 * (1 + np.abs(w).max()):
-            break
-        j = int(np.argmax(np.where(passive, -np.inf, w)))
-        passive[j] = True
-        while True:
-            z = np.zeros(n)
-            z[passive] = np.linalg.lstsq(A[:, passive], rhs, rcond=None)[0]
-            if (z[passive] > 0).all():
-                x = z
-                break
-            neg = passive & (z <= 0)
-            alpha = float(np.min(x[neg] / np.maximum(x[neg] - z[neg], 1e-300)))
-            x = x + alpha * (z - x)
-            passive &= x > 1e-15
-            x[~passive] = 0.0
-    return x + lower
-
-
-
-
-
-
 @dataclass(frozen=True)
 class Fractions:
     """Fitted u = 1/achieved fraction per (generation, precision class), with the data behind each."""
@@ -420,71 +394,6 @@ def _amp_peak(g: Gpu) -> float | None:
     """The sustained-clock peak of the GPU's best AMP path (bf16, else fp16): what a published 'amp'
     figure ran on."""
     return g.sustained_flops("amp_bf16") or g.sustained_flops("amp_fp16")
-
-
-def _solve(eqs: list, group_of, lower_of, ratios: dict | None = None, p: float = 1.0) -> dict:
-    """Bounded least squares over the equations `eqs` ((coefficients, rhs, weight), linear in x).
-
-    `ratios` {equation index: (r_k coefficients, r_j coefficients, host key, rho)} replaces those
-    equations by the smooth-max form rho smax(r_k, h) - smax(r_j, h) = 0 (exponent p; module docstring):
-    solved from the additive (p = 1) solution by damped Gauss-Newton steps, each a bounded linear least
-    squares on the linearised residuals (Levenberg-Marquardt, column-scaled damping); deterministic.
-    """
-    keys = sorted({(group_of(k[0]), k[1]) for coeff, _, _ in eqs for k in coeff})
-    index = {k: i for i, k in enumerate(keys)}
-    A = np.zeros((len(eqs), len(keys)))
-    rhs = np.zeros(len(eqs))
-    for i, (coeff, r, w) in enumerate(eqs):
-        for (g, term), v in coeff.items():
-            A[i, index[(group_of(g), term)]] += v * w
-        rhs[i] = r * w
-    lower = np.array([lower_of(k) for k in keys])
-    x = _nnls_shifted(A, rhs, lower)
-    if ratios and p != 1.0:
-        x = _smooth_ratio_fit(A, rhs, lower, x, eqs, ratios, group_of, index, p)
-    return dict(zip(keys, x))
-
-
-def _smooth_ratio_fit(A, rhs, lower, x, eqs, ratios, group_of, index, p: float) -> np.ndarray:
-    """Damped Gauss-Newton from x on the residuals of `_solve` with its smooth-max ratio equations."""
-    n = len(index)
-    rows = []
-    for i, (ck, cj, hk, rho) in sorted(ratios.items()):
-        vk, vj = np.zeros(n), np.zeros(n)
-        for (g, term), v in ck.items():
-            vk[index[(group_of(g), term)]] += v
-        for (g, term), v in cj.items():
-            vj[index[(group_of(g), term)]] += v
-        rows.append((i, vk, vj, index[(group_of(hk[0]), hk[1])], rho, eqs[i][2]))
-
-    def residual(x):
-        f, J = A @ x - rhs, A.copy()
-        for i, vk, vj, ih, rho, w in rows:
-            rk, rj, h = float(vk @ x), float(vj @ x), float(x[ih])
-            sk, sj = float(smax(rk, h, p)), float(smax(rj, h, p))
-            f[i] = w * (rho * sk - sj)
-            J[i] = w * (rho * (rk / sk) ** (p - 1) * vk - (rj / sj) ** (p - 1) * vj)
-            J[i, ih] += w * (rho * (h / sk) ** (p - 1) - (h / sj) ** (p - 1))
-        return f, J
-
-    f, J = residual(x)
-    cost, mu = float(f @ f), 1e-3
-    for _ in range(200):
-        d = np.maximum(np.linalg.norm(J, axis=0), 1e-12)
-        aug = np.vstack([J, math.sqrt(mu) * np.diag(d)])
-        x_new = _nnls_shifted(aug, np.concatenate([J @ x - f, math.sqrt(mu) * d * x]), lower)
-        f_new, J_new = residual(x_new)
-        c_new = float(f_new @ f_new)
-        if c_new < cost:
-            done = cost - c_new <= 1e-12 * cost
-            x, f, J, cost, mu = x_new, f_new, J_new, c_new, max(mu / 3.0, 1e-9)
-            if done:
-                break
-        else:
-            mu *= 4.0
-            if mu > 1e8:
-                break
-    return x
 
 
 @lru_cache(maxsize=64)
