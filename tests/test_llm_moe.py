@@ -301,3 +301,37 @@ def test_solve_picks_an_expert_parallel_layout_when_the_experts_do_not_fit_other
     b = res["best"]
     assert b["ep"] > 1 and b["memory_per_gpu_gb"] <= b["memory_limit_gb"]
     assert res["layouts_per_design"] == 7 * 1200
+
+
+def test_moe_design_range_comes_from_the_moe_rows_held_out_by_model():
+    import json
+
+    from costopt.perf.llm.ranges import LLM_MOE_RESIDUALS_PATH, bounds
+
+    data = json.loads(LLM_MOE_RESIDUALS_PATH.read_text(encoding="utf-8"))
+    r = np.sort([x["log_residual"] for x in data["by_model"]])
+    n = len(r)
+    assert n == 63 and len(data["models"]) == 4
+    # Weibull plotting positions: the j-th smallest of n at j/(n + 1); p10 at j = 0.1·64 = 6.4, p90 at 57.6
+    def at(j):
+        lo = int(np.floor(j))
+        return r[lo - 1] + (j - lo) * (r[lo] - r[lo - 1])
+    q10, q90 = at(0.1 * (n + 1)), at(0.9 * (n + 1))
+    x = np.array([1000.0])
+    rng = bounds(x, np.array([0.1]), np.array(["h100-sxm"]), np.array([0.8]), precision="fp8", framework="megatron",
+                 moe=True)
+    assert rng.low[0] == pytest.approx(1000.0 * np.exp(min(q10, 0.0)), rel=1e-9)
+    assert rng.high[0] == pytest.approx(1000.0 * np.exp(max(q90, 0.0)), rel=1e-9)
+    dense = bounds(x, np.array([0.1]), np.array(["h100-sxm"]), np.array([0.8]), precision="fp8", framework="megatron")
+    assert rng.low[0] < dense.low[0]  # the MoE rows' held-out errors spread wider than the dense rows'
+
+
+def test_moe_residual_file_is_a_fresh_build():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "tools" / "moe_fit.py"), "--check"], capture_output=True, text=True,
+                       cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr

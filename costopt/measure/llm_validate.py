@@ -285,6 +285,8 @@ def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b:
     assumed[:] = [a for a in assumed if not a.startswith("vocabulary")]  # the zoo model states its vocabulary
     if zoo.is_moe and lam is None:
         assumed.append("expert load imbalance: the [moe] default (not stated)")
+    if zoo.is_moe and not (raw.get("ep") or "").strip():
+        assumed.append("ep 1 (not stated)")
     return replace(zoo, name=cfg.name, seq_len=cfg.seq_len, source=cfg.source)
 
 
@@ -368,6 +370,7 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
                     "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "ep": r.ep,
+                    "moe": bool(r.cfg is not None and r.cfg.is_moe),
                     "precision": r.precision,
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
@@ -425,7 +428,7 @@ def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
     for ft in sorted({r.get("finetune") or "" for r in live}):  # a fine-tune widens its rows' ranges (ranges.py)
         k = np.array([(r.get("finetune") or "") == ft for r in live])
         rng = bounds(x[k], np.array([r["predicted_mfu"] for r in live])[k], np.array([r["gpu"] for r in live])[k],
-                     mamf[k], finetune=ft or None)
+                     mamf[k], finetune=ft or None, moe=np.array([bool(r.get("moe")) for r in live])[k])
         lows[k], highs[k] = rng.low, rng.high
     meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
     for r, lo, hi in zip(live, lows.tolist(), highs.tolist()):

@@ -137,7 +137,7 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
     ft = getattr(ev.cfg, "finetune", None)
-    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision,
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision, moe=ev.cfg.is_moe,
                   framework=ev.framework, finetune=None if ft is None else ft.method)
 
 
