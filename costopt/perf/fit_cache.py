@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 from costopt.core.paths import DATA_DIR
 
 T = TypeVar("T")
-FIT_MODULES = ("perf/compute.py", "perf/host_gpu.py", "perf/fit_cache.py")
+FIT_MODULES = ("perf/compute.py", "perf/host_gpu.py", "perf/bounded_lsq.py", "perf/fit_cache.py")
 
 
 def fit_inputs() -> list[Path]:
