@@ -385,7 +385,9 @@ def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table
     for d in designs:
         nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
         row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
-               f"{d['strategy']} tp{d['tp']} pp{d['pp']}" + (f" ep{d['ep']}" if d.get("ep", 1) > 1 else "")
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']}" + (f" vp{d['vp']}" if d.get("vp", 1) > 1 else "")
+               + (f" cp{d['cp']}" if d.get("cp", 1) > 1 else "") + (f" ep{d['ep']}" if d.get("ep", 1) > 1 else "")
+               + (f" sg{d['shard_group']}" if d.get("shard_groups", 1) > 1 and d["strategy"] != "ddp" else "")
                + f" mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
                f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
                f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
