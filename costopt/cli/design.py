@@ -83,7 +83,9 @@ def solve(
     workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
     time_limit: Optional[float] = typer.Option(None, help="With --workload: seconds for the whole solve (default "
-                                               "300); then the best answer found is reported with its gap."),
+                                               "60); at the limit the best answer found is reported with the "
+                                               "best bound proven and its gap (\"stopped at the time limit 60 s; "
+                                               "best found X, bound Y, gap Z%\")."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="With --workload: progress "
                                             "lines on stderr (default: when stderr is a terminal)."),
     timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
@@ -430,6 +432,8 @@ def _print_transformers(c) -> None:
         t.add_column(col)
     for name in list_llm_models():
         m = load_llm_model(name)
-        t.add_row(name, f"{m.params / 1e9:.2f} B", str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
+        size = f"{m.params / 1e9:.2f} B" + (f" ({m.active_params / 1e9:.1f} B active: {m.num_experts} experts, top "
+                                             f"{m.top_k})" if m.is_moe else "")
+        t.add_row(name, size, str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
                   str(m.seq_len), f"{m.model_flops_per_token / 1e9:,.1f}", m.source)
     c.print(t)
