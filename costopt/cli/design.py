@@ -425,6 +425,8 @@ def _print_transformers(c) -> None:
         t.add_column(col)
     for name in list_llm_models():
         m = load_llm_model(name)
-        t.add_row(name, f"{m.params / 1e9:.2f} B", str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
+        size = f"{m.params / 1e9:.2f} B" + (f" ({m.active_params / 1e9:.1f} B active: {m.num_experts} experts, top "
+                                             f"{m.top_k})" if m.is_moe else "")
+        t.add_row(name, size, str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
                   str(m.seq_len), f"{m.model_flops_per_token / 1e9:,.1f}", m.source)
     c.print(t)

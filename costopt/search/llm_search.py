@@ -387,7 +387,7 @@ def strategy_layouts(strategies: list[str] | None, ft: FineTune | None = None) -
     keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies] if strategies else list(range(len(LLM_STRATEGIES)))
     sel = np.isin(layouts.strategy, keep)
     if ft is not None and ft.method == "qlora":
-        sel &= (layouts.tp == 1) & (layouts.pp == 1)
+        sel &= (layouts.tp == 1) & (layouts.pp == 1) & (True if layouts.cp is None else layouts.cp == 1)
     return Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
 
 

@@ -654,10 +654,12 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         rec["mfu_basis"] = rec["mfu_basis"].replace("6·P + 12·L·h·s", "6·P_active + 12·L·a·d_h·s") + (
             f" (P_active = {ev.cfg.active_params / 1e9:.1f} B of {ev.cfg.params / 1e9:.1f} B parameters: attention, "
             f"dense layers, the top-{ev.cfg.top_k} routed and {ev.cfg.shared_experts} shared experts and the router)")
-        lam = (ev.params or default_llm_params()).moe_load_imbalance
-        rec["moe_basis"] = (f"{ev.cfg.num_experts} experts, top {ev.cfg.top_k}, expert load imbalance {lam:g} (data/"
-                            "llm_defaults.toml [moe]: an estimate), all-to-all dispatch and combine 4 times per MoE layer "
-                            "per micro-batch, inside the node when ep x tp <= GPUs per node, else over the NICs")
+        mp = ev.params or default_llm_params()
+        rec["moe_basis"] = (f"{ev.cfg.num_experts} experts, top {ev.cfg.top_k}, expert load imbalance "
+                            f"{mp.moe_load_imbalance:g} (data/llm_defaults.toml [moe]: an estimate), routed grouped GEMMs at "
+                            f"{mp.moe_expert_gemm_share:.2f} of the dense matmul rate (fitted on Megatron-Bridge's MoE runs), "
+                            "all-to-all dispatch and combine 4 times per MoE layer per micro-batch, inside the NVLink "
+                            "domain while the ep group fits it, else over the NICs")
     return rec
 
 
