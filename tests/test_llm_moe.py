@@ -300,7 +300,8 @@ def test_solve_picks_an_expert_parallel_layout_when_the_experts_do_not_fit_other
     res = solve_llm(20_000_000, "deepseek_v3", gpus=["h100-sxm"])
     b = res["best"]
     assert b["ep"] > 1 and b["memory_per_gpu_gb"] <= b["memory_limit_gb"]
-    assert res["layouts_per_design"] == 7 * 1200
+    # 7 ep degrees x (1,200 base layouts + 4 shard groups x the 480 hsdp and zero1 ones) x cp 1, 2, 4 (layouts.py)
+    assert res["layouts_per_design"] == 7 * (1200 + 4 * 480) * 3
 
 
 def test_moe_design_range_comes_from_the_moe_rows_held_out_by_model():

@@ -38,7 +38,6 @@ in the shipped file.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
-from costopt.core.files import input_path, read_input_text
+from costopt.core.files import input_path, iter_input_lines
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, PIPELINE_EXTRA_LAYERS, Layout,
                                       default_llm_params,
@@ -127,15 +126,15 @@ def read_llm_csv(path: str | Path) -> list[LlmRow]:
     p = Path(path)
     if not p.exists():
         raise InputError(f"measurement file not found: {p}")
-    with io.StringIO(read_input_text(p, "measurement file", "csv"), newline="") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
-        if missing or extra:
-            raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
-                             + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
-        return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
+    # read line by line (core/files.iter_input_lines: regular, bounded, UTF-8), never the whole text at once
+    reader = csv.DictReader(iter_input_lines(p, "measurement file", "csv"))
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
+    if missing or extra:
+        raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
+                         + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
+    return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
 
 
 def _num(p: Path, line: int, raw: dict, col: str, *, integer: bool = False, optional: bool = False):

@@ -414,7 +414,29 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset, classes: tuple
 
 @lru_cache(maxsize=64)
 def _fit_class(gpu_key: tuple, ref_id: str, withhold: frozenset, pc: str) -> tuple:
-    """(u, cells, host, absolute_only, pooled, memory, conv) of `Fractions` for one precision class `pc`."""
+    """(u, cells, host, absolute_only, pooled, memory, conv) of `Fractions` for one precision class `pc`:
+    fitted by `_fit_class_now`, kept across runs by perf/fit_cache.py."""
+    from costopt.perf.fit_cache import cached
+
+    def dump(r: tuple) -> dict:
+        u, n, host, absolute, pooled, memory, conv = r
+        return {"u": [[g, c, *v] for (g, c), v in u.items()], "cells": [[g, c, v] for (g, c), v in n.items()],
+                "host": host, "absolute": sorted(map(list, absolute)), "pooled": {c: list(v) for c, v in pooled.items()},
+                "memory": [[g, c, sorted(v)] for (g, c), v in memory.items()],
+                "conv": [[g, c, v] for (g, c), v in conv.items()]}
+
+    def load(d: dict) -> tuple:
+        return ({(g, c): (float(um), float(ub)) for g, c, um, ub in d["u"]}, {(g, c): int(v) for g, c, v in d["cells"]},
+                {c: {m: float(v) for m, v in h.items()} for c, h in d["host"].items()},
+                {(g, c) for g, c in d["absolute"]}, {c: (float(a), float(b)) for c, (a, b) in d["pooled"].items()},
+                {(g, c): frozenset(v) for g, c, v in d["memory"]}, {(g, c): float(v) for g, c, v in d["conv"]})
+
+    return cached("fractions", repr((gpu_key, ref_id, sorted(withhold), pc)),
+                  lambda: _fit_class_now(gpu_key, ref_id, withhold, pc), dump, load)
+
+
+def _fit_class_now(gpu_key: tuple, ref_id: str, withhold: frozenset, pc: str) -> tuple:
+    """`_fit_class`, computed."""
     gpus = {k[0]: k for k in gpu_key}
     costs = _zoo_costs()
     pub = load_published()
@@ -555,6 +577,26 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
            ref.id, ref.architecture, ref.memory_bandwidth_gbs, ref.sustained_flops(precision), precision, withhold)
     if key in _SPLITS:
         return _SPLITS[key]
+    from costopt.perf.fit_cache import cached
+
+    def dump(sp: Split) -> dict:
+        f, b = sp.forward, sp.backward
+        return {"forward": [f.host_s, f.floor_s, f.gpu_per_sample_s, f.fit_log_rms],
+                "backward": [b.host_s, b.floor_s, b.gpu_per_sample_s, b.fit_log_rms],
+                "step": [sp.step_host_s, sp.step_gpu_s], "batches": list(sp.batches)}
+
+    def load(d: dict) -> Split:
+        return Split(PhaseSplit(*map(float, d["forward"])), PhaseSplit(*map(float, d["backward"])),
+                     float(d["step"][0]), float(d["step"][1]), tuple(int(x) for x in d["batches"]))
+
+    text = repr((*key[:-1], sorted(withhold)))
+    out = _SPLITS[key] = cached("split", text, lambda: _split_now(pts, cost, ref, precision, withhold), dump, load)
+    return out
+
+
+def _split_now(pts: tuple[ProfilePoint, ...], cost: SampleCost | None, ref: Gpu, precision: str,
+               withhold: frozenset) -> Split:
+    """`reference_split`, computed."""
     p = smooth_p()
     sigma = float(defaults()["phase"]["gpu_prior_log_sigma"])
     b = [q.batch for q in pts]
@@ -576,9 +618,7 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
             prior = g0 * share
             phases.append(fit_phase(b, t, k, p, g_prior=prior, g_min=g_min * share, sigma=sigma))
     hs, gs = step_split([ms_to_s(q.step_ms) for q in pts], p)
-    out = Split(phases[0], phases[1], hs, gs, tuple(b))
-    _SPLITS[key] = out
-    return out
+    return Split(phases[0], phases[1], hs, gs, tuple(b))
 
 
 DEFAULT_FRAMEWORK = "eager"

@@ -31,4 +31,4 @@ def with_expert_parallel(layouts: Layout, cfg: TransformerConfig) -> Layout:
     tile = lambda a: None if a is None else np.tile(a, len(eps))  # noqa: E731
     return Layout(tile(layouts.strategy), tile(layouts.tp), tile(layouts.pp), tile(layouts.micro_batch),
                   tile(layouts.ckpt), vp=tile(layouts.vp), cp=tile(layouts.cp),
-                  ep=np.repeat(np.array(eps, dtype=np.int64), n))
+                  ep=np.repeat(np.array(eps, dtype=np.int64), n), shard=tile(layouts.shard))
