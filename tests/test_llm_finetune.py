@@ -249,3 +249,58 @@ def test_solve_lora_answers_and_honours_limits():
     assert rc == 0, out
     b = json.loads(out)["best"]
     assert b["tp"] == 1 and b["pp"] == 1 and b["framework"] == "fsdp"
+
+
+# ---- accuracy on the published fine-tuning runs (costopt/data/validation/llm_finetune.csv, never fitted):
+# NVIDIA NeMo 24.07 performance summary, 'Finetuning' table (NVIDIA/NeMo docs/source/performance/
+# performance_summary.md @ 8e3d65dcfe: Llama 2 7B/13B/70B SFT and LoRA, FP8, DGX-H100, packed 4096) and the
+# Megatron-Bridge 26.06 'SFT Performance' / 'LoRA Performance' tables (NVIDIA-NeMo/Megatron-Bridge
+# docs/performance-summary-archive.md @ 067f987df0: Llama 3 70B on DGX-H100, GB200, GB300)
+def test_finetune_rows_read_and_predicted():
+    from costopt.measure.llm_finetune_errors import finetune_errors
+
+    recs = finetune_errors()
+    assert len(recs) == 12
+    assert {r["finetune"] for r in recs} == {"sft", "lora"}
+    # transcribed measurements (the tables above)
+    assert [r["measured_tokens_per_s_per_gpu"] for r in recs if r["source"] == "NEMO_2407_FT"] == \
+        [16891, 10176, 1816, 24824, 14629, 2621]
+    assert all(r["error_out_of_sample_pct"] is not None for r in recs)
+    # LoRA computes 4·P instead of 6·P per token on the same layout (Llama 2 7B, 8 GPUs, tp 1 pp 1): faster, by
+    # less than 6/4 (attention and element-wise work are not cut); NeMo measured 24,824 / 16,891 = 1.47
+    sft, lora = recs[0]["predicted_out_of_sample"], recs[3]["predicted_out_of_sample"]
+    assert 1.0 < lora / sft < 1.5
+
+
+@pytest.mark.xfail(strict=True, reason="fine-tuning rows out of sample (leave-one-source-out folds): median |error| "
+                                       "13.3% (p90 18.5%) against the issue's 8% / 20%; LoRA rows 10-19% low: attention "
+                                       "is charged over the whole packed 4096 tokens, the runs attend within each "
+                                       "packed SQuAD sample (not modelled)")
+def test_finetune_rows_out_of_sample_target():
+    from costopt.measure.llm_finetune_errors import finetune_errors, summary
+
+    s = summary(finetune_errors(), "error_out_of_sample_pct")["all"]
+    assert s["median"] <= 8.0 and s["p90"] <= 20.0
+
+
+def test_validate_command_reads_the_finetune_file():
+    rc, out = _cli("validate", "llm_finetune", "--format", "json")
+    assert rc == 0, out[-2000:]
+    d = json.loads(out)
+    assert d["summary"]["predicted"] == 12
+    assert {r.get("finetune") for r in d["rows"]} == {"sft", "lora"}
+    r = next(x for x in d["rows"] if x["line"] == 5)
+    assert r["predicted_high_tokens_per_s_per_gpu"] > r["predicted_tokens_per_s_per_gpu"] > \
+        r["predicted_low_tokens_per_s_per_gpu"]
+
+
+def test_finetune_range_is_wider():
+    # a fine-tune is a feature with no run among the residuals (ranges.py): both ends move out by
+    # exp(±1.2816·σ_between), σ_between > 0 (the spread of the per-GPU medians); MFU 0.3 keeps the cap away
+    from costopt.perf.llm.ranges import bounds, load_llm_residuals
+
+    args = (np.array([1000.0]), np.array([0.3]), np.array(["h100-sxm"]), np.array([0.9]))
+    pre, ft = bounds(*args), bounds(*args, finetune="lora")
+    w = np.exp(1.2816 * load_llm_residuals().between_sd)
+    assert ft.low[0] == pytest.approx(pre.low[0] / w, rel=1e-12)
+    assert ft.high[0] == pytest.approx(pre.high[0] * w, rel=1e-12)

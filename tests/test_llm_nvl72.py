@@ -209,3 +209,17 @@ def test_solve_5m_can_buy_one_rack_and_honours_power():
     assert 5_000_000 - best["cost_usd"] < 72 * 36_300 + 18 * 21_500
     with pytest.raises(InfeasibleError):
         solve_llm(5_000_000, "llama3_70b", tokens=1e12, gpus=["gb200"], max_power_kw=100)
+
+
+def test_five_million_solve_prices_both_racks_to_within_one_rack():
+    # the $5M llama3_70b solve over the whole reference catalog: each NVL72 system's best design is one whole rack
+    # (18 trays, 72 GPUs), and what is left of the budget buys no second rack (18 x (tray + 4 GPUs) before NICs)
+    cat = load_catalog(None)
+    res = solve_llm(5e6, "llama3_70b", tokens=1e12, catalog=cat)
+    rows = {d["gpu"]: d for d in [res["best"], *res["best_per_gpu"]]}
+    for gpu in ("gb200", "gb300"):
+        d = rows[gpu]
+        ch = cat.chassis_by_id[d["chassis"]]
+        rack = 18 * (ch.price_usd + 4 * cat.gpus[gpu].price_usd)
+        assert d["nodes"] == 18 and d["total_gpus"] == 72
+        assert 0 <= 5e6 - d["cost_usd"] < rack, (gpu, d["cost_usd"], rack)

@@ -38,7 +38,6 @@ in the shipped file.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
-from costopt.core.files import input_path, read_input_text
+from costopt.core.files import input_path, iter_input_lines
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, PIPELINE_EXTRA_LAYERS, Layout,
                                       default_llm_params,
@@ -62,13 +61,18 @@ LLM_DATASET = DATA_DIR / "validation" / "llm_training.csv"
 # mixture-of-experts runs (same format, with model_config / ep; tools/moe_rows.py): apart from LLM_DATASET, so the
 # dense fit (tools/llm_fit.py) and its ranges stay on dense rows; the MoE constant is fitted on these (tools/moe_fit.py)
 MOE_DATASET = DATA_DIR / "validation" / "llm_moe_training.csv"
-SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET}
+# published fine-tuning runs (SFT, LoRA; the `finetune` column): apart from LLM_DATASET, so that no fit sees them
+# (they are predicted with the pre-training efficiency; tools/finetune_errors.py prints their errors)
+FINETUNE_DATASET = DATA_DIR / "validation" / "llm_finetune.csv"
+SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET,
+                        FINETUNE_DATASET.stem: FINETUNE_DATASET}
 COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len", "gpu", "gpus_per_node", "nodes",
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
 OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab",
-                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance")
+                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance", "finetune", "lora_rank",
+                    "lora_targets")
 DEFAULT_VOCAB = 50368  # a row that states no vocabulary (llm-foundry's MPT models)
 ATTENTION = ("flash", "unfused")
 # how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
@@ -122,15 +126,15 @@ def read_llm_csv(path: str | Path) -> list[LlmRow]:
     p = Path(path)
     if not p.exists():
         raise InputError(f"measurement file not found: {p}")
-    with io.StringIO(read_input_text(p, "measurement file", "csv"), newline="") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
-        if missing or extra:
-            raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
-                             + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
-        return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
+    # read line by line (core/files.iter_input_lines: regular, bounded, UTF-8), never the whole text at once
+    reader = csv.DictReader(iter_input_lines(p, "measurement file", "csv"))
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
+    if missing or extra:
+        raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
+                         + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
+    return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
 
 
 def _num(p: Path, line: int, raw: dict, col: str, *, integer: bool = False, optional: bool = False):
@@ -208,6 +212,7 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     ep = _num(p, line, raw, "ep", integer=True, optional=True) or 1
     lam = _num(p, line, raw, "expert_load_imbalance", optional=True)
     cfg = _moe_config(p, line, raw, cfg, params_b, ep, lam, assumed)
+    cfg = cfg.with_finetune(_finetune(p, line, raw, assumed))
     attention = (raw.get("attention") or "").strip()
     if attention == "":
         attention = "flash"
@@ -228,6 +233,26 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
                   basis, vp, framework, fabric, cp, ep, lam)
+
+
+def _finetune(p: Path, line: int, raw: dict, assumed: list[str]):
+    """The optional `finetune` column (sft | lora | qlora; empty: pre-training) with `lora_rank` and `lora_targets`
+    (LoRA/QLoRA only; empty: the defaults of data/finetune.toml, listed as assumed)."""
+    from costopt.perf.llm.finetune import FINETUNES, resolve
+
+    method = (raw.get("finetune") or "").strip() or None
+    rank = _num(p, line, raw, "lora_rank", integer=True, optional=True)
+    targets = (raw.get("lora_targets") or "").strip() or None
+    if method is not None and method not in FINETUNES:
+        raise InputError(f"{p}:{line}: finetune '{method}' (choose from {', '.join(FINETUNES)}; empty: pre-training)",
+                         field="finetune")
+    try:
+        ft = resolve(method, rank, targets)
+    except InputError as exc:
+        raise InputError(f"{p}:{line}: {exc}", field="finetune") from None
+    if ft is not None and ft.defaults:
+        assumed.append(f"LoRA {' and '.join(ft.defaults)} (not stated)")
+    return ft
 
 
 def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b: float, ep: int, lam: float | None,
@@ -259,6 +284,8 @@ def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b:
     assumed[:] = [a for a in assumed if not a.startswith("vocabulary")]  # the zoo model states its vocabulary
     if zoo.is_moe and lam is None:
         assumed.append("expert load imbalance: the [moe] default (not stated)")
+    if zoo.is_moe and not (raw.get("ep") or "").strip():
+        assumed.append("ep 1 (not stated)")
     return replace(zoo, name=cfg.name, seq_len=cfg.seq_len, source=cfg.source)
 
 
@@ -342,11 +369,13 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
                     "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "ep": r.ep,
+                    "moe": bool(r.cfg is not None and r.cfg.is_moe),
                     "precision": r.precision,
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
-                    "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
+                    "skipped": r.skip or None, "assumed": r.assumed,
+                    **({} if r.cfg.finetune is None else {"finetune": r.cfg.finetune.method})} for r in rows}
     if live:
         space, G = _row_space(live, catalog)
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
@@ -394,12 +423,17 @@ def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
     params = default_llm_params()
     mamf = np.array([mamf_fraction(catalog.gpus[r["gpu"]], params, catalog.gpus)[0] for r in live])
     x = np.array([r["predicted_tokens_per_s_per_gpu"] for r in live])
-    rng = bounds(x, np.array([r["predicted_mfu"] for r in live]), np.array([r["gpu"] for r in live]), mamf)
+    lows, highs = np.zeros(len(live)), np.zeros(len(live))
+    for ft in sorted({r.get("finetune") or "" for r in live}):  # a fine-tune widens its rows' ranges (ranges.py)
+        k = np.array([(r.get("finetune") or "") == ft for r in live])
+        rng = bounds(x[k], np.array([r["predicted_mfu"] for r in live])[k], np.array([r["gpu"] for r in live])[k],
+                     mamf[k], finetune=ft or None, moe=np.array([bool(r.get("moe")) for r in live])[k])
+        lows[k], highs[k] = rng.low, rng.high
     meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
-    for r, lo, hi in zip(live, rng.low.tolist(), rng.high.tolist()):
+    for r, lo, hi in zip(live, lows.tolist(), highs.tolist()):
         r["predicted_low_tokens_per_s_per_gpu"] = lo
         r["predicted_high_tokens_per_s_per_gpu"] = hi
-    inside = (meas >= rng.low) & (meas <= rng.high)
+    inside = (meas >= lows) & (meas <= highs)
     res = load_llm_residuals()
     return {"rows_inside_range_share": float(inside.mean()),
             "rows_inside_range_basis": "in sample: the shipped fit, ranges whose residuals include these rows",

@@ -47,7 +47,7 @@ _LLM_ONLY = {  # transformer arguments -> what a data-parallel model has instead
 _FINETUNE_ONLY = {k: (None, "applies to LoRA/QLoRA fine-tunes of transformers (--model llama3_70b --strategy lora); "
                             "a data-parallel zoo model has no adapters") for k in ("lora_rank", "lora_targets")}
 _LLM_PREDICT_ONLY = {"tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
-                     "vp": 1, "cp": 1, "ep": 1}
+                     "vp": 1, "cp": 1, "ep": 1, "shard_group": 0}
 
 
 def _llm_framework(framework: str | None, strategy: Any = None) -> str:
@@ -173,7 +173,7 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
             tokens: float | None = None, model_config: Any = None, seq_len: int | None = None,
             global_batch: int | None = None, tp: int = 1, pp: int = 1, micro_batch: int = 1,
             checkpointing: str | None = None, vp: int = 1, cp: int = 1, ep: int = 1, lora_rank: int | None = None,
-            lora_targets: str | None = None, **kw: Any) -> dict[str, Any]:
+            lora_targets: str | None = None, shard_group: int = 0, **kw: Any) -> dict[str, Any]:
     """One named design for any workload: `api.predict`'s arguments, plus for transformers `tokens`,
     `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`."""
     if is_llm(model, model_config, strategy, tokens):
@@ -187,7 +187,7 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
                            catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp, cp=cp,
                            framework=_llm_framework(kw.get("framework"), strategy), ep=ep, lora_rank=lora_rank,
-                           lora_targets=lora_targets, tco_years=kw.get("tco_years", 0.0),
+                           lora_targets=lora_targets, shard_group=shard_group, tco_years=kw.get("tco_years", 0.0),
                            support_years=kw.get("support_years", 0.0), today=kw.get("today"))
     _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
     if not isinstance(strategy, str):  # the CLI's repeatable --strategy: a data-parallel design has one
@@ -197,7 +197,7 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
         strategy = strategy[0]
     refuse_transformer_only(model, seq_len=seq_len, global_batch=global_batch)
     given = {"tp": tp, "pp": pp, "micro_batch": micro_batch, "checkpointing": checkpointing, "vp": vp, "cp": cp,
-             "ep": ep}
+             "ep": ep, "shard_group": shard_group}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                                  "data-parallel zoo model") for k, d in _LLM_PREDICT_ONLY.items()})
     if kw.get("support_years"):  # a catalog with no support price cannot honour it: refused (limits.py)

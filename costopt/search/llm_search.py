@@ -24,6 +24,7 @@ from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_bas
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_experts import with_expert_parallel
 from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
@@ -37,6 +38,7 @@ from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_
 from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
                        require_precision_somewhere, DEFAULT_FRAMEWORK, params_for_framework)
+from costopt.perf.llm.layouts import search_layouts
 from costopt.perf.llm.finetune import FineTune, lacks_finetune, resolve as resolve_finetune, split_strategies
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
@@ -136,7 +138,7 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
     ft = getattr(ev.cfg, "finetune", None)
-    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision,
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision, moe=ev.cfg.is_moe,
                   framework=ev.framework, finetune=None if ft is None else ft.method)
 
 
@@ -155,14 +157,16 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
                 model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK,
-                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None, tco_years: float = 0.0,
-                support_years: float = 0.0, today: date | str | None = None) -> dict[str, Any]:
+                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None,
+                shard_group: int = 0, tco_years: float = 0.0, support_years: float = 0.0,
+                today: date | str | None = None) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
     Priced as solve prices it (`tco_years`: the whole cost of owning, hardware/cost.py `CostBasis`;
     `support_years` bought up front), with its bill of materials, its TCO lines and the age of its oldest
     price counted to `today` (--as-of).
     `strategy` is one layout name, or a fine-tune (sft, lora, qlora; finetune.py) with at most one layout
-    name (a list or 'lora,fsdp'); a fine-tune without a layout takes the fastest layout strategy that fits.
+    name (a list or 'lora,fsdp'); without a layout named (None, '' or [] for pre-training) the fastest layout
+    strategy that fits. `shard_group` > 0: zero1/zero2/hsdp shard over groups of that many replicas (step.py).
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
     (exit 2) when the GPU lacks the precision's format or the fine-tune cannot run so."""
     for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
@@ -171,9 +175,11 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     positive("tokens", tokens)
     if global_batch is not None:
         count("global batch", global_batch)
-    method, named = split_strategies(strategy.split(",") if isinstance(strategy, str) else strategy)
+    method, named = split_strategies([x for x in strategy.split(",") if x] if isinstance(strategy, str) else strategy)
     ft = resolve_finetune(method, lora_rank, lora_targets)
-    if len(named) > 1 or (not named and ft is None):
+    if shard_group:
+        count("shard group", shard_group)
+    if len(named) > 1:
         raise InputError(f"--strategy: predict takes one layout ({', '.join(LLM_STRATEGIES)}), optionally with a "
                          f"fine-tune (sft, lora, qlora); got {', '.join(named) or 'none'}", field="strategy")
     lacking = lacks_finetune(ft, precision, tp, pp, cp)
@@ -184,6 +190,11 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
         raise InputError(f"--ep {ep}: expert parallel splits the experts of a mixture-of-experts model; {cfg.name} is "
                          "dense (no experts)", field="ep")
     tried = [_strategy(named[0])] if named else [x for x in LLM_STRATEGIES if x != "hsdp" or nodes > 1]
+    if shard_group and not named:  # a shard group applies to zero1, zero2 and hsdp only
+        tried = [x for x in tried if x in ("zero1", "zero2", "hsdp")]
+    if shard_group and tried[0] not in ("zero1", "zero2", "hsdp"):
+        raise InputError(f"--shard-group {shard_group}: applies to zero1, zero2 and hsdp (fsdp shards over every "
+                         f"data-parallel rank, ddp over none); got --strategy {tried[0]}", field="shard_group")
     s = tried[0]
     cat = _catalog(catalog)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, "ring", "gpu", chassis, nics_per_node)
@@ -198,7 +209,8 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
         evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(x)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp), ep=one(ep)),
+                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp), ep=one(ep),
+                                            shard=one(shard_group)),
                          precision=precision,
                          global_batch=gb,
                          framework=framework,
@@ -346,7 +358,10 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
-    layouts = strategy_layouts(strategies, ft)
+    qlora = ft is not None and ft.method == "qlora"  # its NF4 weights are split by neither cp nor shard groups
+    layouts = search_layouts(strategy_layouts(strategies, ft), cfg.seq_len,  # + cp, shard groups (layouts.py)
+                             **(dict(cp_choices=(1,), shard_choices=()) if qlora else {}))
+    layouts = with_expert_parallel(layouts, cfg)  # a MoE model: each layout at every ep
     params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
@@ -361,12 +376,12 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                                    global_batch=gb, layouts=layouts,
                                    min_tokens_per_s=request.target if request is not None else None,
                                    qualifies=_qualifies(request), hold_batch=hold, params=params,
-                                   framework=framework)
+                                   framework=framework, search_vp=True)
         space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
         costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     else:
         ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold,
-                                    params=params)
+                                    params=params, search_vp=True)
     ev.framework = framework
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
                      design_ranges(ev), basis, float(support_years), hold, skipped, framework)
@@ -403,7 +418,7 @@ def strategy_layouts(strategies: list[str] | None, ft: FineTune | None = None) -
     keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies] if strategies else list(range(len(LLM_STRATEGIES)))
     sel = np.isin(layouts.strategy, keep)
     if ft is not None and ft.method == "qlora":
-        sel &= (layouts.tp == 1) & (layouts.pp == 1)
+        sel &= (layouts.tp == 1) & (layouts.pp == 1) & (True if layouts.cp is None else layouts.cp == 1)
     return Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
 
 
@@ -563,7 +578,10 @@ def _design_phrase(d: dict, joiner: str = ", ") -> str:
     """'8 x mi325x (zero1, tp 2, pp 1, micro-batch 1, checkpointing none), 75,110 tokens/s (80% range ...)'."""
     thr = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                        f"from the {d.get('range_basis')}", unit="tokens/s")
-    return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}, micro-batch "
+    extra = "".join(f", {name} {d[k]}" for k, name in (("vp", "vp"), ("cp", "cp"), ("ep", "ep")) if d.get(k, 1) > 1)
+    if d.get("shard_groups", 1) > 1 and d["strategy"] != "ddp":  # states sharded over part of the replicas
+        extra += f", shard group {d['shard_group']} x {d['shard_groups']}"
+    return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}{extra}, micro-batch "
             f"{d['micro_batch']}, checkpointing {d['activation_checkpointing']}){joiner}{thr}")
 
 

@@ -33,7 +33,7 @@ MFU convention: model FLOPs F_model above (PaLM's convention applied to what a L
 the dense peak of the design's GEMM precision. NeMo 24.07 and Megatron-Bridge print "model TFLOP/s" for
 LoRA at about 2/3 of their full fine-tune count (Llama 2 7B: 663 / 24,824 = 26.7 GFLOP per token against
 SFT's 673 / 16,891 = 39.8; Llama 3 70B: 735 / 2,643 = 278 against 710 / 1,638 = 433): the 4·P of this
-count without the adapters and with a smaller attention term, so their LoRA MFU reads about 10% below
+count without the adapters and with a smaller attention term, so their LoRA MFU reads 10-20% below
 this one's at s = 4096.
 
 Adapter GEMMs have one side of width r: they run at the shape slowdown of arch/step.py's

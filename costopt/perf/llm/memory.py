@@ -15,6 +15,13 @@ weights, 2 of gradients and K = 12 of fp32 master weights, momentum and variance
                                             the one computing and the one prefetched, L_s = L/p)
     hsdp    16·P_s/g + 2·2·P_s/L_s         (fully sharded inside a node, replicated across nodes)
 
+Shard group (step.py: HSDP with a chosen group, partial ZeRO-1/2): the states are sharded over S of the d
+replicas and replicated over the d/S groups, so d becomes S above:
+
+    zero1 with S   4·P_s + 12·P_s/S        zero2 with S   2·P_s + 14·P_s/S        hsdp with S   16·P_s/S + 2·2·P_s/L_s
+
+(`model_state_bytes` takes S as `dp` for zero1/zero2 and as `shard_group` for hsdp.)
+
 ZeRO's Table 1 (7.5B parameters, d = 64) reads 120, 31.4, 16.6 and 1.88 GB for ddp, zero1, zero2
 and fsdp model states: the tests check these four figures by hand.
 
@@ -137,3 +144,20 @@ def finetune_state_parts(arch: ArchArrays, tp: np.ndarray, pp: np.ndarray, strat
     opt = ADAM_STATE_BYTES * P_a / np.where(st == LLM_STRATEGIES.index("ddp"), 1.0,
                                             np.where(st == hsdp, shard_group, np.asarray(dp, dtype=np.float64)))
     return {"frozen_weights": frozen, "adapters": adapters - opt, "optimizer": opt, "total": frozen + adapters}
+
+
+def state_parts(params_per_rank: float, strategy: str, dp: float, shard_group: float, layers_per_stage: float,
+                lowp_share: float = 0.0, lowp_bytes: float = 2.0, lowp_param_gather: bool = True) -> dict[str, float]:
+    """Bytes per GPU of `model_state_bytes` by part for one design: `weights` (bf16 working weights, their
+    low-precision copies and, under fsdp/hsdp, the two gathered layers), `gradients` and `optimizer` (fp32
+    master weights, momentum, variance); they sum to model_state_bytes up to rounding."""
+    P, d, g = float(params_per_rank), float(dp), float(shard_group)
+    q, w = float(lowp_share), float(lowp_bytes)
+    lp_ddp = 2.0 * w * q * P
+    lp_zero = (2.0 * w - WEIGHT_BYTES) * q * P if lowp_param_gather else lp_ddp
+    gathered = 2.0 * WEIGHT_BYTES * P / float(layers_per_stage)
+    div = {"ddp": 1.0, "zero1": d, "zero2": d, "fsdp": d, "hsdp": g}[strategy]
+    weights = {"ddp": WEIGHT_BYTES * P + lp_ddp, "zero1": WEIGHT_BYTES * P + lp_zero, "zero2": WEIGHT_BYTES * P + lp_zero,
+               "fsdp": WEIGHT_BYTES * P / div + gathered, "hsdp": WEIGHT_BYTES * P / div + gathered}[strategy]
+    grads = GRAD_BYTES * P / (div if strategy in ("zero2", "fsdp", "hsdp") else 1.0)
+    return {"weights": weights, "gradients": grads, "optimizer": ADAM_STATE_BYTES * P / div}

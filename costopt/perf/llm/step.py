@@ -101,6 +101,21 @@ Per step, by strategy (X in bytes per GPU; gradients reduced in fp32: 4·P_s, we
     fsdp    per micro-batch: all-gather 2·P_s (forward), all-gather 2·P_s + reduce-scatter 4·P_s (backward)
     hsdp    fsdp inside the domain (M_d = 1), then an all-reduce of each GPU's shard 4·P_s/g across domains
             (overlaps the last backward)
+
+Shard group (HSDP with a chosen group, partial ZeRO-1/2): the states are sharded over a group of S of the d
+replicas (S divides d) and replicated over the R = d/S groups. Ranks are consecutive, so a group has
+g_S = min(S, g) ranks in each NVLink domain and spans m_S = S/g_S domains; the R replicas of a shard have
+g_R = max(g/S, 1) ranks in a domain and span m_R = R/g_R domains. Inside the group the collectives are those
+of the strategy on (g_S, m_S); across groups the gradient shard 4·P_s/S is all-reduced over (g_R, m_R):
+
+    zero1/2 with S   RS_S(4·P_s) + AR_R(4·P_s/S)  (overlap the last backward)  +  AG_S(X)  (the next forward)
+    hsdp with S      per micro-batch AG_S(X), AG_S(X) + RS_S(4·P_s), then AR_R(4·P_s/S) once a step
+    memory traffic   k·X·(S−1)/S inside the group, k_ar·4·P_s/S·(R−1)/R across
+    T_opt            k_opt·P_s/S
+
+S = d is plain zero1/zero2 (R = 1: no all-reduce) and fsdp; hsdp's default is S = g (one domain's ranks).
+Hand check: 64 GPUs in 8-GPU nodes, t = p = 1 (d = 64, g = 8), hsdp S = 16: g_S = 8, m_S = 2, R = 4,
+g_R = 1, m_R = 4: the gathers cross 2 nodes, the all-reduce of the 1/16 shard crosses 4.
     exposed = max(0, C − o·T_overlapped)        (o = overlap_fraction)
     plus, never hidden, the bytes each collective moves through the GPU's own memory while it overlaps
     compute (a ring rank reads what it sends and writes what it receives, and a reduction also reads its
@@ -209,6 +224,8 @@ class StepTiming:
     # expert-parallel
     t_cp_s: np.ndarray | float = 0.0  # exposed ring-attention KV exchange per step (m micro-batches)
     t_ep_s: np.ndarray | float = 0.0  # exposed expert all-to-all per step (m micro-batches; moe.py)
+    t_pp_unit_s: np.ndarray | float = 0.0  # one micro-batch crossing one pipeline stage boundary (T_pp / (v·m + p − 1))
+    tokens_per_step: np.ndarray | float = 0.0  # d·m·b·s/c
 
 
 def _collective_s(x_bytes, f, g, m_d, gpus_per_share, b_intra, b_node, alpha_s):
@@ -220,41 +237,56 @@ def _collective_s(x_bytes, f, g, m_d, gpus_per_share, b_intra, b_node, alpha_s):
     return intra + inter + 2.0 * ((g - 1.0) + (m_d - 1.0)) * alpha_s
 
 
+def shard_group_size(strat, d, g, shard_group=None):
+    """S of the module docstring per design: the chosen group (`shard_group` > 0) for zero1, zero2 and hsdp, else
+    the strategy's own (hsdp: the g ranks of a domain; zero1/2 and fsdp: all d replicas; ddp: 1, nothing sharded)."""
+    default = np.where(strat == DDP, 1.0, np.where(strat == HSDP, g, d))
+    if shard_group is None:
+        return np.broadcast_to(default, np.broadcast(strat, d, g).shape).astype(np.float64)
+    S = np.asarray(shard_group, dtype=np.float64)
+    chosen = (S > 0) & ((strat == ZERO1) | (strat == ZERO2) | (strat == HSDP))
+    return np.where(chosen, S, default)
+
+
 def _data_parallel_s(P_s, strat, d, g, m_d, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node, alpha, params, e_bw,
-                     grad_s=None, x_step=None, x_mb=None):
+                     grad_s=None, x_step=None, x_mb=None, shard_group=None):
     """Exposed data-parallel collective time per step of P_s weights per GPU held in d replicas, g of them in an
     NVLink domain over m_d domains (module docstring, by strategy); G GPUs per node share its NICs. Fine-tunes
     with frozen weights (finetune.py) give `grad_s`, the parameters with gradients per GPU (default P_s), and the
     bytes all-gathered once a step by zero1/2 (`x_step`) and every micro-batch by fsdp/hsdp (`x_mb`; both
-    default w_gather·P_s)."""
+    default w_gather·P_s). `shard_group`: S per design (0 or None: the strategy's own; shard_group_size)."""
     o = params.overlap_fraction
     G_s = P_s if grad_s is None else grad_s
     X_step = w_gather * P_s if x_step is None else x_step
     X_mb = w_gather * P_s if x_mb is None else x_mb
-    coll = lambda x, f, gg=g, md=m_d: _collective_s(x, f, gg, md, G / gg, b_intra, b_node, alpha)  # noqa: E731
+    S = shard_group_size(strat, d, g, shard_group)
+    S = np.where(strat == DDP, d, np.where(strat == FSDP, d, S))  # ddp's all-reduce and fsdp span all d
+    g_S = np.minimum(S, g)
+    m_S = np.maximum(S / g_S, 1.0)
+    R = np.maximum(d / S, 1.0)
+    g_R = np.maximum(g / S, 1.0)
+    m_R = np.maximum(R / g_R, 1.0)
+    coll = lambda x, f, gg=g_S, md=m_S: _collective_s(x, f, gg, md, G / gg, b_intra, b_node, alpha)  # noqa: E731
     ar_grad = coll(4 * G_s, 2.0)
     rs_grad = coll(4 * G_s, 1.0)
     ag_w = coll(X_mb, 1.0)
+    # the gradient shard 4·G_s/S all-reduced over the R groups (none when S = d)
+    across = np.where(R > 1, _collective_s(4 * G_s / S, 2.0, g_R, m_R, G / g_R, b_intra, b_node, alpha), 0.0)
     ddp = np.maximum(ar_grad - o * t_bwd, 0.0)
-    zero = np.maximum(rs_grad - o * t_bwd, 0.0) + np.maximum(coll(X_step, 1.0) - o * t_fwd, 0.0)
-    fsdp_mb = np.maximum(ag_w - o * t_fwd, 0.0) + np.maximum(ag_w + rs_grad - o * t_bwd, 0.0)
-    fsdp = m * fsdp_mb
-    one = np.ones_like(m_d)
-    ag_in = coll(X_mb, 1.0, g, one)
-    rs_in = coll(4 * G_s, 1.0, g, one)
-    across = _collective_s(4 * G_s / g, 2.0, one, m_d, G, b_intra, b_node, alpha)  # one shard per GPU, G of them per node
-    hsdp = m * (np.maximum(ag_in - o * t_fwd, 0.0) + np.maximum(ag_in + rs_in - o * t_bwd, 0.0)) \
+    zero = np.maximum(rs_grad + across - o * t_bwd, 0.0) + np.maximum(coll(X_step, 1.0) - o * t_fwd, 0.0)
+    sharded = m * (np.maximum(ag_w - o * t_fwd, 0.0) + np.maximum(ag_w + rs_grad - o * t_bwd, 0.0)) \
         + np.maximum(across - o * t_bwd, 0.0)
-    t_dp = np.choose(strat, [ddp, zero, zero, fsdp, hsdp])
+    t_dp = np.choose(strat, [ddp, zero, zero, sharded, sharded])
     # an overlapped collective still moves its bytes through the GPU's memory, competing with the
     # compute it hides under: not hidden (module docstring)
     kag, krs, kar = (params.collective_hbm_bytes_per_byte_all_gather, params.collective_hbm_bytes_per_byte_reduce_scatter,
                      params.collective_hbm_bytes_per_byte_all_reduce)
-    ring = (d - 1.0) / d
+    ring = (S - 1.0) / S
+    across_hbm = kar * 4.0 * G_s / S * (R - 1.0) / R
     sharded_mb = (2.0 * kag * X_mb + krs * 4.0 * G_s)  # fsdp micro-batch: gather twice, reduce-scatter once
-    hbm = np.choose(strat, [kar * 4.0 * G_s * ring, (krs * 4.0 * G_s + kag * X_step) * ring,
-                            (krs * 4.0 * G_s + kag * X_step) * ring, m * sharded_mb * ring,
-                            m * sharded_mb * (g - 1.0) / g + kar * 4.0 * G_s / g * (m_d - 1.0) / m_d])
+    zero_hbm = (krs * 4.0 * G_s + kag * X_step) * ring + across_hbm
+    hbm = np.choose(strat, [kar * 4.0 * G_s * ring, zero_hbm, zero_hbm, m * sharded_mb * ring + across_hbm,
+                            m * sharded_mb * ring + across_hbm])
     t_dp = t_dp + hbm / e_bw
     t_dp = np.where(d > 1, t_dp, 0.0)
     return t_dp
@@ -271,14 +303,16 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
               intra_bytes_per_s, node_bytes_per_s, gpus_per_node, nodes, strategy, tp, pp, micro_batch,
               grad_accum, ckpt, flash_attention=None, lowp_peak_flops=None, lowp_matmul_fraction=None,
               lowp_share=0.0, lowp_bytes=2.0, lowp_amax_bytes=0.0, virtual_stages=1.0, cp=1.0,
-              nvlink_domain_gpus=None, ep=1.0, load_imbalance=None) -> StepTiming:
+              nvlink_domain_gpus=None, ep=1.0, load_imbalance=None, shard_group=None) -> StepTiming:
     """Arrays in, arrays out (one element per design); see the module docstring for every term.
     `nvlink_domain_gpus` is D per design (None: the node, D = G).
 
     bf16 designs leave the low-precision arguments at their defaults (q = `lowp_share` = 0: no cast
     term, weights gathered at 2 bytes). `lowp_share` is the share 1 − β of the blocks' linears that run
     in the low precision; q multiplies it by 1 − P_emb/P here. `ep` is the expert-parallel degree of a
-    mixture-of-experts model and `load_imbalance` its λ (None: params.moe_load_imbalance); moe.py."""
+    mixture-of-experts model and `load_imbalance` its λ (None: params.moe_load_imbalance); moe.py.
+    `shard_group` is S per design (0 or None: the strategy's own); it applies to the weights outside the routed
+    experts (the experts keep their own replicas' rule, moe.py)."""
     G = np.asarray(gpus_per_node, dtype=np.float64)
     M = np.asarray(nodes, dtype=np.float64)
     t = np.asarray(tp, dtype=np.float64)
@@ -299,7 +333,9 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     f_att = arch.attention_flops_per_token * np.where(ck > 0, 4.0 / 3.0, 1.0)
     frozen = arch.trainable_params is not None  # LoRA / QLoRA (finetune.py)
     p_grad = arch.gradient_params
-    f_adapter = (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad if frozen else 0.0
+    # which designs adapt (LoRA/QLoRA); a pre-training or SFT design evaluated beside them keeps its own maths
+    adapting = (arch.adapter_rank > 0) if frozen else False
+    f_adapter = np.where(adapting, (6.0 + np.where(ck == 2, 2.0, 0.0)) * p_grad, 0.0) if frozen else 0.0
     alpha = params.collective_latency_us * 1e-6
     peak = np.asarray(peak_flops, dtype=np.float64)
 
@@ -365,8 +401,6 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_fwd = t_mb / 3.0
     t_bwd = t_mb - t_fwd
     t_compute = m * t_mb
-    v = np.asarray(virtual_stages, dtype=np.float64)
-    t_bubble = t_compute * (p - 1.0) / (v * m)
 
     b_intra = np.asarray(intra_bytes_per_s, dtype=np.float64)
     b_node = np.asarray(node_bytes_per_s, dtype=np.float64)
@@ -375,10 +409,11 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     G_s = p_grad / (t * p)  # parameters with gradients per GPU: P_s, or the adapters' under LoRA/QLoRA
     # frozen weights: zero1/2 gather only the adapters' updated weights once a step; fsdp/hsdp gather every weight
     # every micro-batch, the frozen ones at b_f bytes (QLoRA: the NF4 storage)
-    ft_bytes = dict(grad_s=G_s, x_step=2.0 * G_s, x_mb=arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s) \
+    ft_bytes = dict(grad_s=G_s, x_step=np.where(adapting, 2.0 * G_s, w_gather * P_s),
+                    x_mb=np.where(adapting, arch.frozen_weight_bytes * (P_s - G_s) + 2.0 * G_s, w_gather * P_s)) \
         if frozen else {}
     t_dp = _data_parallel_s(P_s, strat, d, g, m_d, G, m, t_fwd, t_bwd, w_gather, b_intra, b_node, alpha, params, e_bw,
-                            **ft_bytes)
+                            shard_group=shard_group, **ft_bytes)
     if arch.moe is not None:  # the routed experts' weights: their own d·c/ep replicas (moe.py)
         P_e, d_e = expert_states_args(arch.moe, t, p, e_p, d)
         g_e = np.minimum(d_e, np.maximum(D / e_p, 1.0))
@@ -390,18 +425,20 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_tp = np.where(t > 1, m * (L / p) * n_ar * (2.0 * (t - 1.0) / t * b * s / c * h * 2.0 / b_intra
                                                  + 2.0 * (t - 1.0) * alpha), 0.0)
     per_gpu_net = np.where(N > D, b_node / G, b_intra)  # stages in one NVLink domain talk over NVLink
-    t_pp = np.where(p > 1, (v * m + p - 1.0) * 2.0 * b * s / c * h * 2.0 / t / per_gpu_net, 0.0)
+    t_pp_unit = 2.0 * b * s / c * h * 2.0 / t / per_gpu_net  # one micro-batch's crossing of one stage boundary
+    v = np.asarray(virtual_stages, dtype=np.float64)
 
-    shard = np.where((strat == DDP) | (d <= 1), 1.0, np.where(strat == HSDP, g, d))
+    shard = np.where((strat == DDP) | (d <= 1), 1.0, shard_group_size(strat, d, g, shard_group))
     # frozen weights are cast to the low precision once per run, not per step
     t_opt = (params.optimizer_bytes_per_param * G_s
-             + (0.0 if frozen else np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
+             + np.where(adapting, 0.0, np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q * P_s)) / shard / e_bw
     if arch.moe is not None:  # the expert weights a GPU owns: sharded over their d·c/ep replicas
         shard_e = np.where((strat == DDP) | (d_e <= 1), 1.0, np.where(strat == HSDP, g_e, d_e))
         t_opt = t_opt + (params.optimizer_bytes_per_param + np.where(q > 0, 2.0 + 2.0 * w_lp, 0.0) * q) * P_e \
             / shard_e / e_bw
-    t_step = t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
-    tokens = d / c * m * b * s / t_step
+    t_bubble, t_pp, t_step = pipeline_step_s(t_compute, t_dp, t_tp, t_opt, t_pp_unit, p, m, v)
+    tokens_per_step = d / c * m * b * s
+    tokens = tokens_per_step / t_step
     per_gpu = tokens / N
     mfu = per_gpu * f_model / peak_lp
     parts = np.stack([t_compute - m * (t_elem + t_cp + t_a2a), m * t_elem + t_opt, t_dp, t_tp, t_bubble + t_pp,
@@ -410,4 +447,13 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
                        "context-parallel", "expert-parallel"])
     bound = labels[np.argmax(parts, axis=0)]
     return StepTiming(t_step, t_compute, t_bubble, t_dp, t_tp, t_pp, t_opt, tokens, per_gpu, mfu, bound,
-                      np.broadcast_to(m * t_cp, t_step.shape), np.broadcast_to(m * t_a2a, t_step.shape))
+                      np.broadcast_to(m * t_cp, t_step.shape), np.broadcast_to(m * t_a2a, t_step.shape),
+                      np.broadcast_to(t_pp_unit, t_step.shape), np.broadcast_to(tokens_per_step, t_step.shape))
+
+
+def pipeline_step_s(t_compute, t_dp, t_tp, t_opt, t_pp_unit, p, m, v):
+    """(T_bubble, T_pp, T_step) of the module docstring for v virtual stages: the one place they are summed, so
+    the search's choice of v (layouts.best_virtual_stages) times exactly what step_time does."""
+    t_bubble = t_compute * (p - 1.0) / (v * m)
+    t_pp = np.where(p > 1, (v * m + p - 1.0) * t_pp_unit, 0.0)
+    return t_bubble, t_pp, t_compute + t_bubble + t_dp + t_tp + t_pp + t_opt
