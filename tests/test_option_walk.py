@@ -120,7 +120,9 @@ PREDICT = {
     "pp": ((R, ["--pp", "2"]), (C, ["--pp", "2"])),
     "vp": ((R, ["--vp", "2"]), (C, ["--vp", "2"])),
     "cp": ((R, ["--cp", "2"]), (C, ["--cp", "2"])),
-    "ep": ((R, ["--ep", "2"]), (R, ["--ep", "2"])),  # the llm base (llama3_70b) is dense: no experts to split
+    "ep": ((R, ["--ep", "2"]), (R, ["--ep", "2"])),
+    # zero1/zero2/hsdp shard over groups of replicas (perf/llm step.py): it matters with --strategy zero1
+    "shard_group": ((R, ["--shard-group", "2"]), (C, ["--shard-group", "2"], ["--strategy", "zero1"])),  # the llm base (llama3_70b) is dense: no experts to split
     "micro_batch": ((R, ["--micro-batch", "2"]), (C, ["--micro-batch", "2"])),
     "checkpointing": ((R, ["--checkpointing", "full"]), (C, ["--checkpointing", "full"])),
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
