@@ -243,3 +243,67 @@ def test_fit_on_grouped_designs_equals_fit_on_row_by_row_predictions(tmp_path, m
     want = fit(prepare(rows, cat, path, header), start=start, max_iter=3)
     assert got.fitted and got.params != start  # a fit that moved
     assert got.params == want.params and got.sigma == want.sigma and got.fitted == want.fitted
+
+
+# --------------------------------------------------------------------------------------------------
+# Streaming (issue 26, bounded work): rows are read, predicted and written a chunk at a time
+
+def _shipped_copies(tmp_path, copies: int, bad_line: int | None = None) -> Path:
+    """The shipped rows `copies` times over; with `bad_line`, that line's measured value is 'oops'."""
+    lines = SHIPPED.read_text(encoding="utf-8").splitlines()
+    head, body = lines[0], lines[1:]
+    out = [head] + body * copies
+    if bad_line is not None:
+        col = head.split(",").index("measured_samples_per_s")
+        import csv as _csv
+        cells = next(_csv.reader([out[bad_line - 1]]))
+        cells[col] = "oops"
+        buf = io.StringIO()
+        _csv.writer(buf, lineterminator="").writerow(cells)
+        out[bad_line - 1] = buf.getvalue()
+    p = tmp_path / "rows.csv"
+    p.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return p
+
+
+def test_validate_consumes_rows_a_chunk_at_a_time(tmp_path):
+    # 3 x 166 shipped rows with a bad value on line 400 (in the 4th chunk of 100 rows): the stream hands
+    # out its first three chunks, 100 rows each, before it reads line 400; only then does it stop, naming it
+    from costopt.measure.validate import ValidationStream
+
+    n = len(SHIPPED.read_text(encoding="utf-8").splitlines()) - 1
+    assert n >= 134
+    path = _shipped_copies(tmp_path, 3, bad_line=400)
+    stream = ValidationStream(path, chunk_rows=100)
+    frames = stream.frames()
+    got = [next(frames) for _ in range(3)]
+    assert [len(f) for f in got] == [100, 100, 100]
+    assert [int(f["line"].iloc[0]) for f in got] == [2, 102, 202]  # line 1 is the header
+    with pytest.raises(InputError, match=r"line 400, column 'measured_samples_per_s'"):
+        next(frames)
+
+
+def test_streamed_validation_equals_the_whole_file_at_once(tmp_path):
+    # chunks of 37 rows (the shipped rows twice, so some chunks straddle the copy) give the same frame,
+    # the same summaries and the same JSON bytes as one chunk of every row; the CLI's streamed JSON and
+    # table are those of the whole result
+    from costopt.cli.common import plain_table_stream
+
+    path = _shipped_copies(tmp_path, 2)
+    whole = validate(path, chunk_rows=10**9)
+    chunked = validate(path, chunk_rows=37)
+    assert whole.frame.equals(chunked.frame) and len(whole.frame) > 300
+    assert json.dumps(whole.summaries) == json.dumps(chunked.summaries)
+    assert whole.json_text() == chunked.json_text()
+    from costopt.cli import app
+    from typer.testing import CliRunner
+
+    out = CliRunner().invoke(app, ["validate", str(path), "--format", "json"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0 and out.stdout == whole.json_text() + "\n"
+    headers = ["line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured", "predicted",
+               "80% range", "err %"]
+    right = [h in ("line", "batch", "measured", "predicted", "80% range", "err %") for h in headers]
+    cells = _validate_cells(whole.frame)
+    con = _console()
+    assert plain_table_stream(con, "t", headers, right, [cells[i:i + 37] for i in range(0, len(cells), 37)]) is None
+    assert con.file.getvalue() == plain_table_text(_console(), "t", headers, right, cells)

@@ -22,8 +22,12 @@ ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 
 
+MKDIR = r"^mkdir -p ([\w./-]+) && (?=costopt )"  # an output folder made first, as a user pastes it
+
+
 def documented_commands() -> list[tuple[str, int, str]]:
-    """(file, line, command) for each `costopt ...` line of a fenced or indented code block."""
+    """(file, line, command) for each `costopt ...` line (or `mkdir -p DIR && costopt ...`) of a fenced or
+    indented code block."""
     out = []
     for path in DOCS:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -37,7 +41,7 @@ def documented_commands() -> list[tuple[str, int, str]]:
                 continue
             text = line.strip().removeprefix("$ ")
             in_block = fenced or line.startswith("    ")
-            if in_block and text.startswith("costopt "):
+            if in_block and re.sub(MKDIR, "", text).startswith("costopt "):
                 n = i + 1
                 while text.endswith("\\") and i + 1 < len(lines):  # continuation lines
                     i += 1
@@ -52,7 +56,9 @@ COMMANDS = documented_commands()
 
 
 def _split(command: str) -> tuple[list[str], str]:
-    """The arguments and the trailing comment of a documented command line."""
+    """The arguments and the trailing comment of a documented command line (a leading `mkdir -p DIR &&`
+    is made by `_mkdir`)."""
+    command = re.sub(MKDIR, "", command)
     lexer = shlex.shlex(command, posix=True, punctuation_chars=False)
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -79,9 +85,13 @@ def test_documented_command_runs(tmp_path, monkeypatch, where, line, command):
         pytest.skip("uses a file that a command needing torch and a GPU makes")
     # run from a scratch folder that sees the repository's files, so outputs land there
     for entry in ROOT.iterdir():
-        if not entry.name.startswith("."):
+        if not entry.name.startswith(".") and entry.name != "out":  # out/: the ignored output folder, made fresh
             (tmp_path / entry.name).symlink_to(entry)
     monkeypatch.chdir(tmp_path)
+    for c in (command, *([c[2] for c in COMMANDS if c[0] == where and c[1] < line][-1:] if "after the line above" in comment else [])):
+        m = re.match(MKDIR, c)
+        if m:
+            (tmp_path / m.group(1)).mkdir(parents=True, exist_ok=True)
     if "after the line above" in comment:
         before = [c for c in COMMANDS if c[0] == where and c[1] < line][-1]
         assert cli(*_split(before[2])[0][1:])[0] == 0, before

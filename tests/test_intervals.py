@@ -399,14 +399,18 @@ def test_vectorised_ranges_match_a_per_design_loop(tmp_path):
     assert lo.tobytes() == again[0].tobytes() and hi.tobytes() == again[1].tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="near-tie marking vs combined ranges disagrees after the compute and ranges changes landed together this session; to investigate")
 def test_near_ties_use_the_combined_ranges():
+    # a design is a near tie when its 80% range overlaps the best's and it is another design; the same GPU,
+    # node count, NIC and strategy with one NIC per node instead of two is another design (its own price and
+    # communication time: it was the one case this check's identity missed, held as a strict xfail until
+    # 2026-12-02), so the identity includes nics_per_node
     res = costopt.solve(300_000, "resnet50", top=8).to_json_dict()
     b = res["best"]
     for d in res["alternatives"] + [x for x in res["best_per_gpu"] if x is not b]:
         overlap = (d["throughput_low_samples_per_s"] <= b["throughput_high_samples_per_s"]
                    and b["throughput_low_samples_per_s"] <= d["throughput_high_samples_per_s"])
-        same = all(d[k] == b[k] for k in ("gpu", "gpus_per_node", "nodes", "nic", "strategy", "reduce_on", "chassis"))
+        same = all(d[k] == b[k] for k in ("gpu", "gpus_per_node", "nodes", "nic", "nics_per_node", "strategy",
+                                           "reduce_on", "chassis"))
         assert d["near_tie"] == (overlap and not same)
 
 

@@ -50,7 +50,7 @@ def test_mix_70b_beside_a_cnn_meets_both_deadlines(cheapest):
     assert 1e11 / d["tokens_per_s"] / 3600 <= 720
     assert d["hours_to_train"] == pytest.approx(1e11 / d["tokens_per_s"] / 3600, rel=1e-8)
     assert d["micro_batch"] * d["grad_accum"] * d["dp"] == d["global_batch_sequences"]
-    assert d["dp"] * d["tp"] * d["pp"] == d["total_gpus"]
+    assert d["dp"] * d["tp"] * d["pp"] * d["cp"] == d["total_gpus"]  # context-parallel ranks share a replica
     assert d["memory_per_gpu_gb"] <= d["memory_limit_gb"] <= d["gpu_memory_gb"]
 
 

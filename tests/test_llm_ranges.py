@@ -94,7 +94,7 @@ def test_predict_carries_ordered_ranges(predicted):
     # an owned cluster: its cost to train is the purchase, no range
     assert d["cost_to_train_usd_low"] == d["cost_to_train_usd_high"] == d["cost_usd"]
     assert d["range_percentiles"] == [10, 90]
-    assert d["range_basis"].startswith("leave-one-source-out errors of 276 published runs")
+    assert d["range_basis"].startswith("leave-one-source-out errors of 309 published runs")
 
 
 def test_predict_range_is_the_committed_percentiles(predicted):
@@ -109,7 +109,7 @@ def test_predict_range_is_the_committed_percentiles(predicted):
 def test_predict_text_states_the_range_and_its_basis():
     r = run(*PREDICT[:-2])
     assert r.returncode == 0, r.stderr
-    assert "80% range" in r.stdout and "leave-one-source-out errors of 276 published runs" in " ".join(r.stdout.split())
+    assert "80% range" in r.stdout and "leave-one-source-out errors of 309 published runs" in " ".join(r.stdout.split())
 
 
 SOLVE = ("solve", "--budget", 1000000, "--model", "llama3_8b", "--tokens", "1e10", "--objective",
@@ -169,7 +169,7 @@ def test_residuals_carry_rows_sources_dates_and_no_held_out_source(residuals):
     assert residuals["built_by"].startswith("tools/llm_fit.py (costopt ") and residuals["date"]
     for sample in ("by_source", "by_gpu"):
         rows = residuals[sample]
-        assert len(rows) == 276  # the rows llm_training.csv has a measured tokens/s for, the model covers
+        assert len(rows) == 309  # the rows llm_training.csv has a measured tokens/s for, the model covers
         for x in rows:
             assert x["line"] > 1 and x["source"] and len(x["date"]) == 10 and x["gpu"]
             assert x["log_residual"] == pytest.approx(math.log(x["measured_tokens_per_s_per_gpu"]
@@ -195,13 +195,15 @@ def test_recorded_coverage_matches_a_recount(residuals):
 
 
 def test_leave_one_gpu_out_coverage_within_70_to_90_percent(residuals):
-    # each GPU's range from the other GPUs' leave-one-GPU-out residuals (80.1% of 276 with the fp8 and context-parallel rows; 75.3% of 243 before)
+    # each GPU's range from the other GPUs' leave-one-GPU-out residuals (81.6% of 309 with the GB200/GB300 NVL72 rows;
+    # 80.1% of 276 with the fp8 and context-parallel rows; 75.3% of 243 before)
     inside = _inside(residuals["by_gpu"], "gpu")
     assert 0.70 <= inside.mean() <= 0.90, inside.mean()
 
 
 def test_leave_one_source_out_coverage_within_70_to_90_percent(residuals):
-    # each source's range from the other sources' leave-one-source-out residuals (84.4% of 276 with the NeMo and
+    # each source's range from the other sources' leave-one-source-out residuals (79.0% of 309 with the GB200/GB300
+    # NVL72 rows; 84.4% of 276 with the NeMo and
     # Megatron-Bridge fp8 rows; 83.1%, 202 of 243, with the
     # SC21 rows whose tokens/s tools/derive_llm_tokens.py derives; 67.4% of 221 before them)
     inside = _inside(residuals["by_source"], "source")
@@ -210,7 +212,7 @@ def test_leave_one_source_out_coverage_within_70_to_90_percent(residuals):
 
 def test_committed_residuals_match_a_rerun_of_the_tool(residuals):
     """The tool's steps re-run on the shipped rows, within the suite's time: every recorded fold's parameters
-    predict its held-out rows to the recorded residuals, and the quickest fold (llm-foundry held out: 60 rows)
+    predict its held-out rows to the recorded residuals, and the quickest fold (llm-foundry held out: 93 rows)
     is refitted to its recorded values. `python tools/llm_fit.py --check` rebuilds the whole file (about 7 s)."""
     from costopt.measure.llm_fit import fit, fold_params
     from costopt.measure.llm_validate import LLM_DATASET, predict_rows, read_llm_csv
@@ -227,8 +229,9 @@ def test_committed_residuals_match_a_rerun_of_the_tool(residuals):
         assert not recorded  # every recorded row belongs to a fold
     fold = next(f for f in residuals["folds"]["by_source"] if f["held_out"] == "LLMF_BENCH")
     refit = fit([r for r in rows if r.source != "LLMF_BENCH"])
-    # Megatron-LM 2020 (8), Korthikanti 2022 (4), SC21 Tables 1 (10) and 2 (12), NeMo 24.07 (12), Megatron-Bridge (14)
-    assert fold["train_rows"] == 60
+    # Megatron-LM 2020 (8), Korthikanti 2022 (4), SC21 Tables 1 (10) and 2 (12), NeMo 24.07 (12), Megatron-Bridge (47:
+    # 14 on H100/B200, 33 on GB200/GB300 NVL72)
+    assert fold["train_rows"] == 93
     assert refit.matmul_share_of_mamf == pytest.approx(fold["matmul_share_of_mamf"], rel=1e-5)
     assert refit.elementwise_bytes_per_token_per_hidden == pytest.approx(
         fold["elementwise_bytes_per_token_per_hidden"], rel=1e-5)
@@ -239,13 +242,13 @@ def test_validate_rows_carry_their_range_and_the_share_inside(residuals):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     rows = [x for x in d["rows"] if x.get("error_pct") is not None]
-    assert len(rows) == 276
+    assert len(rows) == 309
     inside = 0
     for x in rows:
         lo, hi = x["predicted_low_tokens_per_s_per_gpu"], x["predicted_high_tokens_per_s_per_gpu"]
         assert lo <= x["predicted_tokens_per_s_per_gpu"] <= hi
         inside += lo <= x["measured_tokens_per_s_per_gpu"] <= hi
     s = d["summary"]
-    assert s["rows_inside_range_share"] == pytest.approx(inside / 276)
+    assert s["rows_inside_range_share"] == pytest.approx(inside / 309)
     assert s["range_coverage_out_of_sample"] == {k: residuals["coverage"][k]["all"]["inside"]
                                                  for k in ("by_source", "by_gpu")}

@@ -188,7 +188,7 @@ def test_llm_report_states_each_range(llm_report):
     span = f"{b['tokens_per_s_low']:,.0f}-{b['tokens_per_s_high']:,.0f}"
     assert f"80% range {span}" in sec.intro and rows[0][col] == span
     assert b["tokens_per_s_low"] < b["tokens_per_s"] < b["tokens_per_s_high"]
-    assert "errors of 276 published runs" in sec.intro and any("near ties" in n for n in sec.notes)
+    assert "errors of 309 published runs" in sec.intro and any("near ties" in n for n in sec.notes)
 
 
 def test_infeasible_llm_report_explains_the_nearest_design(tmp_path):

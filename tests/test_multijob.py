@@ -392,6 +392,41 @@ def test_time_limited_answer_is_feasible_and_its_gap_holds(seed):
 
 
 
+def test_time_limit_stops_with_the_incumbent_its_bound_and_gap_hand_checked():
+    # a: $100 10/s, $200 25/s, $300 30/s; b: $100 8/s, $200 20/s; budget $400. Selections within it:
+    # a0+b0 $200 18/s, a0+b1 $300 30/s, a1+b0 $300 33/s, a1+b1 $400 45/s, a2+b0 $400 38/s (a2+b1 $500 breaks
+    # it): the optimum is 45/s. With 1 ms there is no time for CBC: the answer is the heuristic's selection,
+    # stopped at the limit, with the Lagrangian bound. Whatever it found, best found <= 45 <= bound, the gap
+    # is (bound - best) / best, and the line says all three with the limit.
+    from costopt.search.multijob.pipeline import time_limit_note
+
+    jobs = [hand_job("a", [100, 200, 300], [10, 25, 30]), hand_job("b", [100, 200], [8, 20])]
+    market, lim = Market({}), MixLimits(budget_usd=400.0)
+    res = solve_reduced(jobs, market, lim, "throughput", time_limit=1e-3)
+    assert res.status == "Feasible (time limit)" and res.picks is not None
+    best, bound, gap = res.objective_value, res.bound, res.gap
+    assert best in (18.0, 30.0, 33.0, 45.0, 38.0)  # one of the selections within the budget
+    assert best <= 45.0 * (1 + 1e-12) and bound >= 45.0 * (1 - 1e-12)
+    assert gap == pytest.approx((bound - best) / best, rel=1e-12)
+    note = time_limit_note(res.status, 1e-3, best, bound, gap)
+    assert note == f"stopped at the time limit 0.001 s; best found {best:,.6g}, bound {bound:,.6g}, gap {gap:.2%}"
+    # the cost objective's bound is a lower one: cheapest meeting targets a >= 25/s, b >= 8/s is a1+b0, $300
+    jobs[0].target, jobs[1].target = 25.0, 8.0
+    res = solve_reduced(jobs, market, lim, "cost", time_limit=1e-3)
+    assert res.status == "Feasible (time limit)"
+    assert res.objective_value >= 300.0 * (1 - 1e-12) and res.bound <= 300.0 * (1 + 1e-12)
+    assert res.gap == pytest.approx((res.objective_value - res.bound) / res.objective_value, rel=1e-12)
+    # an answer the limit did not cut short carries no such line
+    assert time_limit_note("Optimal", 60.0, 45.0, 45.0, 0.0) == ""
+
+
+def test_help_states_the_default_time_limit():
+    from costopt.search.multijob import DEFAULT_TIME_LIMIT_S
+
+    out = CliRunner().invoke(app, ["solve", "--help"], env={"COLUMNS": "200"}).output
+    assert f"(default {DEFAULT_TIME_LIMIT_S:g})" in " ".join(out.split()) and DEFAULT_TIME_LIMIT_S == 60.0
+
+
 # --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", range(14))

@@ -84,6 +84,9 @@ SOLVE = {
     "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
     "confidence": ((R, ["--confidence", "0.9"]), (R, ["--confidence", "0.9"])),
     "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
+    # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
+    "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
+    "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
 }
 PREDICT = {
     "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
@@ -115,11 +118,15 @@ PREDICT = {
     "pp": ((R, ["--pp", "2"]), (C, ["--pp", "2"])),
     "vp": ((R, ["--vp", "2"]), (C, ["--vp", "2"])),
     "cp": ((R, ["--cp", "2"]), (C, ["--cp", "2"])),
+    "ep": ((R, ["--ep", "2"]), (R, ["--ep", "2"])),  # the llm base (llama3_70b) is dense: no experts to split
     "micro_batch": ((R, ["--micro-batch", "2"]), (C, ["--micro-batch", "2"])),
     "checkpointing": ((R, ["--checkpointing", "full"]), (C, ["--checkpointing", "full"])),
     "tokens": ((R, ["--tokens", "1e12"]), (C, ["--tokens", "1e11"])),
     "as_of": ((C, ["--as-of", "2031-01-01"]), (R, ["--as-of", "2031-01-01"])),
     "framework": ((C, ["--framework", "cuda-graphs"]), (R, ["--framework", "cuda-graphs"])),
+    # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
+    "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
+    "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
 }
 DECISIONS = {"solve": SOLVE, "predict": PREDICT}
 # the base of each case already gives this option: the case changes its value

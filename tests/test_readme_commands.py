@@ -152,3 +152,30 @@ def test_readme_and_catalogs_cite_only_files_in_the_repository():
                 assert sec in headings, f"{path.relative_to(ROOT)} cites docs/sources.md §{sec}, not a section"
                 cited += 1
     assert cited > 100  # the reference catalog alone cites a section for each of its parts
+
+
+def _shipped_text_files() -> list[Path]:
+    """Every doc, catalog, example and data file the repository ships (text): README, docs/, catalogs/,
+    examples/ and everything under costopt/data and costopt/catalogs."""
+    out = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    for folder in (ROOT / "catalogs", ROOT / "examples", ROOT / "costopt" / "data", ROOT / "costopt" / "catalogs"):
+        out += sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".md", ".toml", ".json", ".csv", ".txt"))
+    return out
+
+
+def test_no_doc_catalog_or_data_file_cites_a_path_outside_the_repository():
+    """Every source a doc, catalog or data file cites is in the repository (docs/sources.md names the
+    original public source): no `shared/...` research or measurement folder, no `/work/...` machine path,
+    no `../` that leaves the repository, no research note outside it (`hardware_facts.md`, `thesis_method.md`)."""
+    files = _shipped_text_files()
+    assert len(files) > 40 and any(p.parent.name == "zoo" for p in files)
+    bad = []
+    for path in files:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            hits = re.findall(r"(?<![\w.-])shared/|\.\./shared\b|/work/|hardware_facts\.md|thesis_method\.md", line)
+            for rel in re.findall(r"(?<![\w/])((?:\.\./)+[\w./-]*)", line):  # a relative link leaving the repository
+                if not (path.parent / rel).resolve().is_relative_to(ROOT):
+                    hits.append(rel)
+            if hits:
+                bad.append(f"{path.relative_to(ROOT)}:{n}: {', '.join(hits)}")
+    assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} lines)"

@@ -122,8 +122,15 @@ def test_bandwidth_requirement_is_where_efficiency_crosses_90():
     req = R.bandwidth_requirement(ev, multi)
     for r in req:
         need = r["required_gbps"]
-        assert need is not None
         d = r["design"]
+        assert np.all(np.diff(r["efficiency"]) >= -1e-9)  # more bandwidth never hurts
+        if need is None:
+            # documented: None when no line rate of the grid reaches 90%; then the curve stays below 0.9 and,
+            # when the limit at the top rate is inside the node (e.g. PCIe), the verdict does not call the NIC short
+            assert r["efficiency"].max() < 0.9
+            verdict, short = R.network_verdict(ev, r)
+            assert short == (r["bound_at_top_rate"] == "network"), verdict
+            continue
         lo = costopt.predict(MODEL, d["gpu"], d["gpus_per_node"], d["nodes"], d["nic"], d["strategy"])
         # the design at its own NIC: efficiency above 0.9 exactly when its rate is above the requirement
         rate = {"10gbe": 10, "25gbe": 25, "40gbe": 40}.get(d["nic"])
@@ -370,7 +377,8 @@ def test_short_nic_is_said_in_the_why_line_too(decided):
     label = f"{b['gpus_per_node']}x{b['nodes']} {b['gpu']}, {R._nics(b)}, {b['strategy']}"
     rows = [r for r in rep.section("bandwidth").tables[0][1] if r[0].endswith(label)]
     assert rows, label
-    short = rows[0][-1].startswith("short") or rows[0][-1].startswith("not reached")
+    # "not reached" is short only when the limit at the top line rate is the network itself
+    short = rows[0][-1].startswith("short") or (rows[0][-1].startswith("not reached") and "(network-bound)" in rows[0][-1])
     rec = rep.section("recommended").intro
     risks = " ".join(dict(rep.sections[0].lists)["Risks"])
     assert ("NIC is short" in rec) == short and ("NIC is short" in risks) == short

@@ -107,3 +107,21 @@ def test_same_inputs_same_bytes():
     b = subprocess.run(cmd, capture_output=True, check=True).stdout
     assert a == b
     assert "robustness" in json.loads(a)["solver"]
+
+
+def test_deadline_pick_meets_p10_and_its_robustness_breaks_ties_as_the_solver():
+    # issue 24 item 5: --objective cost --deadline-hours 24, 90 epochs of 1,281,167 images (ImageNet-1k):
+    # target = 90 x 1,281,167 / (24 x 3,600) = 1,334.549 samples/s, met at the low end (p10) of the pick's range
+    res = costopt.solve(200_000, "inception_v3", objective="cost", deadline_hours=24, epochs=90,
+                        dataset_size=1_281_167).to_json_dict()
+    sv, b = res["solver"], res["best"]
+    assert sv["target_throughput"] == pytest.approx(90 * 1_281_167 / (24 * 3600), rel=1e-12)
+    assert b["throughput_low_samples_per_s"] >= 90 * 1_281_167 / (24 * 3600)
+    assert "p10" in sv["target_rule"]
+    # the pick has a twin of the same price that is slower at the point estimate (ring vs ps in one node); both
+    # share their GPU type's compute draw, so the twin wins a resample only where the communication draw makes
+    # it the faster one: the solver's tie rule (cost: faster, then cheaper, then design order). With ties left
+    # to the design order the share was 0 whatever the draws.
+    twins = [d for d in res["alternatives"] if d["cost_usd"] == b["cost_usd"]]
+    assert twins and all(d["throughput_samples_per_s"] < b["throughput_samples_per_s"] for d in twins)
+    assert sv["robustness"] >= 0.5

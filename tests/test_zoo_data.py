@@ -102,7 +102,7 @@ def test_pytorch_tensors_match_train_step_params(model):
     assert all(t["trainable"] is True for t in tensors)
     assert len({t["name"] for t in tensors}) == len(tensors)
     assert pt["order"] == "backward"
-    assert "grad_ready.jsonl" in pt["source"]
+    assert "H200 gradient-ready records (docs/sources.md §12a)" in pt["source"]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -142,7 +142,7 @@ def test_profiles_present_and_sorted(model):
         for f in ("forward_ms", "backward_ms", "step_ms"):
             assert p[f] > 0
         assert isinstance(p["peak_mem_bytes"], int) and p["peak_mem_bytes"] > 0
-        assert p["source"] == "shared/data/h200/train_step.jsonl"
+        assert p["source"] == "H200 train-step records (docs/sources.md §12a)"
         assert p["date"] == "2026-11-30"
 
 

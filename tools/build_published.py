@@ -22,6 +22,9 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shipped_file import in_repo  # noqa: E402
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO_ROOT.parent / "shared"
 DEFAULT_OUT = REPO_ROOT / "costopt" / "data" / "published" / "lambda_single_gpu.json"
@@ -220,10 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     doc = build(args.shared / "research" / "lambda")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    args.out.write_text(in_repo(json.dumps(doc, sort_keys=True, indent=1) + "\n"), encoding="utf-8")
     print(f"wrote {args.out} ({len(doc['cells'])} cells)")
     tf = build_tf2017(args.shared / "research" / "published_throughput.csv")
-    args.out_tf2017.write_text(json.dumps(tf, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    args.out_tf2017.write_text(in_repo(json.dumps(tf, sort_keys=True, indent=1) + "\n"), encoding="utf-8")
     print(f"wrote {args.out_tf2017} ({len(tf['cells'])} cells)")
     return 0
 

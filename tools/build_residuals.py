@@ -56,7 +56,7 @@ from costopt.hardware.catalog import load_catalog  # noqa: E402
 from costopt.perf.compute import ABSOLUTE_PATH, _TABLE_FIT_REFERENCE, load_published  # noqa: E402
 from costopt.perf.intervals import RESIDUALS_PATH, coverage_by_group, coverage  # noqa: E402
 from costopt.perf.workload import load_workload  # noqa: E402
-from shipped_file import check_or_write  # noqa: E402
+from shipped_file import check_or_write, in_repo  # noqa: E402
 
 DEFAULT_SHARED = ROOT.parent / "shared"
 TRAIN_STEP = Path("data") / "h200" / "train_step.jsonl"
@@ -103,7 +103,7 @@ def measured(shared: Path) -> list[dict]:
                     "precision": d["precision"], "batch": int(d["batch"]),
                     "observed": _f(d["iteration_ms"]), "predicted": _f(phases), "unit": "ms per iteration",
                     "log_residual": _f(math.log(phases / d["iteration_ms"])),
-                    "source": f"shared/{TRAIN_STEP.as_posix()} line {i}", "date": TRAIN_STEP_DATE})
+                    "source": in_repo(f"shared/{TRAIN_STEP.as_posix()}") + f" line {i}", "date": TRAIN_STEP_DATE})
     return out
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from zoo_flops import flops_record  # noqa: E402
+from shipped_file import in_repo  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO_ROOT.parent / "shared"
@@ -396,7 +397,7 @@ def build_model(model: str, steps: list[dict], ready_records: list[dict]) -> dic
 
 
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return in_repo(json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")  # shipped_file.in_repo
 
 
 def main(argv: list[str] | None = None) -> int:

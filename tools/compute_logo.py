@@ -137,6 +137,7 @@ def _set_p(p: float) -> None:
     host_gpu.defaults()["phase"]["smooth_max_exponent"] = p
     compute._SPLITS.clear()
     compute._fit_cached.cache_clear()
+    compute._fit_class.cache_clear()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,9 @@ the measured reference, the achieved fractions are refitted WITHOUT any of k's f
 published evidence (b) withheld, and, when k is a table's fit reference, that whole table), then each
 of k's cells is predicted from its table's reference GPU j:
 
-    X_k,pred = X_j * (r_j + h_l) / (r_k + h_l)    r = F / (P e_mm) + B / (W e_bw) per sample, h_l the
-                                                  fitted host time per sample of Lambda model l
+    X_k,pred = X_j * smax(r_j, h_l) / smax(r_k, h_l)    r = F / (P e_mm) + B / (W e_bw) per sample, h_l
+                                                        the fitted host time per sample of Lambda model l,
+                                                        smax as in the fit (costopt/perf/compute.py)
 
 and compared with the published X_k. The same table with the fractions fitted on all cells (in
 sample) is printed after it. Cells whose reference is k itself (H100 SXM in the v1 tables) are
@@ -30,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from costopt.hardware.catalog import load_catalog
-from costopt.perf.compute import (_FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, load_absolute,
-                             load_published)
+from costopt.perf.compute import (_FIT_ZOO_MODEL, _TABLE_FIT_REFERENCE, _zoo_costs, fit_fractions, host_p,
+                                  load_absolute, load_published)
+from costopt.perf.host_gpu import smax
 from costopt.perf.workload import load_workload
 
 REFERENCE = "h200-sxm"
@@ -64,9 +66,9 @@ def cells_errors(cat, withhold_each: bool) -> list[dict]:
                 prec = "amp_fp16"
             pj = prec if gj.peak_flops(prec) is not None else "amp_bf16"
             um, ub, note = fr.for_gpu(gk, prec)
-            vm, vb, _ = fr.for_gpu(gj, pj)
             h = fr.host[c.precision].get(c.lambda_model, 0.0)
-            pred = xj * (cost.roofline_s(gj, pj, vm, vb) + h) / (cost.roofline_s(gk, prec, um, ub) + h)
+            q = host_p()
+            pred = xj * float(smax(fr.roofline_s(cost, gj, pj), h, q) / smax(fr.roofline_s(cost, gk, prec), h, q))
             rows.append({"gpu": k, "table": c.table, "precision": c.precision, "model": c.lambda_model,
                          "reference": j, "observed": c.samples_per_s, "predicted": pred,
                          "error": pred / c.samples_per_s - 1.0, "fractions": note})

@@ -14,7 +14,9 @@ What it does, row by row:
   precision, not a value in parentheses) -> mxfp8, else fp8. VP is read from the notes ("VP=5"; "n/a"
   and a first value of 1 -> 1). Activation checkpointing not stated -> `none` (the performance recipes of
   NeMo and Megatron-Bridge recompute only where their tables say: an assumption, appended to the notes).
-  GB200/GB300 rows are left out until the catalog has the NVL72 systems.
+  GB200/GB300 rows (DGX GB200 / GB300: NVL72 racks) are refiled at 4 GPUs per node, the GPUs of one compute
+  tray, and total/4 nodes (the research file files them 8 per node); the catalog's gb200-nvl72 / gb300-nvl72
+  chassis put every 72 of them in one NVLink domain (costopt/hardware/rack_scale.py). Said in the notes.
 - framework: the software each source ran (its notes or the source list): llm-foundry (Composer + PyTorch
   FSDP) `fsdp`; Megatron-LM, Megatron-Core, NeMo, Megatron-Bridge `megatron`; DeepSpeed on Azure and SC21
   Table 2's "ZeRO-3 without Model Parallelism" rows (DeepSpeed ZeRO-3, run by the Megatron authors) `deepspeed`.
@@ -48,7 +50,8 @@ def _research_file() -> Path:
 
 
 RESEARCH = _research_file()
-CATALOG_GPUS = ("h100-sxm", "b200")
+CATALOG_GPUS = ("h100-sxm", "b200", "gb200", "gb300")
+TRAY_GPUS = {"gb200": 4, "gb300": 4}  # GPUs per compute tray of an NVL72 rack (the catalog's gpu_slots)
 ADDED_SOURCES = ("NEMO_2407", "MBRIDGE")
 OUT_COLUMNS = (*COLUMNS[:COLUMNS.index("compile") + 1], "attention", *COLUMNS[COLUMNS.index("compile") + 1:-1],
                "notes", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab")
@@ -97,6 +100,13 @@ def build(shipped: Path, research: Path) -> str:
             r = dict(r)
             r["precision"] = precision_of(r["notes"])
             r["vp"] = vp_of(r["notes"])
+            if r["gpu"] in TRAY_GPUS:
+                g, total = TRAY_GPUS[r["gpu"]], int(r["total_gpus"])
+                r["notes"] = r["notes"].replace(f"; UNSUPPORTED: gpu DGX-{r['gpu'].upper()} not in the catalog", "")
+                r["notes"] += (f"; gpus_per_node refiled {g} x {total // g} nodes by tools/llm_rows.py (filed "
+                               f"{r['gpus_per_node']} x {r['nodes']}): a DGX {r['gpu'].upper()} runs on NVL72 racks of "
+                               f"18 compute trays of {g} GPUs, one NVLink domain of 72 (chassis {r['gpu']}-nvl72)")
+                r["gpus_per_node"], r["nodes"] = str(g), str(total // g)
             if not r["activation_checkpointing"]:
                 r["activation_checkpointing"] = "none"
                 r["notes"] += ("; activation_checkpointing filed 'none' by tools/llm_rows.py: not stated, and the NeMo / "

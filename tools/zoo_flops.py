@@ -16,6 +16,9 @@ What is counted, per sample (one image, or one sequence of `seq` tokens):
                    torch.utils.flop_counter counts for scaled_dot_product_attention, causal or not)
     matmul FLOPs, training  = 3 F - F_first: backward computes the input gradient (F) and the weight
                    gradient (F) of every matmul layer, except the input gradient of the first layer
+    conv FLOPs, training    the part of the training matmul FLOPs done by convolution layers, counted the
+                   same way (3 x forward conv FLOPs, less the first layer's input gradient if it is a
+                   conv): cuDNN runs them as implicit GEMMs, at another achieved rate than dense GEMMs
     other elements E = elements written by every non-matmul op (batch norm, layer/RMS norm, ReLU, GELU,
                    SiLU, pooling, residual add, softmax, dropout, concatenation copies, bias-free
                    elementwise), forward
@@ -46,6 +49,7 @@ class Count:
     params: int = 0
     layers: int = 0
     by_kind: dict = field(default_factory=dict)
+    first_layer_kind: str = ""
 
     def _kind(self, kind: str, flops: float = 0.0, elems: float = 0.0) -> None:
         k = self.by_kind.setdefault(kind, [0.0, 0.0])
@@ -55,6 +59,7 @@ class Count:
     def matmul(self, kind: str, flops: float, params: int) -> None:
         if self.layers == 0:
             self.first_layer_flops = flops
+            self.first_layer_kind = kind
         self.layers += 1
         self.matmul_flops += flops
         self.params += params
@@ -67,7 +72,10 @@ class Count:
 
     def summary(self) -> dict:
         train = 3.0 * self.matmul_flops - self.first_layer_flops
+        conv = self.by_kind.get("conv", [0.0, 0.0])[0]
+        conv_train = 3.0 * conv - (self.first_layer_flops if self.first_layer_kind == "conv" else 0.0)
         return {
+            "train_conv_flops_per_sample": conv_train,
             "forward_matmul_flops_per_sample": self.matmul_flops,
             "train_matmul_flops_per_sample": train,
             "forward_other_elements_per_sample": self.other_elements,

@@ -14,10 +14,9 @@ from rich.table import Table
 from costopt.measure.calibrate import BOUNDS, DEFAULT_FIT, calibrate as run_calibrate
 from costopt.core.checks import non_negative, output_path, write_text
 from costopt.core.checks import force_overwrite
-from costopt.cli.common import FORCE, _console, _fail, _json_dump, out_option, plain_table_text
+from costopt.cli.common import FORCE, _console, _fail, _json_dump, out_option, plain_table_stream
 
 from costopt.core.errors import CostoptError, InputError
-from costopt.measure.validate import validate as run_validate
 
 app = typer.Typer()
 
@@ -69,41 +68,64 @@ def validate(
                               "column, else inferred) | nccl | mpi | grpc | gloo."),
 ) -> None:
     """Predicted vs measured throughput per row, with error summaries per source, strategy and stack. A file in the
-    large-model format (`llm_training`, the shipped one) is predicted by the large-model path."""
-    from costopt.measure.llm_validate import LLM_DATASET, is_llm_csv
+    large-model format (`llm_training`, the shipped one; `llm_moe_training`, its mixture-of-experts rows) is predicted by
+    the large-model path."""
+    from costopt.measure.llm_validate import SHIPPED_LLM_DATASETS, is_llm_csv
 
-    if file == LLM_DATASET.stem or is_llm_csv(file):
+    if file in SHIPPED_LLM_DATASETS or is_llm_csv(file):
         from costopt.cli.llm import run_validate as run_llm_validate
 
         run_llm_validate(file, fmt.value, max_median_error)
         return
+    # rows are read, predicted and printed a chunk at a time (measure/validate.ValidationStream): a file of
+    # 1,000,000 rows stays under 1 GB (benchmarks/bench_validate_stream.py). Nothing is printed before the
+    # last row is checked: JSON is spooled to a temporary file, the table kept as one string per column.
+    import tempfile
+
+    from costopt.measure.validate import ValidationStream
+
     try:
         non_negative("--max-median-error", max_median_error)
-        res = run_validate(file, system=system, catalog=catalog, stack=stack)
+        stream = ValidationStream(file, system=system, catalog=catalog, stack=stack)
+        if fmt is ValFmt.json:  # as _json_dump(res.to_json_dict()), column by column
+            from costopt.core.files import write_json_with_columns
+            from costopt.measure.validate import ValidationResult
+
+            spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+            write_json_with_columns(spool, {"file": str(stream.path)}, "rows",
+                                    (ValidationResult(stream.path, df, stream.header, {}).json_columns()
+                                     for df in stream.frames()), lambda: stream.summaries)
+        else:
+            c = _console()
+            headers = ["line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured",
+                       "predicted", "80% range", "err %"]
+            right = [h in ("line", "batch", "measured", "predicted", "80% range", "err %") for h in headers]
+            title = f"costopt validate: {stream.path}"
+            rows = plain_table_stream(c, title, headers, right, (_validate_cells(df) for df in stream.frames()))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
-    med = res.summaries["summary"]["median_abs_error_pct"]
+    s = stream.summaries
+    med = s["summary"]["median_abs_error_pct"]
     if fmt is ValFmt.json:
-        typer.echo(res.json_text())  # as _json_dump(res.to_json_dict()), column by column
+        with spool:
+            spool.seek(0)
+            out = sys.stdout
+            while True:
+                block = spool.read(1 << 20)
+                if not block:
+                    break
+                out.write(block)
+            out.write("\n")
+            out.flush()
     else:
-        c = _console()
-        headers = ["line", "source", "model", "gpu", "GxM", "batch", "strategy", "stack", "nic", "measured", "predicted",
-                   "80% range", "err %"]
-        right = [h in ("line", "batch", "measured", "predicted", "80% range", "err %") for h in headers]
-        cells = _validate_cells(res.frame)
-        title = f"costopt validate: {res.path}"
-        text = plain_table_text(c, title, headers, right, cells)
-        if text is not None:  # what rich prints, built by joins (100,000 rows in about a second)
-            c.file.write(text)
-        else:
+        if rows is not None:  # a table plain_table_stream declines: rich lays it out
             t = Table(title=title, title_justify="left")
             for col, r in zip(headers, right):
                 t.add_column(col, justify="right" if r else "left")
-            for row in cells:
+            for row in rows:
                 t.add_row(*row)
             c.print(t)
-        s = res.summaries
         c.print(_summary_table("Absolute error by source", s["by_source"]))
         c.print(_summary_table("Absolute error by strategy", s["by_strategy"]))
         c.print(_summary_table("Absolute error by stack", s["by_stack"]))

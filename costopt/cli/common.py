@@ -121,6 +121,59 @@ def plain_table_text(console: Console, title: str, headers: list[str], right: li
     return "\n".join(out) + "\n"
 
 
+def plain_table_stream(console: Console, title: str, headers: list[str], right: list[bool],
+                       chunks) -> list[list[str]] | None:
+    """`plain_table_text` over rows that come in chunks (`chunks`: lists of rows), for tables too long to
+    hold as lists: each chunk's cells are kept as one string per column (about the text's own size), the
+    column widths as they grow, and the table is written to `console.file` once the last chunk is in, the
+    same bytes `plain_table_text` gives for all the rows. Returns None when it wrote the table; else every
+    row (a case `plain_table_text` declines: rich renders it). Nothing is written before the last chunk,
+    so an error raised while the chunks are made leaves no partial table."""
+    simple = not (console.is_terminal or console.color_system is not None or not console.encoding.lower().startswith("utf"))
+    texts = [title, *headers]
+    simple = simple and all(_PLAIN.fullmatch(t) for t in texts) and not any(_EMOJI.search(t) for t in texts)
+    widths = [2 + len(h) for h in headers]
+    blobs: list[list[str]] = []  # per chunk, one "\n"-joined string per column (while `simple`)
+    rows: list[list[str]] = []  # every row, once not `simple`
+    for cells in chunks:
+        if not cells:
+            continue
+        if simple:
+            cols = ["\n".join(col) for col in zip(*cells)]
+            if sum(c.count("\n") for c in cols) != len(cols) * (len(cells) - 1) or not all(
+                    _PLAIN.fullmatch(c.replace("\n", " ")) and not _EMOJI.search(c) for c in cols):
+                simple = False
+            else:
+                blobs.append(cols)
+                widths = [max(w, 2 + max(map(len, c.split("\n")))) for w, c in zip(widths, cols)]
+                continue
+        if blobs:  # no longer simple: back to rows for rich
+            for cols in blobs:
+                rows += [list(r) for r in zip(*(c.split("\n") for c in cols))]
+            blobs = []
+        rows += [list(r) for r in cells]
+    table_width = sum(widths) + len(widths) + 1
+    if not simple or table_width > console.width or len(title) > table_width:
+        for cols in blobs:
+            rows += [list(r) for r in zip(*(c.split("\n") for c in cols))]
+        return rows
+
+    def line(cells, left: str, mid: str, end: str) -> str:
+        return left + mid.join(" " + (c.rjust(w - 2) if r else c.ljust(w - 2)) + " "
+                               for c, w, r in zip(cells, widths, right)) + end
+
+    f = console.file
+    f.write("\n".join([title.ljust(table_width), "┏" + "┳".join("━" * w for w in widths) + "┓",
+                       line(headers, "┃", "┃", "┃"), "┡" + "╇".join("━" * w for w in widths) + "┩"]) + "\n")
+    pads = [(w - 2, r) for w, r in zip(widths, right)]
+    for cols in blobs:
+        body = [[(" " + c.rjust(w) + " ") if r else (" " + c.ljust(w) + " ") for c in col.split("\n")]
+                for col, (w, r) in zip(cols, pads)]
+        f.write("".join("│" + "│".join(cells) + "│\n" for cells in zip(*body)))
+    f.write("└" + "┴".join("─" * w for w in widths) + "┘\n")
+    return None
+
+
 def _json_dump(obj: Any) -> str:
     return json.dumps(json_safe(obj), indent=2, sort_keys=False)
 
@@ -332,7 +385,10 @@ def designs_table(designs: list[dict], title: str, hours: bool = False) -> Table
     for d in designs:
         nic = "-" if not d["nic"] else f"{d['nics_per_node']}x {d['nic']}"
         row = [d["gpu"], f"{d['gpus_per_node']}x{d['nodes']}", nic,
-               f"{d['strategy']} tp{d['tp']} pp{d['pp']} mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
+               f"{d['strategy']} tp{d['tp']} pp{d['pp']}" + (f" vp{d['vp']}" if d.get("vp", 1) > 1 else "")
+               + (f" cp{d['cp']}" if d.get("cp", 1) > 1 else "") + (f" ep{d['ep']}" if d.get("ep", 1) > 1 else "")
+               + (f" sg{d['shard_group']}" if d.get("shard_groups", 1) > 1 and d["strategy"] != "ddp" else "")
+               + f" mb{d['micro_batch']} ckpt {d['activation_checkpointing']}",
                f"{d['tokens_per_s']:,.0f}", _range_cell(d, _TOKEN_RANGE_KEYS), f"{d['tokens_per_s_per_gpu']:,.0f}",
                f"{d['mfu']:.0%}", f"{d['memory_per_gpu_gb']:.0f}/{d['gpu_memory_gb']:g}", _fmt_money(d["cost_usd"]),
                _cell(d.get("usd_per_1e9_tokens"), "cents")]

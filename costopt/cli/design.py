@@ -46,7 +46,9 @@ def solve(
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput | cost"),
     precision: str = typer.Option(api.DEFAULT_PRECISION, help="auto | fp32 | amp_bf16 | amp_fp16 (auto: the best each GPU trains in: bf16 AMP on Ampere and later, fp16 AMP on Volta/Turing, else fp32); transformers also fp8 | mxfp8 | nvfp4 (docs/large-models.md)"),
     batch_per_gpu: Optional[int] = typer.Option(None, help="Per-GPU batch (default: the model's reference batch)."),
-    strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all)."),
+    strategy: Optional[list[str]] = typer.Option(None, help="ring | hierarchical | ps (repeatable; default all); "
+                                                 "transformers: ddp | zero1 | zero2 | fsdp | hsdp and/or a fine-tune "
+                                                 "sft | lora | qlora (docs/large-models.md)."),
     reduce_on: Optional[list[str]] = typer.Option(None, help="gpu | cpu (repeatable; default gpu)."),
     stack: str = typer.Option("auto", help="Communication stack: auto | nccl | mpi | grpc | gloo (auto: ps -> grpc, "
                               "all-reduce on the CPU -> mpi, else nccl)."),
@@ -81,7 +83,9 @@ def solve(
     workload: Optional[Path] = typer.Option(None, help="Workload mix TOML: several jobs, one design each, shared "
                                              "limits (see examples/mix.toml). Objectives: throughput | fair | cost."),
     time_limit: Optional[float] = typer.Option(None, help="With --workload: seconds for the whole solve (default "
-                                               "300); then the best answer found is reported with its gap."),
+                                               "60); at the limit the best answer found is reported with the "
+                                               "best bound proven and its gap (\"stopped at the time limit 60 s; "
+                                               "best found X, bound Y, gap Z%\")."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="With --workload: progress "
                                             "lines on stderr (default: when stderr is a terminal)."),
     timings: bool = typer.Option(False, "--timings", help="With --workload: also print solve times (they vary run to "
@@ -103,6 +107,10 @@ def solve(
     max_instances: Optional[int] = typer.Option(None, "--max-instances", help="Cloud catalog: rent at most this many "
                                                 "instances of any one type (default: the catalog's cap per type, "
                                                 "e.g. AWS's 64-instance Capacity Block)."),
+    lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="Transformers, --strategy lora|qlora: adapter "
+                                            "rank r (default 32, NeMo's; said in the output)."),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Transformers, --strategy lora|qlora: "
+                                               "qkv | attention | all-linear (default all-linear)."),
     confidence: Optional[float] = typer.Option(None, "--confidence", help="Meet the throughput target (--deadline-hours, "
                                                "--min-throughput) with this probability, from each design's 80% range: "
                                                "0.5 = the point estimate, 0.9 = the low end (p10). Default: 0.9 with a "
@@ -177,7 +185,8 @@ def solve(
             epochs=epochs, dataset_size=dataset_size, tco_years=tco_years, overlap=overlap, system=system,
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
-            max_instances=max_instances, confidence=confidence, **({} if framework == "eager" else {"framework": framework}),
+            max_instances=max_instances, confidence=confidence, lora_rank=lora_rank, lora_targets=lora_targets,
+            **({} if framework == "eager" else {"framework": framework}),
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -262,7 +271,10 @@ def predict(
     gpus_per_node: int = typer.Option(..., help="GPUs per node."),
     nodes: int = typer.Option(..., help="Number of nodes."),
     nic: Optional[str] = typer.Option(None, help="NIC id (needed for more than one node)."),
-    strategy: str = typer.Option(..., help="ring | hierarchical | ps"),
+    strategy: list[str] = typer.Option([], help="ring | hierarchical | ps; transformers: ddp | zero1 | zero2 | fsdp "
+                                       "| hsdp, and/or a fine-tune sft | lora | qlora (repeat: --strategy lora "
+                                       "--strategy fsdp; a transformer without a layout named takes the fastest that "
+                                       "fits)."),
     reduce_on: str = typer.Option("gpu", help="gpu | cpu: where gradients are reduced / variables live."),
     stack: str = typer.Option("auto", help="Communication stack: auto | nccl | mpi | grpc | gloo (auto: ps -> grpc, "
                               "all-reduce on the CPU -> mpi, else nccl)."),
@@ -290,11 +302,20 @@ def predict(
     pp: int = typer.Option(1, help="Transformers: pipeline-parallel degree."),
     vp: int = typer.Option(1, help="Transformers: virtual pipeline stages per GPU (interleaved 1F1B; 1: plain 1F1B)."),
     cp: int = typer.Option(1, help="Transformers: context-parallel degree (ring attention over the sequence)."),
+    ep: int = typer.Option(1, help="Mixture-of-experts transformers: expert-parallel degree (experts split over ep "
+                           "data-parallel ranks; divides the experts)."),
+    shard_group: int = typer.Option(0, help="Transformers, zero1 | zero2 | hsdp: shard the weights, gradients and "
+                                    "optimizer over groups of this many data x context-parallel ranks, replicated "
+                                    "across groups (HSDP with a chosen group, partial ZeRO); 0: the strategy's own."),
     micro_batch: int = typer.Option(1, help="Transformers: micro-batch in sequences per data-parallel rank."),
     checkpointing: Optional[str] = typer.Option(None, help="Transformers: none | selective | full (default: the "
                                                 "fastest that fits)."),
     tokens: Optional[float] = typer.Option(None, help="Transformers: tokens to train (time and cost to train them)."),
     as_of: Optional[str] = _AS_OF,
+    lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="Transformers, --strategy lora|qlora: adapter "
+                                            "rank r (default 32, NeMo's; said in the output)."),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Transformers, --strategy lora|qlora: "
+                                               "qkv | attention | all-linear (default all-linear)."),
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     from costopt.search import engine
@@ -303,11 +324,12 @@ def predict(
         llm = engine.is_llm(model, model_config, strategy, tokens)
         d = engine.predict(model, gpu, gpus_per_node, nodes, nic, strategy, tokens=tokens, model_config=model_config,
                            seq_len=seq_len, global_batch=global_batch, tp=tp, pp=pp, micro_batch=micro_batch,
-                           checkpointing=checkpointing, vp=vp, cp=cp, batch_per_gpu=batch_per_gpu, precision=precision,
+                           checkpointing=checkpointing, vp=vp, cp=cp, ep=ep, shard_group=shard_group,
+                           batch_per_gpu=batch_per_gpu, precision=precision,
                            reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
                            chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
-                           grad_accum=grad_accum, stack=stack, today=as_of,
-                           **({} if framework == "eager" else {"framework": framework}))
+                           grad_accum=grad_accum, stack=stack, today=as_of, lora_rank=lora_rank,
+                           lora_targets=lora_targets, **({} if framework == "eager" else {"framework": framework}))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return
@@ -410,6 +432,8 @@ def _print_transformers(c) -> None:
         t.add_column(col)
     for name in list_llm_models():
         m = load_llm_model(name)
-        t.add_row(name, f"{m.params / 1e9:.2f} B", str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
+        size = f"{m.params / 1e9:.2f} B" + (f" ({m.active_params / 1e9:.1f} B active: {m.num_experts} experts, top "
+                                             f"{m.top_k})" if m.is_moe else "")
+        t.add_row(name, size, str(m.layers), str(m.hidden), f"{m.heads}/{m.kv_heads}",
                   str(m.seq_len), f"{m.model_flops_per_token / 1e9:,.1f}", m.source)
     c.print(t)

@@ -14,17 +14,33 @@ from costopt.cli.common import _cell, _console, _fail, _fmt_money, _json_dump, d
 
 _PREDICT_FIELDS = (
     ("model", "model", "{}"), ("gpu", "GPU", "{}"), ("total_gpus", "GPUs", "{}"), ("nic", "NIC", "{}"),
-    ("strategy", "strategy", "{}"), ("tp", "tensor parallel", "{}"), ("pp", "pipeline parallel", "{}"),
-    ("dp", "data parallel", "{}"), ("micro_batch", "micro-batch (sequences)", "{}"),
+    ("finetune_basis", "fine-tune", "{}"), ("trainable_params", "trainable parameters", "{:,}"),
+    ("strategy", "strategy", "{}"), ("strategy_rule", "  layout", "{}"), ("tp", "tensor parallel", "{}"),
+    ("pp", "pipeline parallel", "{}"), ("vp", "  virtual stages per GPU (interleaved)", "{}"),
+    ("cp", "context parallel", "{}"), ("dp", "data parallel", "{}"),
+    ("shard_group", "  states sharded over (replicas)", "{}"), ("shard_groups", "  replicated over (groups)", "{}"), ("ep", "expert parallel", "{}"), ("expert_data_parallel", "  expert data parallel", "{}"),
+    ("micro_batch", "micro-batch (sequences)", "{}"),
     ("grad_accum", "gradient accumulation", "{}"), ("global_batch_sequences", "global batch (sequences)", "{:,}"),
     ("seq_len", "sequence length", "{:,}"), ("activation_checkpointing", "activation checkpointing", "{}"),
     ("tokens_per_s", "tokens/s", "{:,.0f}"), ("tokens_per_s_range", "  80% range", "{}"),
     ("tokens_per_s_per_gpu", "tokens/s per GPU", "{:,.0f}"), ("tokens_per_s_per_gpu_range", "  80% range", "{}"),
-    ("mfu", "MFU", "{:.1%}"), ("mfu_range", "  80% range", "{}"), ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
+    ("mfu", "MFU", "{:.1%}"), ("mfu_range", "  80% range", "{}"), ("mfu_basis", "  MFU basis", "{}"),
+    ("memory_per_gpu_gb", "memory per GPU (GB)", "{:.1f}"),
     ("memory_model_states_gb", "  of which weights, gradients, Adam (GB)", "{:.1f}"),
+    ("memory_weights_gb", "    weights (bf16, low-precision copies, gathered layers) (GB)", "{:.1f}"),
+    ("memory_gradients_gb", "    gradients (GB)", "{:.1f}"), ("memory_optimizer_states_gb", "    Adam: fp32 master, m, v (GB)", "{:.1f}"),
+    ("memory_expert_states_gb", "    of which routed experts (GB)", "{:.1f}"),
+    ("memory_frozen_weights_gb", "    frozen weights (GB)", "{:.1f}"),
+    ("memory_adapters_gb", "    adapters: weights, gradients (GB)", "{:.2f}"),
+    ("memory_optimizer_gb", "    adapters' Adam states (GB)", "{:.2f}"),
     ("memory_activations_gb", "  of which activations, logits (GB)", "{:.1f}"), ("memory_limit_gb", "usable (GB)", "{:.1f}"),
     ("gpu_memory_gb", "GPU memory (GB)", "{:g}"), ("t_step_s", "step time (s)", "{:.3f}"),
-    ("bottleneck", "largest time term", "{}"), ("cost_usd", "cost (USD)", "money"),
+    ("t_compute_s", "  compute (s)", "{:.3f}"), ("t_pipeline_bubble_s", "  pipeline bubble (s)", "{:.3f}"),
+    ("t_pipeline_p2p_s", "  pipeline point-to-point (s)", "{:.3f}"), ("t_tensor_parallel_s", "  tensor-parallel all-reduces (s)", "{:.3f}"),
+    ("t_data_parallel_exposed_s", "  data-parallel, exposed (s)", "{:.3f}"),
+    ("t_context_parallel_exposed_s", "  context-parallel ring, exposed (s)", "{:.3f}"), ("t_optimizer_s", "  optimizer update (s)", "{:.3f}"),
+    ("t_expert_parallel_exposed_s", "  expert all-to-all (s)", "{:.3f}"), ("bottleneck", "largest time term", "{}"),
+    ("moe_basis", "  experts", "{}"), ("cost_usd", "cost (USD)", "money"),
     ("hours_per_1e9_tokens", "hours per 1e9 tokens", "{:,.2f}"), ("hours_per_1e9_tokens_range", "  80% range", "{}"),
     ("usd_per_1e9_tokens", "USD per 1e9 tokens", "cents"), ("usd_per_1e9_tokens_range", "  80% range", "{}"),
     ("usd_per_1e9_tokens_basis", "  basis", "{}"), ("hours_to_train", "hours to train", "{:,.1f}"),
@@ -86,6 +102,8 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
           .startswith("held") else f"global batch about {res['global_batch_sequences']:,} sequences")
     c.print(designs_table([res["best"], *res["best_per_gpu"]], f"Best design of each GPU type (large-model path, {gb})",
                           bool(res.get("tokens_to_train"))))
+    if res.get("finetune_basis"):
+        c.print(f"Fine-tune: {res['finetune_basis']}.")
     c.print(f"Why: {res['why']}")
     b = res["best"]
     if b.get("tokens_per_s_low") is not None:
@@ -116,10 +134,10 @@ def print_solve(res: dict, fmt: str, bom: bool = False) -> None:
 
 
 def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
-    from costopt.measure.llm_validate import LLM_DATASET, add_ranges, predict_rows, read_llm_csv
+    from costopt.measure.llm_validate import SHIPPED_LLM_DATASETS, add_ranges, predict_rows, read_llm_csv
 
     try:
-        rows = read_llm_csv(LLM_DATASET if file == LLM_DATASET.stem else file)
+        rows = read_llm_csv(SHIPPED_LLM_DATASETS.get(file, file))
         recs = predict_rows(rows)
         ranged = add_ranges(recs)
     except CostoptError as exc:
@@ -146,7 +164,7 @@ def run_validate(file: str, fmt: str, max_median_error: float | None) -> None:
         for r in recs:
             err = r.get("error_pct")
             t.add_row(str(r["line"]), r["source"], r["model"][:28], r["gpu"], str(r["total_gpus"]),
-                      f"{r['strategy']} tp{r['tp']} pp{r['pp']}", _cell(r["measured_tokens_per_s_per_gpu"], "{:,.0f}"),
+                      f"{r['strategy']} tp{r['tp']} pp{r['pp']}" + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else ""), _cell(r["measured_tokens_per_s_per_gpu"], "{:,.0f}"),
                       _cell(r.get("predicted_tokens_per_s_per_gpu"), "{:,.0f}"), "-" if err is None else f"{err:+.1f}",
                       r["skipped"] or r["assumed"] or "")
         c.print(t)

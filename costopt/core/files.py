@@ -200,6 +200,52 @@ def json_with_columns(head: dict[str, Any], rows_key: str, columns: dict[str, li
     import json
     from json.encoder import encode_basestring_ascii as enc_str
 
+    keys = list(columns)
+    if not all(isinstance(k, str) for k in [*head, *keys, *tail]) or rows_key in head or rows_key in tail:
+        raise ValueError("json_with_columns: string keys, rows_key only once")
+    n = len(columns[keys[0]]) if keys else 0
+    rows = _json_row_blocks(columns)
+    if n == 0:
+        rows_text = "[]"
+    else:
+        rows_text = "[\n" + ",\n".join(rows) + "\n  ]"
+    parts = [f"  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  ") for k, v in head.items()]
+    parts.append(f"  {enc_str(rows_key)}: {rows_text}")
+    parts += [f"  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  ") for k, v in tail.items()]
+    return "{\n" + ",\n".join(parts) + "\n}"
+
+
+def write_json_with_columns(out, head: dict[str, Any], rows_key: str, chunks, tail) -> None:
+    """Write `json_with_columns(head, rows_key, columns, tail())` to the text stream `out`, byte for byte, where
+    `columns` are the chunks' columns one after the other (`chunks`: dicts of equal-length lists with the same
+    keys): each chunk is encoded and written as it comes, so the rows are never all in memory. `tail` is
+    called after the last chunk (e.g. summaries of every row)."""
+    import json
+    from json.encoder import encode_basestring_ascii as enc_str
+
+    if not all(isinstance(k, str) for k in head) or rows_key in head:
+        raise ValueError("write_json_with_columns: string keys, rows_key only once")
+    parts = [f"  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  ") for k, v in head.items()]
+    out.write("{\n" + "".join(p + ",\n" for p in parts) + f"  {enc_str(rows_key)}: ")
+    started = False
+    for columns in chunks:
+        rows = _json_row_blocks(columns)
+        if rows:
+            out.write((",\n" if started else "[\n") + ",\n".join(rows))
+            started = True
+    out.write("\n  ]" if started else "[]")
+    t = tail()
+    if not all(isinstance(k, str) for k in t) or rows_key in t:
+        raise ValueError("write_json_with_columns: string keys, rows_key only once")
+    for k, v in t.items():
+        out.write(f",\n  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  "))
+    out.write("\n}")
+
+
+def _json_row_blocks(columns: dict[str, list]) -> list[str]:
+    """Each row of `columns` as the indented JSON object `json_with_columns` writes for it."""
+    from json.encoder import encode_basestring_ascii as enc_str
+
     def scalar(v: Any) -> str:
         if v is None:
             return "null"
@@ -217,7 +263,7 @@ def json_with_columns(head: dict[str, Any], rows_key: str, columns: dict[str, li
         raise TypeError(t)
 
     keys = list(columns)
-    if not all(isinstance(k, str) for k in [*head, *keys, *tail]) or rows_key in head or rows_key in tail:
+    if not all(isinstance(k, str) for k in keys):
         raise ValueError("json_with_columns: string keys, rows_key only once")
     n = len(columns[keys[0]]) if keys else 0
     encoded = []
@@ -235,13 +281,77 @@ def json_with_columns(head: dict[str, Any], rows_key: str, columns: dict[str, li
         else:
             enc = map(scalar, values)  # TypeError on a nested value: not a flat table
         encoded.append(list(map(("      " + enc_str(k) + ": ").__add__, enc)))
-    if n == 0:
-        rows_text = "[]"
-    elif not keys:
-        rows_text = "[\n" + ",\n".join(["    {}"] * n) + "\n  ]"
-    else:
-        rows_text = "[\n" + ",\n".join("    {\n" + ",\n".join(cells) + "\n    }" for cells in zip(*encoded)) + "\n  ]"
-    parts = [f"  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  ") for k, v in head.items()]
-    parts.append(f"  {enc_str(rows_key)}: {rows_text}")
-    parts += [f"  {enc_str(k)}: " + json.dumps(json_safe(v), indent=2).replace("\n", "\n  ") for k, v in tail.items()]
-    return "{\n" + ",\n".join(parts) + "\n}"
+    if not keys:
+        return ["    {}"] * n
+    return ["    {\n" + ",\n".join(cells) + "\n    }" for cells in zip(*encoded)]
+
+
+def iter_input_lines(path: Any, what: str, kind: str = "csv", *, field: str | None = None,
+                     block: int = 1 << 20):
+    """The lines of a regular file checked by `input_path`, decoded one block at a time (never the whole
+    file in memory): the same lines, with their ends, as `read_input_text(...).splitlines(keepends=True)`,
+    and the same errors, raised when the reader reaches them: UTF-16 by its byte-order mark, the line of
+    the first byte that is not UTF-8 or is a NUL, a file over the cap of `kind`. A leading UTF-8 BOM is
+    dropped."""
+    field = field or _field(what)
+    p = input_path(path, what, kind, field=field)
+    cap = MAX_BYTES[kind]
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(p, flags)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{p}: {what} is {file_kind(st.st_mode)}, not a regular file", field=field)
+        rest, total, line_no, first = b"", 0, 0, True
+        while True:
+            try:
+                b = os.read(fd, block)
+            except OSError as exc:
+                raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+            total += len(b)
+            if total > cap:
+                raise InputError(f"{p}: {what} is over the {cap / 1e6:,.0f} MB limit for a {kind} input", field=field)
+            data = rest + b
+            if first and (len(data) >= 3 or not b):
+                first = False
+                if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    raise InputError(f"{p}: {what} is UTF-16 (byte-order mark at the start); save it as UTF-8",
+                                     field=field)
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+            elif first:  # fewer than 3 bytes so far: wait for more before judging the start
+                rest = data
+                continue
+            cut = len(data) if not b else data.rfind(b"\n") + 1
+            done, rest = data[:cut], data[cut:]
+            for raw in _lf_lines(done):
+                line_no += 1
+                nul = raw.find(b"\x00")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    at = exc.start if nul < 0 else min(exc.start, nul)
+                    byte = raw[at]
+                    why = ("a NUL byte (a binary file?)" if byte == 0
+                           else f"byte 0x{byte:02x} is not UTF-8 (Latin-1 or another encoding?)")
+                    raise InputError(f"{p}: line {line_no}: {why}; {what} must be UTF-8 text", field=field) from None
+                if nul >= 0:
+                    raise InputError(f"{p}: line {line_no}: a NUL byte (a binary file?); {what} must be UTF-8 text",
+                                     field=field)
+                yield from text.splitlines(keepends=True)
+            if not b:
+                return
+    finally:
+        os.close(fd)
+
+
+def _lf_lines(data: bytes) -> list[bytes]:
+    """`data` cut after each b"\\n" (the line numbers `decode_text` counts), the last piece unterminated."""
+    parts = data.split(b"\n")
+    out = [x + b"\n" for x in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out

@@ -10,6 +10,7 @@ The quantities are the ones cost.py priced (same arrays, same formulas), so for 
     switches         whole boxes × (radix × price per port)   (cost.py: none for one node or two direct-
                                                        attached; one switch; or leaf-spine)
     cables / optics  links × price per link           (k direct; M·k one switch; M·k + leaf uplinks two tiers)
+    rack-scale system  R_sys racks (GB200/GB300 NVL72), at 0: their price is in the GPU and tray lines
     racks            R    × rack price
     PDUs             R·p  × PDU price                  (p PDUs per rack)
     support          years × (hardware × % per year)  (only with --support-years)
@@ -32,6 +33,7 @@ from typing import Any
 from costopt.hardware.cost import Costs
 from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.hardware.catalog import Catalog
+from costopt.hardware.rack_scale import is_rack_system, rack_phrase
 
 BOM_FIELDS = ("item", "part_id", "unit_price_usd", "quantity", "subtotal_usd", "source", "price_date")
 PRICE_AGE_WARN_DAYS = 365
@@ -75,6 +77,10 @@ def bill_of_materials(catalog: Catalog, space: DesignSpace, costs: Costs, i: int
         _line(f"GPU: {g.name}", g.id, g.price_usd, M * G, src(g), g.price_date),
         _line(f"chassis: {ch.name} (without GPUs and NICs)", ch.id, ch.price_usd, M, src(ch), ch.price_date),
     ]
+    if is_rack_system(ch):  # the rack the trays make up (rack_scale.py): priced in the GPU and tray lines
+        racks_sys = float(costs.system_racks[i]) if costs.system_racks is not None else 0.0
+        lines.append(_line(f"rack-scale system: {rack_phrase(ch, g.id, int(racks_sys))}; priced in the GPU and "
+                           "compute-tray lines", f"{ch.id}-rack", 0.0, racks_sys, src(ch), ch.price_date))
     if nic is not None and k > 0:
         lines.append(_line(f"NIC adapter: {nic.name}", nic.id, nic.price_usd, M * k, src(nic), nic.price_date))
         switches = float(costs.switches[i]) if costs.switches is not None else 0.0
@@ -101,7 +107,9 @@ def bill_of_materials(catalog: Catalog, space: DesignSpace, costs: Costs, i: int
         est = lambda f: " (estimate)" if f in fac.estimates else ""  # noqa: E731
         rkw = float(costs.rack_kw[i]) if costs.rack_kw is not None else fac.rack_power_kw
         kind = "liquid-cooled" if rkw != fac.rack_power_kw else "air-cooled"
-        lines.append(_line(f"rack ({fac.rack_units_per_rack} U, {kind}, {rkw:g} kW per rack)", "rack",
+        what = (f"rack for the scale-out switches ({fac.rack_units_per_rack} U)" if is_rack_system(ch) else
+                f"rack ({fac.rack_units_per_rack} U, {kind}, {rkw:g} kW per rack)")
+        lines.append(_line(what, "rack",
                            fac.rack_price_usd, racks, fac.price_source + est("rack_price_usd"), fac.price_date))
         if fac.pdus_per_rack:
             lines.append(_line("power distribution unit (PDU)", "pdu", fac.pdu_price_usd, racks * fac.pdus_per_rack,

@@ -205,6 +205,29 @@ class Chassis(Sourced, LifeCycled):
     rental_increment_hours: NonNegativeFloat = 0.0
     rental_terms_source: str = ""
     interruption_note: str = ""
+    # rack-scale systems (GB200 / GB300 NVL72; costopt/hardware/rack_scale.py): the GPUs that share one
+    # NVLink (scale-up) domain through NVLink switch trays, at the GPU's own gpu_link_gbs per direction, even
+    # across nodes (None: the node's gpu_slots); the system is sold as whole racks of rack_system_nodes nodes
+    # (compute trays), each rack with its own power (rack_system_power_kw, nameplate) and height
+    nvlink_domain_gpus: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    rack_system_nodes: Annotated[int, Field(ge=2, le=1024)] | None = None
+    rack_system_power_kw: PositiveFloat | None = None
+    rack_system_units: Annotated[int, Field(ge=1, le=60)] | None = None
+    liquid_cooling_required: bool = False
+
+    @model_validator(mode="after")
+    def _rack_system_consistent(self):
+        rack = (self.rack_system_nodes, self.rack_system_power_kw, self.rack_system_units)
+        if any(v is not None for v in rack) and any(v is None for v in rack):
+            raise ValueError("rack_system_nodes, rack_system_power_kw and rack_system_units go together")
+        d = self.nvlink_domain_gpus
+        if d is not None and (d < self.gpu_slots or d % self.gpu_slots):
+            raise ValueError(f"nvlink_domain_gpus ({d}) must be a whole multiple of gpu_slots ({self.gpu_slots})")
+        if d is not None and d > self.gpu_slots and self.rack_system_nodes is None:
+            raise ValueError("an NVLink domain larger than a node needs a rack system (rack_system_nodes ...)")
+        if d is not None and self.rack_system_nodes is not None and d > self.rack_system_nodes * self.gpu_slots:
+            raise ValueError("nvlink_domain_gpus is larger than one rack system (rack_system_nodes x gpu_slots)")
+        return self
 
 
 class Nic(Sourced, LifeCycled):

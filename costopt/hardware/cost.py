@@ -14,6 +14,10 @@
                    (buildable False, said in the BOM)
     nodes/rack   = max(1, min(⌊RU per rack / node RU⌋, ⌊rack kW / node kW⌋))
     racks        = max(⌈M / nodes per rack⌉, ⌈rack units / RU per rack⌉, ⌈power_kW / rack kW⌉)
+    rack-scale   a GB200/GB300 NVL72 system (hardware/rack_scale.py): ⌈M / u⌉ racks of its own (u trays each),
+                 node kW = rack kW / u, rack units = its racks × their height, no facility rack or PDU for them
+                 (in the tray price) and no rack rating to pass; racks = ⌈switch RU / RU per rack⌉ for the
+                 switches only; liquid PUE (liquid cooling required)
     hardware     = M × node price + switches × box price + links × price per link (cable or fibre +
                    transceivers) + racks × (rack + PDUs per rack × PDU)
     support      = support years × round(hardware × support % per year / 100, cents)
@@ -51,6 +55,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from costopt.hardware.catalog import Facility, Site
+from costopt.hardware.rack_scale import rack_arrays
 from costopt.core.checks import non_negative, positive
 from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
@@ -87,6 +92,7 @@ class Costs:
     switches: np.ndarray | None = None  # whole switch boxes (0: one node, or two nodes direct-attached)
     rack_kw: np.ndarray | None = None  # the rating of the design's racks (air or liquid)
     node_kw: np.ndarray | None = None  # one node's nameplate power
+    system_racks: np.ndarray | None = None  # racks of a rack-scale system (priced in its trays; rack_scale.py)
 
 
 def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = None,
@@ -130,15 +136,23 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
     links = np.where(direct, k, np.where(one, n, np.where(two, n + leaves * up, 0.0)))
     ports = switches * P
     node_kw = (G * gpu_tdp[space.gpu_idx] + ch_power[space.chassis_idx] + k * nic_power[ni]) / 1000.0
+    # a rack-scale system (rack_scale.py): ⌈M/u⌉ racks of its own, each P_rack kW (NICs inside) and U_rack units,
+    # priced in its trays; facility racks only for the switches
+    rs = rack_arrays(space)
+    sys_racks = np.where(rs["rack"], np.ceil(M / rs["nodes_per_rack"]), 0.0)
+    node_kw = np.where(rs["rack"], rs["rack_kw"] / rs["nodes_per_rack"], node_kw)
     power_kw = M * node_kw + switches * P * fac.switch_watts_per_port / 1000.0
     rack_units = M * ch_ru[space.chassis_idx] + switches * fac.switch_rack_units
-    liquid = gpu_tdp[space.gpu_idx] > site.liquid_above_tdp_w  # parts that need liquid cooling
-    rack_kw = np.where(liquid, fac.rack_power_kw_liquid, fac.rack_power_kw)
-    fits_rack = node_kw <= rack_kw
+    rack_units = np.where(rs["rack"], sys_racks * rs["rack_units"] + switches * fac.switch_rack_units, rack_units)
+    liquid = (gpu_tdp[space.gpu_idx] > site.liquid_above_tdp_w) | rs["liquid"]  # parts that need liquid cooling
+    rack_kw = np.where(rs["rack"], rs["rack_kw"], np.where(liquid, fac.rack_power_kw_liquid, fac.rack_power_kw))
+    fits_rack = rs["rack"] | (node_kw <= rack_kw)
     per_rack = np.maximum(1.0, np.minimum(np.floor(fac.rack_units_per_rack / ch_ru[space.chassis_idx]),
                                           np.floor(rack_kw / node_kw)))
     racks = np.maximum(np.maximum(np.ceil(M / per_rack), np.ceil(rack_units / fac.rack_units_per_rack)),
                        np.ceil(power_kw / rack_kw - 1e-9))
+    switch_racks = np.ceil(switches * fac.switch_rack_units / fac.rack_units_per_rack - 1e-9)
+    racks = np.where(rs["rack"], switch_racks, racks)
     hardware = (M * node_price + switches * P * port_price[ni] + links * link_price[ni]
                 + racks * (fac.rack_price_usd + fac.pdus_per_rack * fac.pdu_price_usd))
     support = np.round(hardware * fac.support_pct_per_year / 100.0, 2)
@@ -176,7 +190,7 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
     return Costs(capex, energy, cost, power_kw, rack_units, ports, buildable, usd_per_hour, rented, None, links, racks,
                  support, float(support_years), hardware, gpus, colo, support_tco, staff, storage, storage_tb,
                  site.cost_of_capital_pct / 100.0, site.residual_pct_at_3_years / 100.0, min_rent, rent_step,
-                 switches, rack_kw, node_kw)
+                 switches, rack_kw, node_kw, sys_racks)
 
 
 TCO_TERMS = ("capex", "storage", "financing", "colocation", "electricity", "support", "staff", "resale")

@@ -232,6 +232,13 @@ class Chassis(Sourced, LifeCycled):
     rental_increment_hours: float = 0.0
     rental_terms_source: str = ""
     interruption_note: str = ""
+    # rack-scale systems (catalog_schema.Chassis; hardware/rack_scale.py): GPUs of one NVLink domain (None:
+    # gpu_slots), the nodes of one rack sold whole, its nameplate power and height, liquid cooling required
+    nvlink_domain_gpus: int | None = None
+    rack_system_nodes: int | None = None
+    rack_system_power_kw: float | None = None
+    rack_system_units: int | None = None
+    liquid_cooling_required: bool = False
 
 
 @dataclass(**_RECORD)

@@ -88,9 +88,10 @@ def _sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def key(kind: str, path: Path, modules: tuple[str, ...]) -> str | None:
-    """Cache key of `path` validated by `modules` (file names in the costopt package); None when the
-    file or a module cannot be read, or is not a regular file (the caller's uncached load then says why)."""
+def key(kind: str, path: Path, modules: tuple[str, ...], extra: str = "") -> str | None:
+    """Cache key of `path` validated by `modules` (file names in the costopt package), and `extra` (what else
+    the entry depends on, e.g. a function's arguments); None when the file or a module cannot be read, or
+    is not a regular file (the caller's uncached load then says why)."""
     from costopt.core.version import __version__
 
     try:
@@ -103,7 +104,7 @@ def key(kind: str, path: Path, modules: tuple[str, ...]) -> str | None:
             _code[modules] = b"".join(_sha256((here / m).read_bytes()) for m in modules)
     except OSError:
         return None
-    head = f"costopt {__version__}; cache {FORMAT}; {kind}; {path}\n".encode("utf-8", "surrogateescape")
+    head = f"costopt {__version__}; cache {FORMAT}; {kind}; {path}\n{extra}".encode("utf-8", "surrogateescape")
     k = f"{kind}-{_sha256(head + _code[modules] + content).hex()}"
     _source[k] = _sha256(content).hex()
     return k

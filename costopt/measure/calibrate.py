@@ -14,7 +14,7 @@ whose default is 0, e.g. `process_step_us_per_gpu`) and u_j⁰ the starting valu
   residuals e' = sign(e)·sqrt(ρ_k(e)), whose squares are the loss.
 
 - σ_row = ROW_SIGMA = 0.10: the spread of one row's log error that the model is expected to have
-  (the thesis claims ±10% from one GPU's profile plus the links; thesis_method.md). It is fixed and
+  (the thesis claims ±10% from one GPU's profile plus the links; docs/sources.md §12c). It is fixed and
   documented, not tuned: it sets how strongly the data may pull a parameter away from its prior.
 - w_j = PRIOR[name] (one standard deviation of ln θ, with the reason next to each value): a parameter
   the rows do not pin stays near its default instead of running to a bound, which is what made the
@@ -79,12 +79,12 @@ HUBER_K = 1.345
 PRIOR: dict[str, tuple[str, float]] = {
     # DESIGN.md: TCP reaches 0.6-0.8 of line rate; 2017 gRPC may be lower: wider than that range
     "tcp_efficiency": ("log", 0.30),
-    # hardware_facts.md §4a: EFA 85%; RDMA 0.8-0.9 in DESIGN.md
+    # docs/sources.md §4a: EFA 85%; RDMA 0.8-0.9 in DESIGN.md
     "rdma_efficiency": ("log", 0.10),
-    # hardware_facts.md §4d gives 30-40 us for MPI; gRPC stacks can be several times that
+    # docs/sources.md §4d gives 30-40 us for MPI; gRPC stacks can be several times that
     "tcp_message_overhead_us": ("log", 1.0),
     "rdma_message_overhead_us": ("log", 1.0),
-    # an estimate with no source (thesis_method.md §7 lists it as unknown): a factor ~4.5 either way
+    # an estimate with no source (docs/sources.md §12c (thesis §7) lists it as unknown): a factor ~4.5 either way
     "ps_tensor_overhead_us": ("log", 1.5),
     # prior 0.87 from TF's parameter_server dataflow (tools/ps_pull_overlap_prior.py: pulls issued at step start,
     # sharing the rate); pulls in forward order give about 1, one at a time in a random order (TicTac, MLSys 2019:
@@ -96,9 +96,9 @@ PRIOR: dict[str, tuple[str, float]] = {
     "host_reduce_gb_per_s": ("log", 0.70),
     # estimate; DESIGN.md only says "a fraction of the NIC's line rate"
     "cpu_network_efficiency": ("log", 0.50),
-    # hardware_facts.md §3b: 0.88 measured on H200 hosts; older PCIe Gen3 hosts somewhat lower
+    # docs/sources.md §3b: 0.88 measured on H200 hosts; older PCIe Gen3 hosts somewhat lower
     "pcie_efficiency": ("log", 0.15),
-    # hardware_facts.md §3b: 0.80-0.88 measured across A100/H200/B200
+    # docs/sources.md §3b: 0.80-0.88 measured across A100/H200/B200
     "nvlink_efficiency": ("log", 0.10),
     # prior 0.0365, the H200 step-to-step spread (tools/straggler_prior.py); ± 0.03 spans its quartiles 0.0025-0.076
     "straggler_cv": ("lin", 0.03),

@@ -21,6 +21,13 @@ the s×s scores out of memory (FlashAttention) or not; step.py times the two dif
 absent: `flash`, the norm of 2023-2026 training stacks, listed as assumed. The shipped file fills it
 from the framework, version and date each source states (llm_training_sources.md).
 
+Mixture-of-experts rows (optional columns): `model_config` names the zoo transformer whose architecture the row
+ran (its experts, expert size, shared experts, dense layers, attention: data/llm/*.toml); `num_experts` and
+`top_k`, when given, must agree with it; `ep` is the expert-parallel degree (absent: 1) and
+`expert_load_imbalance` the λ of moe.py (absent: the [moe] default of data/llm_defaults.toml, listed as
+assumed; Megatron-Bridge's MoE benchmarks force-balance the tokens: 1). A row without `model_config` is a
+dense model built from its columns, as before.
+
 A second optional column, `measured_tokens_basis`, says how the tokens/s per GPU was obtained: `stated`
 (printed by the source), `derived_iteration_time` (tokens per iteration over the printed iteration time),
 `derived_flops_formula` (printed achieved TFLOP/s over the FLOPs per token of the formula the source states
@@ -31,7 +38,6 @@ in the shipped file.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from dataclasses import dataclass
@@ -42,20 +48,31 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, load_catalog
 from costopt.search.design_space import DesignSpace
 from costopt.core.errors import InputError
-from costopt.core.files import input_path, read_input_text
+from costopt.core.files import input_path, iter_input_lines
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, Layout, default_llm_params,
+from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, FRAMEWORKS, LOW_PRECISIONS, PIPELINE_EXTRA_LAYERS, Layout,
+                                      default_llm_params,
                                       evaluate_layouts, gpu_generation, params_for_framework)
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.step import LlmParams
 from costopt.core.paths import DATA_DIR
 
 LLM_DATASET = DATA_DIR / "validation" / "llm_training.csv"
+# mixture-of-experts runs (same format, with model_config / ep; tools/moe_rows.py): apart from LLM_DATASET, so the
+# dense fit (tools/llm_fit.py) and its ranges stay on dense rows; the MoE constant is fitted on these (tools/moe_fit.py)
+MOE_DATASET = DATA_DIR / "validation" / "llm_moe_training.csv"
+# published fine-tuning runs (SFT, LoRA; the `finetune` column): apart from LLM_DATASET, so that no fit sees them
+# (they are predicted with the pre-training efficiency; tools/finetune_errors.py prints their errors)
+FINETUNE_DATASET = DATA_DIR / "validation" / "llm_finetune.csv"
+SHIPPED_LLM_DATASETS = {LLM_DATASET.stem: LLM_DATASET, MOE_DATASET.stem: MOE_DATASET,
+                        FINETUNE_DATASET.stem: FINETUNE_DATASET}
 COLUMNS = ("source", "model", "params_b", "layers", "hidden", "heads", "seq_len", "gpu", "gpus_per_node", "nodes",
            "total_gpus", "precision", "dp_strategy", "tp", "pp", "cp", "micro_batch_per_gpu", "global_batch",
            "activation_checkpointing", "compile", "measured_tokens_per_s_per_gpu", "measured_mfu", "interconnect",
            "notes")
-OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab")
+OPTIONAL_COLUMNS = ("attention", "measured_tokens_basis", "framework", "vp", "kv_heads", "ffn_hidden", "vocab",
+                    "model_config", "num_experts", "top_k", "ep", "expert_load_imbalance", "finetune", "lora_rank",
+                    "lora_targets")
 DEFAULT_VOCAB = 50368  # a row that states no vocabulary (llm-foundry's MPT models)
 ATTENTION = ("flash", "unfused")
 # how the row's tokens/s per GPU was obtained (tools/derive_llm_tokens.py fills it in the shipped file)
@@ -101,21 +118,23 @@ class LlmRow:
     # the `interconnect` column read as (fabric: ib | roce | ethernet, Gb/s, per: gpu | node); None: not stated
     fabric: tuple | None = None
     cp: int = 1  # context-parallel degree
+    ep: int = 1  # expert-parallel degree (mixture of experts)
+    load_imbalance: float | None = None  # the row's expert load imbalance; None: the [moe] default
 
 
 def read_llm_csv(path: str | Path) -> list[LlmRow]:
     p = Path(path)
     if not p.exists():
         raise InputError(f"measurement file not found: {p}")
-    with io.StringIO(read_input_text(p, "measurement file", "csv"), newline="") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
-        if missing or extra:
-            raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
-                             + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
-        return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
+    # read line by line (core/files.iter_input_lines: regular, bounded, UTF-8), never the whole text at once
+    reader = csv.DictReader(iter_input_lines(p, "measurement file", "csv"))
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS and c not in OPTIONAL_COLUMNS]
+    if missing or extra:
+        raise InputError(f"{p}: large-model CSV columns " + (f"missing {', '.join(missing)}" if missing else "")
+                         + ("; " if missing and extra else "") + (f"unknown {', '.join(extra)}" if extra else ""))
+    return [_parse(p, i + 2, r) for i, r in enumerate(reader)]
 
 
 def _num(p: Path, line: int, raw: dict, col: str, *, integer: bool = False, optional: bool = False):
@@ -176,8 +195,9 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     vp = _num(p, line, raw, "vp", integer=True, optional=True) or 1
     if kv is not None and heads % kv:
         raise InputError(f"{p}:{line}: kv_heads {kv} does not divide heads {heads}", field="kv_heads")
-    if vp > 1 and (pp < 2 or pp * vp > layers):
-        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most layers ({layers}) / pp chunks", field="vp")
+    if vp > 1 and (pp < 2 or pp * vp > layers + PIPELINE_EXTRA_LAYERS):
+        raise InputError(f"{p}:{line}: vp {vp} needs pp > 1 and at most (layers + {PIPELINE_EXTRA_LAYERS}) / pp chunks "
+                         f"(layers {layers}; the embedding and the loss may each be a pipeline layer)", field="vp")
     if vocab is None:
         assumed.append(f"vocabulary {DEFAULT_VOCAB} (not stated)")
     framework = (raw.get("framework") or "").strip()
@@ -189,6 +209,10 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
     cfg = TransformerConfig(name=raw["model"], layers=layers, hidden=hidden, heads=heads, kv_heads=kv or heads,
                             ffn_hidden=ffn or 4 * hidden, vocab=vocab or DEFAULT_VOCAB, seq_len=seq,
                             source=raw["source"], params_override=int(round(params_b * 1e9)))
+    ep = _num(p, line, raw, "ep", integer=True, optional=True) or 1
+    lam = _num(p, line, raw, "expert_load_imbalance", optional=True)
+    cfg = _moe_config(p, line, raw, cfg, params_b, ep, lam, assumed)
+    cfg = cfg.with_finetune(_finetune(p, line, raw, assumed))
     attention = (raw.get("attention") or "").strip()
     if attention == "":
         attention = "flash"
@@ -208,7 +232,61 @@ def _parse(p: Path, line: int, raw: dict) -> LlmRow:
         assumed.append("network: the generation's InfiniBand, one adapter per GPU (not stated)")
     return LlmRow(line, raw["source"], raw["model"], cfg, raw["gpu"].strip(), G, M, strategy, tp, pp, mb or 1, gb or 1, ckpt,
                   precision, tok, None if mfu is None else mfu / 100.0, skip, "; ".join(assumed), flash,
-                  basis, vp, framework, fabric, cp)
+                  basis, vp, framework, fabric, cp, ep, lam)
+
+
+def _finetune(p: Path, line: int, raw: dict, assumed: list[str]):
+    """The optional `finetune` column (sft | lora | qlora; empty: pre-training) with `lora_rank` and `lora_targets`
+    (LoRA/QLoRA only; empty: the defaults of data/finetune.toml, listed as assumed)."""
+    from costopt.perf.llm.finetune import FINETUNES, resolve
+
+    method = (raw.get("finetune") or "").strip() or None
+    rank = _num(p, line, raw, "lora_rank", integer=True, optional=True)
+    targets = (raw.get("lora_targets") or "").strip() or None
+    if method is not None and method not in FINETUNES:
+        raise InputError(f"{p}:{line}: finetune '{method}' (choose from {', '.join(FINETUNES)}; empty: pre-training)",
+                         field="finetune")
+    try:
+        ft = resolve(method, rank, targets)
+    except InputError as exc:
+        raise InputError(f"{p}:{line}: {exc}", field="finetune") from None
+    if ft is not None and ft.defaults:
+        assumed.append(f"LoRA {' and '.join(ft.defaults)} (not stated)")
+    return ft
+
+
+def _moe_config(p: Path, line: int, raw: dict, cfg: TransformerConfig, params_b: float, ep: int, lam: float | None,
+                assumed: list[str]) -> TransformerConfig:
+    """A row's mixture-of-experts architecture: the zoo model `model_config` names, at the row's sequence length,
+    checked against the row's own columns (layers, hidden, heads, num_experts, top_k, params_b within 1%)."""
+    from dataclasses import replace
+
+    from costopt.perf.llm.arch import is_llm_model, load_llm_model
+
+    name = (raw.get("model_config") or "").strip()
+    experts = _num(p, line, raw, "num_experts", integer=True, optional=True)
+    top_k = _num(p, line, raw, "top_k", integer=True, optional=True)
+    if not name:
+        if experts or top_k or ep > 1 or lam is not None:
+            raise InputError(f"{p}:{line}: num_experts, top_k, ep and expert_load_imbalance need model_config (the zoo "
+                             "mixture-of-experts model whose architecture the row ran)", field="model_config")
+        return cfg
+    if not is_llm_model(name):
+        raise InputError(f"{p}:{line}: model_config '{name}' is not a zoo transformer", field="model_config")
+    zoo = load_llm_model(name)
+    stated = {"layers": cfg.layers, "hidden": cfg.hidden, "heads": cfg.heads, "num_experts": experts, "top_k": top_k}
+    wrong = [f"{k} {v} (zoo {getattr(zoo, k)})" for k, v in stated.items() if v is not None and v != getattr(zoo, k)]
+    if abs(params_b * 1e9 - zoo.params) > 0.01 * zoo.params:
+        wrong.append(f"params_b {params_b:g} (zoo {zoo.params / 1e9:.4g})")
+    if wrong:
+        raise InputError(f"{p}:{line}: the row disagrees with model_config '{name}': {', '.join(wrong)}",
+                         field="model_config")
+    assumed[:] = [a for a in assumed if not a.startswith("vocabulary")]  # the zoo model states its vocabulary
+    if zoo.is_moe and lam is None:
+        assumed.append("expert load imbalance: the [moe] default (not stated)")
+    if zoo.is_moe and not (raw.get("ep") or "").strip():
+        assumed.append("ep 1 (not stated)")
+    return replace(zoo, name=cfg.name, seq_len=cfg.seq_len, source=cfg.source)
 
 
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gbps|Gb/s)", re.IGNORECASE)
@@ -290,16 +368,20 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
     catalog = catalog or load_catalog(None)
     live = [r for r in rows if not r.skip]
     out = {r.line: {"line": r.line, "source": r.source, "model": r.model, "gpu": r.gpu, "total_gpus": r.gpus_per_node * r.nodes,
-                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "precision": r.precision,
+                    "strategy": r.strategy, "tp": r.tp, "pp": r.pp, "vp": r.vp, "cp": r.cp, "ep": r.ep,
+                    "moe": bool(r.cfg is not None and r.cfg.is_moe),
+                    "precision": r.precision,
                     "framework": r.framework,
                     "attention": "flash" if r.flash else "unfused", "measured_tokens_per_s_per_gpu": r.measured_tokens,
                     "measured_mfu": r.measured_mfu, "measured_tokens_basis": r.tokens_basis or None,
-                    "skipped": r.skip or None, "assumed": r.assumed} for r in rows}
+                    "skipped": r.skip or None, "assumed": r.assumed,
+                    **({} if r.cfg.finetune is None else {"finetune": r.cfg.finetune.method})} for r in rows}
     if live:
         space, G = _row_space(live, catalog)
         lay = Layout(np.array([LLM_STRATEGIES.index(r.strategy) for r in live]), np.array([r.tp for r in live]),
                      np.array([r.pp for r in live]), np.array([r.micro_batch for r in live]),
                      np.array([CHECKPOINTING.index(r.ckpt) for r in live]))
+        base_lam = (params or default_llm_params()).moe_load_imbalance
         groups: dict[tuple[str, str], list[int]] = {}
         for i, r in enumerate(live):
             groups.setdefault((r.precision, r.framework), []).append(i)
@@ -307,11 +389,13 @@ def predict_rows(rows: list[LlmRow], params: LlmParams | None = None, catalog: C
         for (precision, framework), idx in sorted(groups.items()):  # one evaluation per precision and framework
             ix = np.array(idx)
             sub_lay = Layout(*(getattr(lay, f)[ix] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")),
-                             vp=np.array([live[i].vp for i in idx]), cp=np.array([live[i].cp for i in idx]))
+                             vp=np.array([live[i].vp for i in idx]), cp=np.array([live[i].cp for i in idx]),
+                             ep=np.array([live[i].ep for i in idx]))
+            lam = np.array([base_lam if live[i].load_imbalance is None else live[i].load_imbalance for i in idx])
             ev = evaluate_layouts(ArchArrays.of([live[i].cfg for i in idx]), space.take(ix), sub_lay,
                                   precision=precision, global_batch=np.array([live[i].global_batch for i in idx]),
                                   params=params_for_framework(base, framework), gpus_per_node=G[ix],
-                                  flash_attention=np.array([live[i].flash for i in idx]))
+                                  flash_attention=np.array([live[i].flash for i in idx]), load_imbalance=lam)
             for j, i in enumerate(idx):
                 r = live[i]
                 pred = float(ev.timing.tokens_per_s_per_gpu[j])
@@ -339,12 +423,17 @@ def add_ranges(recs: list[dict], catalog: Catalog | None = None) -> dict:
     params = default_llm_params()
     mamf = np.array([mamf_fraction(catalog.gpus[r["gpu"]], params, catalog.gpus)[0] for r in live])
     x = np.array([r["predicted_tokens_per_s_per_gpu"] for r in live])
-    rng = bounds(x, np.array([r["predicted_mfu"] for r in live]), np.array([r["gpu"] for r in live]), mamf)
+    lows, highs = np.zeros(len(live)), np.zeros(len(live))
+    for ft in sorted({r.get("finetune") or "" for r in live}):  # a fine-tune widens its rows' ranges (ranges.py)
+        k = np.array([(r.get("finetune") or "") == ft for r in live])
+        rng = bounds(x[k], np.array([r["predicted_mfu"] for r in live])[k], np.array([r["gpu"] for r in live])[k],
+                     mamf[k], finetune=ft or None, moe=np.array([bool(r.get("moe")) for r in live])[k])
+        lows[k], highs[k] = rng.low, rng.high
     meas = np.array([r["measured_tokens_per_s_per_gpu"] for r in live])
-    for r, lo, hi in zip(live, rng.low.tolist(), rng.high.tolist()):
+    for r, lo, hi in zip(live, lows.tolist(), highs.tolist()):
         r["predicted_low_tokens_per_s_per_gpu"] = lo
         r["predicted_high_tokens_per_s_per_gpu"] = hi
-    inside = (meas >= rng.low) & (meas <= rng.high)
+    inside = (meas >= lows) & (meas <= highs)
     res = load_llm_residuals()
     return {"rows_inside_range_share": float(inside.mean()),
             "rows_inside_range_basis": "in sample: the shipped fit, ranges whose residuals include these rows",

@@ -19,7 +19,7 @@ Measurement file: CSV, one measured configuration per row, header required. Colu
   `chassis` (a catalog chassis id; default the cheapest that takes gpus_per_node x gpu),
   `overlap` (wfbp | none | full, default wfbp: the timing model's overlap mode for that row; `none`
   where the source's mode waits for every gradient before communicating, e.g. tf_cnn_benchmarks
-  `--gradient_repacking`, thesis_method.md §6.5 (a)), `stack` (nccl | mpi | grpc | gloo: the
+  `--gradient_repacking`, docs/sources.md §12c (thesis §6.5) (a)), `stack` (nccl | mpi | grpc | gloo: the
   communication stack the run used, costopt/perf/stacks.py). An empty or absent `stack` is inferred from
   the strategy and `reduce_on`: ps -> grpc (TensorFlow parameter servers), an all-reduce with
   reduce_on=cpu -> mpi (host-memory all-reduce), any other all-reduce -> nccl. `--stack` (the
@@ -48,11 +48,13 @@ each row ran. Error % = (predicted - measured) / measured x 100.
 from __future__ import annotations
 
 import csv
+import itertools
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -63,7 +65,7 @@ from costopt.hardware.catalog import REFERENCE_CATALOG, Catalog, parse_catalog
 from costopt.core.checks import MAX_COUNT
 from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, single_design
 from costopt.core.errors import InputError
-from costopt.core.files import read_input_text, read_toml
+from costopt.core.files import iter_input_lines, read_toml
 from costopt.perf.intervals import bounds as interval_bounds
 from costopt.perf.intervals import exposed_share
 from costopt.perf.stacks import AUTO, STACKS, check_stack, infer_stack
@@ -147,11 +149,22 @@ def _err(path: Path, line: int, column: str, msg: str) -> InputError:
     return InputError(f"{path}: line {line}, column '{column}': {msg}")
 
 
+STREAM_ROWS = 20_000  # rows per chunk when `validate` streams a file (ValidationStream): about 8 kB of memory a row
+
+
 def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[str]]:
     """Parse and check a measurement CSV; returns (path, rows, header)."""
+    path, rows, header = next(iter_measurements(name_or_path, sys.maxsize))
+    return path, rows, header
+
+
+def iter_measurements(name_or_path: str | Path, chunk_rows: int = STREAM_ROWS) -> Iterator[tuple[Path, list[Row], list[str]]]:
+    """Parse and check a measurement CSV as it is read, `chunk_rows` rows at a time: yields (path, rows,
+    header) per chunk. The file is read line by line (core/files.iter_input_lines: regular, bounded, UTF-8,
+    a bad byte named by its line), so memory holds one chunk of rows, not the file; a bad row stops the
+    reading there with its line."""
     path = resolve_dataset(name_or_path)
-    text = read_input_text(path, "measurement file", "csv")  # regular, bounded, UTF-8 (bad byte: its line)
-    reader = csv.reader(text.splitlines(keepends=True))
+    reader = csv.reader(iter_input_lines(path, "measurement file", "csv"))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -164,6 +177,7 @@ def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[s
     if dup:
         raise InputError(f"{path}: line 1: duplicate column(s) {', '.join(repr(d) for d in dup)}")
     rows: list[Row] = []
+    done_any = False
     workloads: dict[str, Any] = {}  # model id -> Workload (or the InputError it raised): each read once
     # Rows that differ from an earlier row only in `source` and `measured_samples_per_s` (the cells a row
     # alone checks) are copies of that row's parse: the other cells passed every check there.
@@ -190,9 +204,13 @@ def read_measurements(name_or_path: str | Path) -> tuple[Path, list[Row], list[s
             r.line, r.source, r.raw = line, raw["source"], raw
             r.measured_samples_per_s = _number(path, line, raw, "measured_samples_per_s")
         rows.append(r)
-    if not rows:
+        if len(rows) >= chunk_rows:
+            yield path, rows, header
+            rows, done_any = [], True
+    if rows:
+        yield path, rows, header
+    elif not done_any:
         raise InputError(f"{path}: no measurement rows")
-    return path, rows, header
 
 
 def _workload(model: str, cache: dict[str, Any]):
@@ -673,28 +691,88 @@ def with_stack(rows: list[Row], stack: str | None) -> list[Row]:
 
 
 def validate(file: str | Path, *, system: str | Path | SystemParams | None = None,
-             catalog: str | Path | None = None, stack: str | None = None) -> ValidationResult:
-    """Predict every row of a measurement file and compare with what was measured."""
-    path, rows, header = read_measurements(file)
-    rows = with_stack(rows, stack)
-    params = system if isinstance(system, SystemParams) else load_system(system)
-    prep = prepare(rows, catalog, path, header)
-    pred = prep.predict(params)
-    df = frame_for(prep, pred)
-    low, high = row_ranges(prep, pred)
-    at = df.columns.get_loc("predicted_samples_per_s") + 1
-    df.insert(at, "predicted_high_samples_per_s", high)
-    df.insert(at, "predicted_low_samples_per_s", low)
-    meas = prep.measured
-    inside = (meas >= low) & (meas <= high)
-    summaries = summarize(df)
-    summaries["summary"]["inside_80pct_range_share"] = round(float(inside.mean()), 4)
-    summaries["interval"] = {"n": int(len(inside)), "inside_share": float(inside.mean()),
-                             "basis": "10th-90th percentile (Weibull positions) of measured / predicted time beyond compute "
-                                      "in the shipped rows' leave-one-source-out predictions, per stack, weighed by each "
-                                      "row's predicted exposed share (t_iter - t_compute) / t_iter; compute calibrated to "
-                                      "each row's 1-GPU figure (costopt/perf/intervals.py)"}
-    return ValidationResult(path, df, header, summaries)
+             catalog: str | Path | None = None, stack: str | None = None,
+             chunk_rows: int = STREAM_ROWS) -> ValidationResult:
+    """Predict every row of a measurement file and compare with what was measured (all rows in one frame;
+    `ValidationStream` gives them a chunk at a time, for files too large to hold)."""
+    stream = ValidationStream(file, system=system, catalog=catalog, stack=stack, chunk_rows=chunk_rows)
+    frames = list(stream.frames())
+    if len(frames) == 1:
+        df = frames[0]
+    else:
+        import pandas as pd
+
+        df = pd.concat(frames, ignore_index=True)
+    return ValidationResult(stream.path, df, stream.header, stream.summaries)
+
+
+_INTERVAL_BASIS = ("10th-90th percentile (Weibull positions) of measured / predicted time beyond compute "
+                   "in the shipped rows' leave-one-source-out predictions, per stack, weighed by each "
+                   "row's predicted exposed share (t_iter - t_compute) / t_iter; compute calibrated to "
+                   "each row's 1-GPU figure (costopt/perf/intervals.py)")
+
+
+class ValidationStream:
+    """`validate`, one chunk of rows at a time: `frames()` reads, predicts and yields each chunk's frame (the
+    columns `validate` gives, `chunk_rows` rows at most) and drops it; what the summaries need is kept per row
+    as numbers (absolute error, codes of source, strategy and stack, multi-node, inside the 80% range:
+    about 30 bytes a row), so a file of 1,000,000 rows runs in the memory of one chunk plus that
+    (benchmarks/bench_validate_stream.py). `summaries` (after the last frame) equal `summarize` over every
+    row: the same groups in the same order, the same statistics.
+
+    Chunks share the catalog: the validation catalog of a chunk's rows is made once per set of ad-hoc
+    NICs (a row's prediction depends only on its own design, so a chunk predicts each row as the whole
+    file would)."""
+
+    def __init__(self, file: str | Path, *, system: str | Path | SystemParams | None = None,
+                 catalog: str | Path | None = None, stack: str | None = None, chunk_rows: int = STREAM_ROWS):
+        self._chunks = iter_measurements(file, chunk_rows)
+        self._first = next(self._chunks)  # the header's and the first rows' errors now, before any output
+        self.path, _, self.header = self._first
+        check_stack(stack)
+        self.stack = stack
+        self.params = system if isinstance(system, SystemParams) else load_system(system)
+        self.catalog = catalog
+        self.summaries: dict[str, Any] | None = None
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        err, multi, inside = [], [], []
+        codes: dict[str, dict[str, int]] = {"source": {}, "strategy": {}, "stack": {}}
+        of: dict[str, list[np.ndarray]] = {k: [] for k in codes}
+        catalogs: dict[frozenset, Catalog] = {}
+        first, self._first = self._first, None
+        for path, rows, header in itertools.chain([first], self._chunks):
+            rows = with_stack(rows, self.stack)
+            nics = frozenset(r.nic_id for r in rows if r.nic_id is not None)
+            cat = catalogs.get(nics)
+            if cat is None:
+                cat = catalogs[nics] = validation_catalog(rows, self.catalog)
+            prep = prepare(rows, cat, path, header)
+            pred = prep.predict(self.params)
+            df = frame_for(prep, pred)
+            low, high = row_ranges(prep, pred)
+            at = df.columns.get_loc("predicted_samples_per_s") + 1
+            df.insert(at, "predicted_high_samples_per_s", high)
+            df.insert(at, "predicted_low_samples_per_s", low)
+            meas = prep.measured
+            inside.append((meas >= low) & (meas <= high))
+            err.append(df["error_pct"].to_numpy(dtype=np.float64))
+            multi.append(df["nodes"].to_numpy().astype(int) > 1)
+            for k, names in codes.items():
+                of[k].append(np.array([names.setdefault(v, len(names)) for v in df[k].tolist()], dtype=np.int32))
+            del prep, rows
+            yield df
+        e, m, ins = np.concatenate(err), np.concatenate(multi), np.concatenate(inside)
+
+        def by(k: str) -> dict[str, Any]:
+            c = np.concatenate(of[k])
+            return {name: error_stats(e[c == code]) for name, code in sorted(codes[k].items())}
+
+        s = {"summary": error_stats(e), "multi_node": error_stats(e[m]), "by_source": by("source"),
+             "by_strategy": by("strategy"), "by_stack": by("stack")}
+        s["summary"]["inside_80pct_range_share"] = round(float(ins.mean()), 4)
+        s["interval"] = {"n": int(len(ins)), "inside_share": float(ins.mean()), "basis": _INTERVAL_BASIS}
+        self.summaries = s
 
 
 def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -707,5 +785,5 @@ def row_ranges(prep: Prepared, predicted: np.ndarray) -> tuple[np.ndarray, np.nd
     return interval_bounds(predicted, stack, None, share, perfect=perfect)
 
 
-__all__ = ["COLUMNS", "Row", "read_measurements", "resolve_dataset", "validation_catalog", "prepare", "Prepared",
+__all__ = ["COLUMNS", "Row", "read_measurements", "iter_measurements", "ValidationStream", "resolve_dataset", "validation_catalog", "prepare", "Prepared",
            "validate", "ValidationResult", "error_stats", "summarize", "list_datasets"]

@@ -18,10 +18,11 @@ Evidence (the estimate's `source` and `basis` say which one was used):
 (c) roofline: any other GPU X. The reference GPU's fitted H is kept; its GPU time is moved by the ratio of
     the two GPUs' rooflines for this model:
 
-        g_X = g_ref * r_X / r_ref,   r = F / (P e_mm) + B / (W e_bw)   per sample
+        g_X = g_ref * r_X / r_ref,   r = F_gemm / (P e_mm) + F_conv / (P e_conv) + B / (W e_bw)   per sample
         k_X = weight bytes / W_X;    G_s,X = G_s,ref * (W_ref e_bw,ref) / (W_X e_bw,X)
 
-    F = training matmul FLOPs and B = bytes moved by every other op per sample (zoo `flops`,
+    F = training matmul FLOPs (F_conv of them in convolutions, run as implicit GEMMs at their own fraction
+    e_conv; F_gemm = F - F_conv in dense GEMMs) and B = bytes moved by every other op per sample (zoo `flops`,
     tools/zoo_flops.py), P the dense peak at precision p at the clock the GPU sustains (P_rated x sustained /
     rated boost clock, where the catalog gives both clocks: GeForce GPU Boost runs above the rated boost
     clock), W the memory bandwidth, e the achieved fractions of the GPU's generation and memory type.
@@ -30,7 +31,7 @@ Evidence (the estimate's `source` and `basis` say which one was used):
 
 Achieved fractions are fitted, per precision class (fp32 | amp) and jointly over groups g = (generation,
 memory type: HBM | GDDR, data/compute_defaults.toml), by least squares on u = 1/e with u >= 1 (never above
-peak) and u_mm >= 1 / MAMF (the best measured matmul fraction of the generation's GPUs, mamf-finder,
+peak) and u_mm, u_conv >= 1 / MAMF (the best measured matmul fraction of the generation's GPUs, mamf-finder,
 data/llm_defaults.toml [compute.mamf_fraction]), with one host term h >= 0 per benchmark model (seconds
 per sample no GPU removes: data loading; Lambda's ResNet-50 stops near 3,000 images/s on H200 and B200):
   - the reference GPU's GPU time per sample g_ref (forward + backward, host removed by the sweep fit) of
@@ -38,7 +39,9 @@ per sample no GPU removes: data loading; Lambda's ResNet-50 stops near 3,000 ima
         F/P u_mm + B/W u_bw = g_ref                                     (weight 1/g_ref)
   - every published single-GPU cell of GPU k against its table's reference GPU j, ratio
     rho = X_k / X_j of a Lambda model l with a zoo equivalent m (its F and B):
-        rho * (r_k(m) + h_l) - (r_j(m) + h_l) = 0                       (weight 1/(F/P_j + B/W_j))
+        rho * smax(r_k(m), h_l) - smax(r_j(m), h_l) = 0                 (weight 1/(F/P_j + B/W_j))
+    (the host works beside the GPU: the phase's smooth max and exponent, `host_in_fit`; solved from the
+    additive solution, rho (r_k + h) = r_j + h, by damped Gauss-Newton steps, `_solve`)
   - every single-GPU figure of TensorFlow's 2017 benchmark page (K80, P100 SXM2; fp32, synthetic data;
     data/published/tf_bench_2017_single_gpu.json) as an absolute time per sample (no host term):
         F/P u_mm + B/W u_bw = 1 / X                                     (weight X)
@@ -69,6 +72,7 @@ import numpy as np
 from costopt.hardware.catalog import Catalog, Gpu, load_catalog
 from costopt.core.errors import InputError
 from costopt.core.units import ms_to_s
+from costopt.perf.bounded_lsq import solve_equations as _solve
 from costopt.perf.host_gpu import (PhaseSplit, defaults, fit_phase, identified, smax, smooth_p,
                                     step_split)
 
@@ -89,6 +93,12 @@ _GENERATION_SLOT = {**{g: i for i, g in enumerate(GENERATION_ORDER)},
 _FIT_ZOO_MODEL = {"resnet50": "resnet50", "bert_base_squad": "bert_base", "bert_large_squad": "bert_large"}
 # the GPU each published table's cells are fitted against when the measured reference is not in it
 _TABLE_FIT_REFERENCE = {"lambda-v2": "h200-sxm", "lambda-v1": "h100-sxm"}
+
+
+def host_p() -> float:
+    """Exponent of the host term in the published-ratio equations: the phase's smooth-max exponent, or 1
+    (additive) where data/compute_defaults.toml [fractions] host_in_fit = "additive"."""
+    return smooth_p() if defaults()["fractions"]["host_in_fit"] == "smooth-max" else 1.0
 
 
 def memory_type(gpu_id: str) -> tuple[str, bool]:
@@ -148,17 +158,21 @@ class SampleCost:
     matmul_flops: float  # forward + backward matmul FLOPs per sample
     other_bytes: dict  # precision class ('fp32' | 'amp') -> bytes per sample moved by non-matmul ops
     param_count: float = 0.0  # parameters (zoo `flops.param_count`): the weight traffic of the kernel floor
+    conv_flops: float = 0.0  # the part of matmul_flops run as convolutions (zoo `flops`; implicit GEMM in cuDNN)
 
     def bytes_for(self, precision: str) -> float:
         return self.other_bytes[PRECISION_CLASS[precision]]
 
-    def roofline_s(self, gpu: Gpu, precision: str, u_mm: float = 1.0, u_bw: float = 1.0) -> float:
-        """Seconds per sample at fractions 1/u of the sustained-clock peak FLOP/s and of the memory
-        bandwidth (no peak -> inf)."""
+    def roofline_s(self, gpu: Gpu, precision: str, u_mm: float = 1.0, u_bw: float = 1.0,
+                   u_conv: float | None = None) -> float:
+        """Seconds per sample at fractions 1/u of the sustained-clock peak FLOP/s (GEMM and convolution
+        FLOPs each at their own; u_conv None: the GEMM u) and of the memory bandwidth (no peak -> inf)."""
         peak = gpu.sustained_flops(precision)
         if peak is None:
             return math.inf
-        return self.matmul_flops / peak * u_mm + self.bytes_for(precision) / gpu.memory_bandwidth_bytes_per_s * u_bw
+        uc = u_mm if u_conv is None else u_conv
+        return ((self.matmul_flops - self.conv_flops) / peak * u_mm + self.conv_flops / peak * uc
+                + self.bytes_for(precision) / gpu.memory_bandwidth_bytes_per_s * u_bw)
 
     def floor_s(self, gpu: Gpu, precision: str) -> float:
         """Fastest physically possible time per sample: peak FLOP/s or memory bandwidth, whichever binds."""
@@ -175,7 +189,7 @@ def sample_cost(flops: dict | None) -> SampleCost | None:
     other = flops["train_other_bytes_per_sample"]
     return SampleCost(float(flops["train_matmul_flops_per_sample"]),
                       {"fp32": float(other["fp32"]), "amp": float(other["amp_bf16"])},
-                      float(flops.get("param_count", 0.0)))
+                      float(flops.get("param_count", 0.0)), float(flops.get("train_conv_flops_per_sample", 0.0)))
 
 
 def weight_bytes(cost: SampleCost | None, precision: str) -> tuple[float, float]:
@@ -253,36 +267,6 @@ def load_absolute(path: str = str(ABSOLUTE_PATH)) -> tuple[dict, ...]:
 # roofline fractions
 
 
-def _nnls_shifted(A: np.ndarray, b: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """min ||A x - b|| subject to x >= lower (Lawson-Hanson active set on x - lower)."""
-    rhs = b - A @ lower
-    n = A.shape[1]
-    x = np.zeros(n)
-    passive = np.zeros(n, dtype=bool)
-    for _ in range(3 * n + 10):
-        w = A.T @ (rhs - A @ x)
-        if passive.all() or w[~passive].max(initial=-np.inf) <= 1e-12 * (1 + np.abs(w).max()):
-            break
-        j = int(np.argmax(np.where(passive, -np.inf, w)))
-        passive[j] = True
-        while True:
-            z = np.zeros(n)
-            z[passive] = np.linalg.lstsq(A[:, passive], rhs, rcond=None)[0]
-            if (z[passive] > 0).all():
-                x = z
-                break
-            neg = passive & (z <= 0)
-            alpha = float(np.min(x[neg] / np.maximum(x[neg] - z[neg], 1e-300)))
-            x = x + alpha * (z - x)
-            passive &= x > 1e-15
-            x[~passive] = 0.0
-    return x + lower
-
-
-
-
-
-
 @dataclass(frozen=True)
 class Fractions:
     """Fitted u = 1/achieved fraction per (generation, precision class), with the data behind each."""
@@ -295,18 +279,34 @@ class Fractions:
     absolute_only: frozenset = frozenset()
     pooled: dict | None = None  # pc -> (u_mm, u_bw) of the pooled fit the generations are shrunk toward
     memory: dict | None = None  # (generation, pc) -> memory types ('hbm', 'gddr') of the GPUs behind it
+    conv: dict | None = None  # (generation, pc) -> u_conv, convolution FLOPs (matmul u where absent)
 
     def for_gpu(self, gpu: Gpu, precision: str) -> tuple[float, float, str]:
+        """(u_mm, u_bw, words) of the group whose fractions this GPU uses."""
+        key, words = self.group_for(gpu, precision)
+        um, ub = self.u[key]
+        return um, ub, words
+
+    def u_conv(self, gpu: Gpu, precision: str) -> float:
+        """u of convolution FLOPs on this GPU (its group's; the matmul u where the group has none)."""
+        key, _ = self.group_for(gpu, precision)
+        return (self.conv or {}).get(key, self.u[key][0])
+
+    def roofline_s(self, cost: "SampleCost", gpu: Gpu, precision: str) -> float:
+        """Seconds per sample of `cost` on `gpu` at this GPU's fitted fractions (all three op classes)."""
+        um, ub, _ = self.for_gpu(gpu, precision)
+        return cost.roofline_s(gpu, precision, um, ub, self.u_conv(gpu, precision))
+
+    def group_for(self, gpu: Gpu, precision: str) -> tuple[tuple[str, str], str]:
         pc = PRECISION_CLASS[precision]
         gen = gpu.architecture or "other"
         mem, listed = memory_type(gpu.id)
         unlisted = "" if listed else f" (memory type of {gpu.id} not listed: HBM assumed)"
         mems = self.memory or {}
         if (gen, pc) in self.u and mem in mems.get((gen, pc), {mem}):
-            um, ub = self.u[(gen, pc)]
             what = ("TensorFlow 2017 single-GPU figures (estimate)" if (gen, pc) in self.absolute_only
                     else "equations")
-            return um, ub, f"{gen} fractions fitted on {self.cells[(gen, pc)]} {what}{unlisted}"
+            return (gen, pc), f"{gen} fractions fitted on {self.cells[(gen, pc)]} {what}{unlisted}"
         slot = _GENERATION_SLOT.get(gen, _GENERATION_SLOT["other"])
 
         def near(same_memory: bool):
@@ -321,8 +321,7 @@ class Fractions:
             if g2 is None:
                 raise InputError(f"no achieved fractions for {pc} on any GPU generation")
         what = f"no {mem.upper()} {gen} data" if (gen, pc) in self.u else f"no {gen} data"
-        um, ub = self.u[(g2, pc)]
-        return um, ub, f"{what}: {g2} fractions used ({how}){unlisted}"
+        return (g2, pc), f"{what}: {g2} fractions used ({how}){unlisted}"
 
 
 @lru_cache(maxsize=1)
@@ -363,7 +362,7 @@ def _zoo_costs() -> dict:
 
 
 def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
-                  withhold: frozenset = frozenset()) -> Fractions:
+                  withhold: frozenset = frozenset(), classes: tuple[str, ...] = ("fp32", "amp")) -> Fractions:
     """Achieved fractions per (group, precision class); see the module docstring.
 
     `withhold`: GPU ids whose figures are left out of the fit; an entry 'gpu/model' leaves out one
@@ -372,8 +371,13 @@ def fit_fractions(catalog: Catalog | None = None, ref_id: str = "h200-sxm",
     The fit reads the specs of the GPUs its data name (published cells use the reference catalog's
     ids) from `catalog`, by default the built-in reference catalog, so the fractions do not change
     with the catalog a design is priced from.
+
+    `classes`: the precision classes to fit (fp32, amp). The two fits share no equation and no unknown,
+    so fitting one alone gives the same numbers as fitting both; a solve in one precision fits one
+    (about half of a command's start-up CPU otherwise, benchmarks/bench_startup.py).
     """
-    return _fit_cached(_reference_gpu_key() if catalog is None else _gpu_key(catalog), ref_id, withhold)
+    return _fit_cached(_reference_gpu_key() if catalog is None else _gpu_key(catalog), ref_id, withhold,
+                       tuple(sorted(set(classes))))
 
 
 @lru_cache(maxsize=1)
@@ -392,27 +396,53 @@ def _amp_peak(g: Gpu) -> float | None:
     return g.sustained_flops("amp_bf16") or g.sustained_flops("amp_fp16")
 
 
-def _solve(eqs: list, group_of, lower_of) -> dict:
-    keys = sorted({(group_of(k[0]), k[1]) for coeff, _, _ in eqs for k in coeff})
-    index = {k: i for i, k in enumerate(keys)}
-    A = np.zeros((len(eqs), len(keys)))
-    rhs = np.zeros(len(eqs))
-    for i, (coeff, r, w) in enumerate(eqs):
-        for (g, term), v in coeff.items():
-            A[i, index[(group_of(g), term)]] += v * w
-        rhs[i] = r * w
-    lower = np.array([lower_of(k) for k in keys])
-    return dict(zip(keys, _nnls_shifted(A, rhs, lower)))
+@lru_cache(maxsize=64)
+def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset, classes: tuple[str, ...]) -> Fractions:
+    """The fractions of every class in `classes`, each fitted on its own (`_fit_class`)."""
+    u_all, n_all, host, absolute, pooled, memory, conv = {}, {}, {}, set(), {}, {}, {}
+    for pc in classes:
+        u, n, h, a, pl, m, cv = _fit_class(gpu_key, ref_id, withhold, pc)
+        conv.update(cv)
+        u_all.update(u)
+        n_all.update(n)
+        host.update(h)
+        absolute |= a
+        pooled.update(pl)
+        memory.update(m)
+    return Fractions(u_all, n_all, host, frozenset(absolute), pooled, memory, conv)
 
 
 @lru_cache(maxsize=64)
-def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
+def _fit_class(gpu_key: tuple, ref_id: str, withhold: frozenset, pc: str) -> tuple:
+    """(u, cells, host, absolute_only, pooled, memory, conv) of `Fractions` for one precision class `pc`:
+    fitted by `_fit_class_now`, kept across runs by perf/fit_cache.py."""
+    from costopt.perf.fit_cache import cached
+
+    def dump(r: tuple) -> dict:
+        u, n, host, absolute, pooled, memory, conv = r
+        return {"u": [[g, c, *v] for (g, c), v in u.items()], "cells": [[g, c, v] for (g, c), v in n.items()],
+                "host": host, "absolute": sorted(map(list, absolute)), "pooled": {c: list(v) for c, v in pooled.items()},
+                "memory": [[g, c, sorted(v)] for (g, c), v in memory.items()],
+                "conv": [[g, c, v] for (g, c), v in conv.items()]}
+
+    def load(d: dict) -> tuple:
+        return ({(g, c): (float(um), float(ub)) for g, c, um, ub in d["u"]}, {(g, c): int(v) for g, c, v in d["cells"]},
+                {c: {m: float(v) for m, v in h.items()} for c, h in d["host"].items()},
+                {(g, c) for g, c in d["absolute"]}, {c: (float(a), float(b)) for c, (a, b) in d["pooled"].items()},
+                {(g, c): frozenset(v) for g, c, v in d["memory"]}, {(g, c): float(v) for g, c, v in d["conv"]})
+
+    return cached("fractions", repr((gpu_key, ref_id, sorted(withhold), pc)),
+                  lambda: _fit_class_now(gpu_key, ref_id, withhold, pc), dump, load)
+
+
+def _fit_class_now(gpu_key: tuple, ref_id: str, withhold: frozenset, pc: str) -> tuple:
+    """`_fit_class`, computed."""
     gpus = {k[0]: k for k in gpu_key}
     costs = _zoo_costs()
     pub = load_published()
     mamf = _mamf_by_generation()
     shrink = float(defaults()["fractions"]["shrink_weight"])
-    u_all, n_all, host, absolute, pooled, memory = {}, {}, {}, set(), {}, {}
+    u_all, n_all, host, absolute, pooled, memory, conv = {}, {}, {}, set(), {}, {}, {}
 
     def peak(gid, pc):
         return gpus[gid][2] if pc == "fp32" else gpus[gid][3]
@@ -425,79 +455,101 @@ def _fit_cached(gpu_key: tuple, ref_id: str, withhold: frozenset) -> Fractions:
 
     def terms(gid, pc, cost, sign, model):
         b = cost.other_bytes[pc]
-        return {(group(gid), "mm"): sign * cost.matmul_flops / peak(gid, pc), (group(gid), "bw"): sign * b / bw(gid),
-                ("*" + model, "host"): sign}
+        out = {(group(gid), "mm"): sign * (cost.matmul_flops - cost.conv_flops) / peak(gid, pc),
+               (group(gid), "bw"): sign * b / bw(gid), ("*" + model, "host"): sign}
+        if cost.conv_flops:
+            out[(group(gid), "conv")] = sign * cost.conv_flops / peak(gid, pc)
+        return out
 
     def lower(key):
         g, term = key
         if term == "host":
             return 0.0
-        if term == "mm":
+        if term in ("mm", "conv"):  # a convolution (implicit GEMM) runs no faster than the best GEMM
             e = mamf.get(g) if g != "pool" else max(mamf.values(), default=None)
             return 1.0 / e if e else 1.0
         return 1.0
 
-    for pc in ("fp32", "amp"):
-        eqs = []  # (coefficients {(group, term): value}, right-hand side, weight)
-        tf_groups, used_gpus = set(), set()
-        if ref_id in gpus:
-            for cost, g in _reference_anchors(ref_id, pc, bw(ref_id)):
-                coeff = {k: v for k, v in terms(ref_id, pc, cost, 1.0, "").items() if k[1] != "host"}
-                eqs.append((coeff, g, 1.0 / g))
-                used_gpus.add(ref_id)
-        if pc == "fp32":
-            for c in load_absolute():
-                cost = costs.get(c["model"])
-                if (not c["in_fit"] or c["gpu"] in withhold or f"{c['gpu']}/{c['model']}" in withhold
-                        or c["gpu"] not in gpus or cost is None):
-                    continue
-                coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
-                eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
-                tf_groups.add(group(c["gpu"]))
-                used_gpus.add(c["gpu"])
-        for c in pub.cells:
-            if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
+    eqs = []  # (coefficients {(group, term): value}, right-hand side, weight)
+    ratios: dict = {}  # index in eqs -> smooth-max form of a published ratio (`_solve`)
+    p = host_p()
+    tf_groups, used_gpus = set(), set()
+    if ref_id in gpus:
+        for cost, g in _reference_anchors(ref_id, pc, bw(ref_id)):
+            coeff = {k: v for k, v in terms(ref_id, pc, cost, 1.0, "").items() if k[1] != "host"}
+            eqs.append((coeff, g, 1.0 / g))
+            used_gpus.add(ref_id)
+    if pc == "fp32":
+        for c in load_absolute():
+            cost = costs.get(c["model"])
+            if (not c["in_fit"] or c["gpu"] in withhold or f"{c['gpu']}/{c['model']}" in withhold
+                    or c["gpu"] not in gpus or cost is None):
                 continue
-            j = _TABLE_FIT_REFERENCE.get(c.table)
-            if j is None or c.gpu == j or c.gpu in withhold or j in withhold or c.gpu not in gpus or j not in gpus:
-                continue
-            xj = pub.value(c.table, pc, j, c.lambda_model)
-            cost = costs.get(_FIT_ZOO_MODEL[c.lambda_model])
-            if not xj or cost is None or peak(c.gpu, pc) is None or peak(j, pc) is None:
-                continue
-            coeff = terms(c.gpu, pc, cost, c.samples_per_s / xj, c.lambda_model)
-            for key, v in terms(j, pc, cost, -1.0, c.lambda_model).items():
-                coeff[key] = coeff.get(key, 0.0) + v
-            scale = cost.matmul_flops / peak(j, pc) + cost.other_bytes[pc] / bw(j)
-            eqs.append((coeff, 0.0, 1.0 / scale))
-            used_gpus.update((c.gpu, j))
-        if not eqs:
+            coeff = {k: v for k, v in terms(c["gpu"], pc, cost, 1.0, "").items() if k[1] != "host"}
+            eqs.append((coeff, 1.0 / c["samples_per_s"], c["samples_per_s"]))
+            tf_groups.add(group(c["gpu"]))
+            used_gpus.add(c["gpu"])
+    for c in pub.cells:
+        if c.precision != pc or c.lambda_model not in _FIT_ZOO_MODEL:
             continue
-        # groups seen only in TensorFlow 2017 equations keep their own fractions, unshrunk, lent to none
-        in_modern = {k[0] for coeff, _, _ in eqs for k in coeff
-                     if not k[0].startswith("*") and any(kk[0].startswith("*") or kk[0] == group(ref_id)
-                                                         for kk in coeff)}
-        own = {k[0] for coeff, _, _ in eqs for k in coeff if not k[0].startswith("*")}
-        tf_only = {g for g in own if g in tf_groups and g not in in_modern}
-        # 1. pooled fit: every modern group as one
-        pool = _solve(eqs, lambda g: g if g.startswith("*") or g in tf_only else "pool",
-                      lower)
-        pm, pb = float(pool[("pool", "mm")]), float(pool[("pool", "bw")])
-        pooled[pc] = (pm, pb)
-        # 2. per group, shrunk toward the pooled values
-        prior = []
-        for g in sorted(own - tf_only):
-            prior.append(({(g, "mm"): 1.0 / pm}, 1.0, shrink))
-            prior.append(({(g, "bw"): 1.0 / pb}, 1.0, shrink))
-        x = _solve(eqs + prior, lambda g: g, lower)
-        host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host" and k[0] != "*"}
-        for g in sorted(own):
-            u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
-            n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
-            memory[(g, pc)] = frozenset(gpus[gid][4] for gid in used_gpus if gpus[gid][1] == g)
-            if g in tf_only:
-                absolute.add((g, pc))
-    return Fractions(u_all, n_all, host, frozenset(absolute), pooled, memory)
+        j = _TABLE_FIT_REFERENCE.get(c.table)
+        if j is None or c.gpu == j or c.gpu in withhold or j in withhold or c.gpu not in gpus or j not in gpus:
+            continue
+        xj = pub.value(c.table, pc, j, c.lambda_model)
+        cost = costs.get(_FIT_ZOO_MODEL[c.lambda_model])
+        if not xj or cost is None or peak(c.gpu, pc) is None or peak(j, pc) is None:
+            continue
+        rho = c.samples_per_s / xj
+        coeff = terms(c.gpu, pc, cost, rho, c.lambda_model)
+        for key, v in terms(j, pc, cost, -1.0, c.lambda_model).items():
+            coeff[key] = coeff.get(key, 0.0) + v
+        scale = cost.matmul_flops / peak(j, pc) + cost.other_bytes[pc] / bw(j)
+        ratios[len(eqs)] = ({k: v for k, v in terms(c.gpu, pc, cost, 1.0, "").items() if k[1] != "host"},
+                            {k: v for k, v in terms(j, pc, cost, 1.0, "").items() if k[1] != "host"},
+                            ("*" + c.lambda_model, "host"), rho)
+        eqs.append((coeff, 0.0, 1.0 / scale))
+        used_gpus.update((c.gpu, j))
+    if not eqs:
+        return u_all, n_all, host, absolute, pooled, memory, conv
+    # groups seen only in TensorFlow 2017 equations keep their own fractions, unshrunk, lent to none
+    in_modern = {k[0] for coeff, _, _ in eqs for k in coeff
+                 if not k[0].startswith("*") and any(kk[0].startswith("*") or kk[0] == group(ref_id)
+                                                     for kk in coeff)}
+    own = {k[0] for coeff, _, _ in eqs for k in coeff if not k[0].startswith("*")}
+    tf_only = {g for g in own if g in tf_groups and g not in in_modern}
+
+    def one_flop_class(coeff):  # TensorFlow-2017-only groups (all CNN figures): one u for GEMM and convolution
+        out: dict = {}
+        for (g, term), v in coeff.items():
+            key = (g, "mm") if term == "conv" and g in tf_only else (g, term)
+            out[key] = out.get(key, 0.0) + v
+        return out
+
+    eqs = [(one_flop_class(coeff), r, w) for coeff, r, w in eqs]
+    ratios = {i: (one_flop_class(ck), one_flop_class(cj), hk, rho) for i, (ck, cj, hk, rho) in ratios.items()}
+    # 1. pooled fit: every modern group as one
+    pool = _solve(eqs, lambda g: g if g.startswith("*") or g in tf_only else "pool",
+                  lower, ratios, p)
+    pm, pb = float(pool[("pool", "mm")]), float(pool[("pool", "bw")])
+    pooled[pc] = (pm, pb)
+    # 2. per group, shrunk toward the pooled values
+    prior = []
+    for g in sorted(own - tf_only):
+        prior.append(({(g, "mm"): 1.0 / pm}, 1.0, shrink))
+        prior.append(({(g, "bw"): 1.0 / pb}, 1.0, shrink))
+        if ("pool", "conv") in pool and any((g, "conv") in coeff for coeff, _, _ in eqs):
+            prior.append(({(g, "conv"): 1.0 / float(pool[("pool", "conv")])}, 1.0, shrink))
+    x = _solve(eqs + prior, lambda g: g, lower, ratios, p)
+    host[pc] = {k[0][1:]: float(v) for k, v in x.items() if k[1] == "host" and k[0] != "*"}
+    for g in sorted(own):
+        u_all[(g, pc)] = (float(x[(g, "mm")]), float(x[(g, "bw")]))
+        if (g, "conv") in x:
+            conv[(g, pc)] = float(x[(g, "conv")])
+        n_all[(g, pc)] = sum(1 for coeff, _, _ in eqs if (g, "mm") in coeff)
+        memory[(g, pc)] = frozenset(gpus[gid][4] for gid in used_gpus if gpus[gid][1] == g)
+        if g in tf_only:
+            absolute.add((g, pc))
+    return u_all, n_all, host, absolute, pooled, memory, conv
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -525,15 +577,34 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
            ref.id, ref.architecture, ref.memory_bandwidth_gbs, ref.sustained_flops(precision), precision, withhold)
     if key in _SPLITS:
         return _SPLITS[key]
+    from costopt.perf.fit_cache import cached
+
+    def dump(sp: Split) -> dict:
+        f, b = sp.forward, sp.backward
+        return {"forward": [f.host_s, f.floor_s, f.gpu_per_sample_s, f.fit_log_rms],
+                "backward": [b.host_s, b.floor_s, b.gpu_per_sample_s, b.fit_log_rms],
+                "step": [sp.step_host_s, sp.step_gpu_s], "batches": list(sp.batches)}
+
+    def load(d: dict) -> Split:
+        return Split(PhaseSplit(*map(float, d["forward"])), PhaseSplit(*map(float, d["backward"])),
+                     float(d["step"][0]), float(d["step"][1]), tuple(int(x) for x in d["batches"]))
+
+    text = repr((*key[:-1], sorted(withhold)))
+    out = _SPLITS[key] = cached("split", text, lambda: _split_now(pts, cost, ref, precision, withhold), dump, load)
+    return out
+
+
+def _split_now(pts: tuple[ProfilePoint, ...], cost: SampleCost | None, ref: Gpu, precision: str,
+               withhold: frozenset) -> Split:
+    """`reference_split`, computed."""
     p = smooth_p()
     sigma = float(defaults()["phase"]["gpu_prior_log_sigma"])
     b = [q.batch for q in pts]
     kf, kb = (w / ref.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
     g0 = g_min = None
     if cost is not None and ref.sustained_flops(precision) is not None:
-        fr = fit_fractions(None, "h200-sxm", withhold)
-        um, ub, _ = fr.for_gpu(ref, precision)
-        g0 = cost.roofline_s(ref, precision, um, ub)
+        fr = fit_fractions(None, "h200-sxm", withhold, (PRECISION_CLASS[precision],))
+        g0 = fr.roofline_s(cost, ref, precision)
         g_min = cost.floor_s(ref, precision)
     phases = []
     for name, share, k in (("forward_ms", 1.0 / 3.0, kf), ("backward_ms", 2.0 / 3.0, kb)):
@@ -547,9 +618,7 @@ def reference_split(model: str, pts: tuple[ProfilePoint, ...], cost: SampleCost 
             prior = g0 * share
             phases.append(fit_phase(b, t, k, p, g_prior=prior, g_min=g_min * share, sigma=sigma))
     hs, gs = step_split([ms_to_s(q.step_ms) for q in pts], p)
-    out = Split(phases[0], phases[1], hs, gs, tuple(b))
-    _SPLITS[key] = out
-    return out
+    return Split(phases[0], phases[1], hs, gs, tuple(b))
 
 
 DEFAULT_FRAMEWORK = "eager"
@@ -648,10 +717,11 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
                  f"measured batches {', '.join(map(str, sp.batches))} (host {host_ms:.3g} ms per forward + backward, "
                  f"GPU {gpu_us:.3g} us per sample; fit within {math.expm1(rms):.0%} rms); {fw_words}")
         return _floored(fwd, bwd, step, mem, how, basis, cost, gpu, precision, batch)
-    fr = fit_fractions(None, ref.id, withhold)
+    fr = fit_fractions(None, ref.id, withhold, (PRECISION_CLASS[precision], PRECISION_CLASS[ref_prec]))
     um, ub, fnote = fr.for_gpu(gpu, precision)
-    rm, rb, _ = fr.for_gpu(ref, ref_prec)
-    ratio = cost.roofline_s(gpu, precision, um, ub) / cost.roofline_s(ref, ref_prec, rm, rb)
+    uc = fr.u_conv(gpu, precision)
+    _, rb, _ = fr.for_gpu(ref, ref_prec)
+    ratio = fr.roofline_s(cost, gpu, precision) / fr.roofline_s(cost, ref, ref_prec)
     kf, kb = (w / gpu.memory_bandwidth_bytes_per_s for w in weight_bytes(cost, precision))
     fwd = float(smax(sp.forward.host_s, kf + batch * sp.forward.gpu_per_sample_s * ratio, p))
     bwd = float(smax(sp.backward.host_s, kb + batch * sp.backward.gpu_per_sample_s * ratio, p))
@@ -661,7 +731,7 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
              f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
     basis = (f"estimate: {cross}{ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
              f"the software stack's) with its GPU time x{ratio:.3g}, the roofline ratio ({gpu.id} at {1 / um:.0%} "
-             f"of peak FLOP/s and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
+             f"of peak FLOP/s on GEMMs{f', {1 / uc:.0%} on convolutions' if cost.conv_flops else ''} and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
     return _floored(fwd, bwd, step, mem, "roofline", basis, cost, gpu, precision, batch)
 
 

@@ -1,7 +1,7 @@
 """Parameter-server shard placement: greedy by byte size, whole tensors, in creation order.
 
 TensorFlow's `GreedyLoadBalancingStrategy(num_ps, byte_size_load_fn)` (tf_cnn_benchmarks
-`parameter_server` mode, shared/research/thesis_method.md §4.1) walks the variables in creation
+`parameter_server` mode, docs/sources.md §12c (thesis §4.1)) walks the variables in creation
 order and puts each one on the shard with the smallest load so far (ties: lowest index), then adds
 its bytes to that shard. Non-trainable variables that pass through the setter (batch-norm moving
 statistics) add load too but carry no gradient traffic. A tensor is never split, so a shard can

@@ -50,7 +50,7 @@ What each stack's parameters do in the timing model (costopt/perf/timing.py has 
       nccl: g = log2(N)               (tree-shaped launch/rendezvous: NCCL 2.4 double binary trees keep
                                        latency logarithmic in the ranks)
       grpc: g = log2(G) + (M - 1)     (in-process towers of one worker, then one barrier RPC per other
-                                       worker: TF's step-end token queues, thesis_method.md §4.1)
+                                       worker: TF's step-end token queues, docs/sources.md §12c (thesis §4.1))
       mpi, gloo: g = N - 1            (rank-0 coordination / ring steps: linear in the ranks)
                  g = M - 1            hierarchical over several nodes with reduce_on=gpu: the GPUs of a node
                                        reduce among themselves first and only one leader per node is a rank

@@ -25,7 +25,7 @@ Communication, per iteration:
         push (overlaps backward, per bucket)    = max(X/B_nic, host copy, local reduce, M·S_max·3/B_apply)
         apply (exposed) = S_max · 3 / B_apply   (read var, read grad, write var; S_max = largest shard)
       Each of the W = M workers applies its own averaged gradient to a shard when it arrives (TF PS,
-      no accumulation; thesis_method.md §4.1), so the W applies are one more pipelined stage of the
+      no accumulation; docs/sources.md §12c (thesis §4.1)), so the W applies are one more pipelined stage of the
       push (thesis §6.3's W·S_p·3/B_mem, here a rate limit), and only the last one follows the push.
       host copy: reduce_on=cpu (variables on the host, TF local_parameter_device=cpu): every GPU copies
       S each way, B_pcie shared; local reduce (G−1)·S/B_red on the CPU. reduce_on=gpu: variables on
@@ -58,7 +58,7 @@ r_k·T_b (r from the measured timeline) carrying s_k bytes and costing c_k = β�
     full:  t_iter = T_f + max(T_b, t_stream) + T_step + t_serial
 
 t_serial is the PS pull and apply (0 for all-reduce), plus the synchronisation wait for the slowest GPU
-(thesis_method.md §6.3 step 7, "straggler spread"; applies to every synchronous strategy, N > 1):
+(docs/sources.md §12c (thesis §6.3) step 7, "straggler spread"; applies to every synchronous strategy, N > 1):
 
     t_straggle = cv · (T_f + T_b + T_step) · E_N,   E_N = E[max of N iid standard normals]
                  (E_1 = 0, E_2 = 0.564, E_8 = 1.424, E_64 = 2.344; cv = `straggler_cv`, fitted; prior 0.0365, the
@@ -68,7 +68,7 @@ and a fixed per-step synchronisation cost per peer (collective launch and rendez
 barrier; §6.3 step 7 "t_sync ≈ 2·α", the ring's 2(N−1)·α per tensor of §6.4), independent of compute
 time. Who the peers are depends on the processes: an all-reduce has one rank per GPU; TF's PS modes
 run one worker process per node with its G GPUs as towers inside it, and the step-end barrier is
-between the M workers (thesis_method.md §4.1: W token queues, one per worker):
+between the M workers (docs/sources.md §12c (thesis §4.1): W token queues, one per worker):
 
     all-reduce:  t_sync = (N − 1) · α_gpu
     PS:          t_sync = (G − 1) · α_gpu + (M − 1) · α_worker

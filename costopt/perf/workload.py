@@ -1,7 +1,7 @@
 """Workload zoo: each model's gradient tensors, when they become ready, and what a step costs.
 
 A zoo entry (`costopt/data/zoo/<model>.json`, built by `tools/build_zoo.py` from the H200
-measurements in shared/data/h200/) holds:
+measurements of docs/sources.md §12a) holds:
 
 - tensor sets: parameter tensors in the order their gradients become ready in backward, with the
   ready time as a fraction of backward (`pytorch`: torchvision/transformers definitions, measured;

@@ -321,7 +321,8 @@ def _compare_held(answers, model: str, job: LlmJob, hours, years: float, utiliza
     seq = answers[0].best["seq_len"] if answers[0].best else None
     return text + (f"; sequence length {seq:,}" if seq else "") + (
         f"; global batch {gb:,} sequences, held exactly" if exact else
-        f"; global batch about {gb:,} sequences (the default, about 4M tokens; each design rounds it to its "
+        f"; global batch about {gb:,} sequences (the default{f', {gb * seq / 1e6:.1f} M tokens' if seq else ''}; each "
+        "design rounds it to its "
         "data-parallel degree: --global-batch holds one exactly)")
 
 
@@ -385,7 +386,8 @@ def rent_vs_buy_llm(job: LlmJob, budget: float, cloud_catalog: str | Path | Cata
         held = held.replace(f"({job.tokens:,.0f} samples;", f"({job.tokens:,.0f} tokens;")
     held += f"; the same sequence length ({buy['seq_len']:,})" + (
         f" and global batch ({owned.global_batch:,} sequences, held exactly)" if owned.exact_batch else
-        f"; a global batch of about {owned.global_batch:,} sequences (the default, about 4M tokens), each design "
+        f"; a global batch of about {owned.global_batch:,} sequences (the default, "
+        f"{owned.global_batch * buy['seq_len'] / 1e6:.1f} M tokens), each design "
         f"rounding it to its data-parallel degree ({buy['global_batch_sequences']:,} bought, "
         f"{rent['global_batch_sequences']:,} rented; --global-batch holds one exactly)")
     r = RentVsBuy(buy_res["model"], float(budget), years, own_cat.catalog.name, cloud_cat.catalog.name, buy, rent,

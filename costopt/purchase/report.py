@@ -388,7 +388,11 @@ def network_verdict(ev: api.Evaluation, r: dict) -> tuple[str, bool]:
     have = ev.catalog.nics[d["nic"]].line_rate_gbps
     need = r["required_gbps"]
     if need is None:
-        return f"not reached even at {RATE_GRID_GBPS[-1]:g} Gb/s ({r['bound_at_top_rate']}-bound)", True
+        bound = r["bound_at_top_rate"]
+        if bound != "network":  # no line rate reaches 90%: the limit is inside the node, not the NIC
+            return (f"not reached at any line rate up to {RATE_GRID_GBPS[-1]:,.0f} Gb/s ({bound}-bound: the NIC "
+                    "is not the limit)"), False
+        return f"not reached even at {RATE_GRID_GBPS[-1]:,.0f} Gb/s (network-bound)", True
     if need <= have:
         return f"enough ({have / need:.1f}x headroom)", False
     return f"short: needs {need / have:.1f}x its NIC", True

@@ -15,7 +15,9 @@ Rules:
 - hierarchical all-reduce is a distinct design only for more than one node;
 - a single GPU (one node, one slot) has no communication: one design, strategy `ring`;
 - a rented instance type with a capacity cap (`Chassis.max_nodes`, cloud_facts.py) has at most that
-  many nodes.
+  many nodes;
+- a rack-scale system (GB200/GB300 NVL72: `Chassis.rack_system_nodes` = 18 compute trays per rack) is
+  bought in whole racks: its designs have 18, 36, 54 ... nodes, always with a NIC (hardware/rack_scale.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costopt.hardware.catalog import Catalog, Chassis, Gpu, Nic
+from costopt.hardware.rack_scale import purchase_nodes
 from costopt.core.checks import count
 from costopt.core.errors import InputError
 from costopt.perf.stacks import infer_stack
@@ -215,7 +218,9 @@ def _design_blocks(
             if gpus_per_node and ch.gpu_slots not in gpus_per_node:
                 continue
             node_hw = ch.price_usd + ch.gpu_slots * g.price_usd
-            blocks.append((gi, ci, NO_NIC, 1, 1, 1))
+            unit = purchase_nodes(ch)  # a rack-scale system is bought in whole racks of `unit` nodes
+            if unit == 1:
+                blocks.append((gi, ci, NO_NIC, 1, 1, 1))
             for n in catalog.nics_for(ch):
                 if n.id not in nic_keep:
                     continue
@@ -223,7 +228,9 @@ def _design_blocks(
                     top = max_nodes if ch.max_nodes is None else min(max_nodes, ch.max_nodes)  # a rented type's cap
                     if node_budget_usd is not None:
                         top = min(top, int(node_budget_usd // (node_hw + k * n.price_usd)))
-                    if top >= 2:
+                    if unit > 1 and top >= unit:  # counts in racks: 1 .. top // unit racks
+                        blocks.append((gi, ci, nic_pos[n.id], 1, top // unit, k))
+                    elif unit == 1 and top >= 2:
                         blocks.append((gi, ci, nic_pos[n.id], 2, top, k))
     if not blocks:
         asked = [f"{what} {', '.join(map(str, v))}" for what, v in
@@ -243,8 +250,9 @@ def _expand(blk: _Blocks, rows: np.ndarray) -> DesignSpace:
     counts = b[:, 4] - b[:, 3] + 1
     owner = np.repeat(np.arange(len(b)), counts)
     offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
-    nodes = b[owner, 3] + offset
     gpu_idx, ch_idx, nic_idx, nics_per_node = b[owner, 0], b[owner, 1], b[owner, 2], b[owner, 5]
+    # a row counts purchase units: nodes for a server, racks of `purchase_nodes` nodes for a rack-scale system
+    nodes = (b[owner, 3] + offset) * np.array([purchase_nodes(c) for c in chassis], dtype=np.int64)[ch_idx]
 
     # expand each (gpu, chassis, nic, nodes) by the strategy x reduce_on combinations it admits
     slots = np.array([c.gpu_slots for c in chassis], dtype=np.int64)[ch_idx]

@@ -44,17 +44,25 @@ _DP_PREDICT_ONLY = {**{k: v for k, v in _DP_DEFAULTS_SOLVE.items() if k not in (
                                            "solve"),
                     "today": (None, "a large-model predict prints no price ages; --as-of applies to solve")}
 _LLM_ONLY = {"seq_len": None, "global_batch": None}
+_FINETUNE_ONLY = {k: (None, "applies to LoRA/QLoRA fine-tunes of transformers (--model llama3_70b --strategy lora); "
+                            "a data-parallel zoo model has no adapters") for k in ("lora_rank", "lora_targets")}
 _LLM_PREDICT_ONLY = {"seq_len": None, "global_batch": None, "tp": 1, "pp": 1, "micro_batch": 1, "checkpointing": None,
-                     "vp": 1, "cp": 1}
+                     "vp": 1, "cp": 1, "ep": 1, "shard_group": 0}
 
 
-def _llm_framework(framework: str | None) -> str:
+def _llm_framework(framework: str | None, strategy: Any = None) -> str:
     """--framework on the large-model path: megatron | fsdp | deepspeed | torchtitan (perf/llm/evaluate.py);
-    not given (or the data-parallel default 'eager'): megatron. Another value is refused there (exit 2)."""
+    not given (or the data-parallel default 'eager'): megatron, and fsdp for QLoRA (the PyTorch FSDP stacks that
+    train NF4 base weights: bitsandbytes with PEFT, FSDP-QLoRA), which refuses megatron and deepspeed.
+    Another value is refused there (exit 2)."""
     from costopt.perf.llm.evaluate import DEFAULT_FRAMEWORK, FRAMEWORKS
 
+    qlora = "qlora" in (strategy.split(",") if isinstance(strategy, str) else list(strategy or []))
     if framework in (None, "eager"):
-        return DEFAULT_FRAMEWORK
+        return "fsdp" if qlora else DEFAULT_FRAMEWORK
+    if qlora and framework in ("megatron", "deepspeed"):
+        raise InputError(f"--framework {framework}: it has no NF4 (QLoRA) base-weight path; QLoRA runs on PyTorch FSDP "
+                         "stacks (--framework fsdp, the default for --strategy qlora, or torchtitan)", field="framework")
     if framework not in FRAMEWORKS:
         raise InputError(f"--framework '{framework}' for a transformer: choose from {', '.join(FRAMEWORKS)} "
                          "(eager | cuda-graphs | vendor-tuned are the data-parallel stacks)", field="framework")
@@ -128,7 +136,8 @@ class LlmSolveResult:
 
 def solve(budget: float | None, model: str | None = None, *, tokens: float | None = None,
           model_config: Any = None, seq_len: int | None = None, global_batch: int | None = None,
-          strategies: list[str] | None = None, **kw: Any) -> api.SolveResult | LlmSolveResult:
+          strategies: list[str] | None = None, lora_rank: int | None = None, lora_targets: str | None = None,
+          **kw: Any) -> api.SolveResult | LlmSolveResult:
     """Best design for the money for any workload: `api.solve`'s arguments, plus for transformers
     `tokens` (tokens to train), `model_config`, `seq_len`, `global_batch` (held exactly) and
     `confidence`. Returns a SolveResult (data-parallel) or an LlmSolveResult (transformer)."""
@@ -142,7 +151,9 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
         return LlmSolveResult(solve_llm(
             budget, model, tokens=tokens, model_config=model_config, seq_len=seq_len, global_batch=global_batch,
             strategies=strategies, precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
-            framework=_llm_framework(kw.pop("framework", None)), **kw))
+            framework=_llm_framework(kw.pop("framework", None), strategies), lora_rank=lora_rank, lora_targets=lora_targets,
+            **kw))
+    _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
     _refuse_given({"seq_len": seq_len, "global_batch": global_batch},
                   {k: (None, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                              "data-parallel zoo model" if k == "seq_len" else
@@ -154,7 +165,8 @@ def solve(budget: float | None, model: str | None = None, *, tokens: float | Non
 def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: str | None, strategy: str, *,
             tokens: float | None = None, model_config: Any = None, seq_len: int | None = None,
             global_batch: int | None = None, tp: int = 1, pp: int = 1, micro_batch: int = 1,
-            checkpointing: str | None = None, vp: int = 1, cp: int = 1, **kw: Any) -> dict[str, Any]:
+            checkpointing: str | None = None, vp: int = 1, cp: int = 1, ep: int = 1, lora_rank: int | None = None,
+            lora_targets: str | None = None, shard_group: int = 0, **kw: Any) -> dict[str, Any]:
     """One named design for any workload: `api.predict`'s arguments, plus for transformers `tokens`,
     `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`."""
     if is_llm(model, model_config, strategy, tokens):
@@ -167,9 +179,16 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
                            precision="amp_bf16" if precision == api.DEFAULT_PRECISION else precision,
                            nics_per_node=kw.get("nics_per_node", 1), chassis=kw.get("chassis"),
                            catalog=kw.get("catalog"), model_config=model_config, tokens=tokens, vp=vp, cp=cp,
-                           framework=_llm_framework(kw.get("framework")))
+                           framework=_llm_framework(kw.get("framework"), strategy), ep=ep, lora_rank=lora_rank,
+                           lora_targets=lora_targets, shard_group=shard_group)
+    _refuse_given({"lora_rank": lora_rank, "lora_targets": lora_targets}, _FINETUNE_ONLY)
+    if not isinstance(strategy, str):  # the CLI's repeatable --strategy: a data-parallel design has one
+        if len(strategy) != 1:
+            raise InputError(f"--strategy: a data-parallel predict takes one strategy, got {', '.join(strategy) or 'none'}",
+                             field="strategy")
+        strategy = strategy[0]
     given = {"seq_len": seq_len, "global_batch": global_batch, "tp": tp, "pp": pp, "micro_batch": micro_batch,
-             "checkpointing": checkpointing, "vp": vp, "cp": cp}
+             "checkpointing": checkpointing, "vp": vp, "cp": cp, "ep": ep, "shard_group": shard_group}
     _refuse_given(given, {k: (d, f"applies to transformers (--model llama3_70b, --model-config); '{model}' is a "
                                  "data-parallel zoo model") for k, d in _LLM_PREDICT_ONLY.items()})
     return api.predict(model, gpu, gpus_per_node, nodes, nic, strategy, **kw)

@@ -55,12 +55,10 @@ from costopt.perf.llm.arch import ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design,
                                        bf16_peak_flops, default_llm_params, evaluate_layouts, gpu_generation,
                                        low_precision_of, matmul_fraction, params_for_framework, peak_flops)
+from costopt.perf.llm.layouts import concat_layouts, layout_take
 from costopt.perf.llm.step import LlmParams, gemm_shape_slowdown
 from costopt.search.design_space import DesignSpace
 from costopt.search.solver import TIE_REL_TOL, objective_values
-
-_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
-
 
 def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: str,
                        params: LlmParams | None = None, framework: str = DEFAULT_FRAMEWORK) -> np.ndarray:
@@ -136,7 +134,7 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
                        layouts: Layout | None = None, min_tokens_per_s: float | None = None,
                        qualifies: Callable[[LlmEvaluation], np.ndarray] | None = None,
                        params: LlmParams | None = None, hold_batch: bool = False,
-                       framework: str = DEFAULT_FRAMEWORK) -> NodeSearch:
+                       framework: str = DEFAULT_FRAMEWORK, search_vp: bool = False) -> NodeSearch:
     """The two passes of the module docstring over `space` (every integer node count).
 
     `cost` is each design's cost on the solve's basis, `admissible` marks the designs every limit known
@@ -153,7 +151,7 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     bound = tokens_per_s_bound(cfg, space, precision, params, framework)
     run = lambda sub: best_layout_per_design(cfg, space.take(sub), precision=precision,  # noqa: E731
                                              global_batch=global_batch, params=params, layouts=layouts,
-                                             hold_batch=hold_batch, framework=framework)
+                                             hold_batch=hold_batch, framework=framework, search_vp=search_vp)
     first = np.flatnonzero(first_pass(space, admissible))
     ev1 = run(first)
     n_grp = int(group.max()) + 1 if len(group) else 1
@@ -186,10 +184,7 @@ def search_node_counts(cfg: TransformerConfig, space: DesignSpace, cost: np.ndar
     keep = np.concatenate([i for i, _ in timed])
     order = np.argsort(keep, kind="stable")
     keep = keep[order]
-    vps = [e.layout.vp for _, e in timed]
-    vp = None if all(v is None for v in vps) else np.concatenate(
-        [np.ones(len(i), dtype=np.int64) if v is None else v for (i, _), v in zip(timed, vps)])[order]
-    lay = Layout(*(np.concatenate([getattr(e.layout, f) for _, e in timed])[order] for f in _FIELDS), vp=vp)
+    lay = layout_take(concat_layouts([e.layout for _, e in timed]), order)
     ev = evaluate_layouts(cfg, space.take(keep), lay, precision=precision, global_batch=global_batch, params=params,
                           hold_batch=hold_batch, framework=framework)
     return NodeSearch(keep, ev, int(len(space) - len(keep)), int(len(first)), held)

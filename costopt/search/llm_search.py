@@ -24,6 +24,7 @@ from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_bas
 from costopt.search.design_space import DesignSpace, enumerate_designs, single_design
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.hardware.part_filter import KEPT, PartFilter
+from costopt.search.llm_experts import with_expert_parallel
 from costopt.search.llm_nodes import search_node_counts
 from costopt.search.robustness import near_ties
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, best_on_front, objective_values
@@ -37,6 +38,8 @@ from costopt.perf.llm.arch import CHECKPOINTING, TransformerConfig, load_config_
 from costopt.perf.llm.evaluate import (Layout, LlmEvaluation, all_layouts, best_layout_per_design, default_global_batch,
                        default_llm_params, design_record, evaluate_layouts, lacks_precision, mamf_fraction,
                        require_precision_somewhere, DEFAULT_FRAMEWORK, params_for_framework)
+from costopt.perf.llm.layouts import search_layouts
+from costopt.perf.llm.finetune import FineTune, lacks_finetune, resolve as resolve_finetune, split_strategies
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.perf.llm.ranges import LlmRange, bounds, range_fields
 from costopt.hardware.catalog import with_max_instances
@@ -53,6 +56,14 @@ def resolve_model(model: str | None, model_config: str | Path | None, seq_len: i
     else:
         raise InputError("give --model (a zoo transformer) or --model-config FILE.toml", field="model")
     return cfg.with_seq_len(seq_len) if seq_len is not None else cfg
+
+
+def _with_finetune(cfg: TransformerConfig, ft: FineTune | None) -> TransformerConfig:
+    """The model with the fine-tune it trains (finetune.py); a mixture-of-experts fine-tune is not modelled."""
+    if ft is not None and cfg.is_moe:
+        raise InputError(f"--strategy {ft.method}: fine-tuning a mixture-of-experts model ({cfg.name}) is not modelled "
+                         "(dense transformers only)", field="strategy")
+    return cfg.with_finetune(ft)
 
 
 def _strategy(strategy: str) -> str:
@@ -126,8 +137,9 @@ def design_ranges(ev: LlmEvaluation) -> LlmRange:
     mamf = np.array([mamf_fraction(g, params, by_id, ev.precision)[0] for g in s.gpus], dtype=np.float64)
     ids = np.array([g.id for g in s.gpus])
     tm = ev.timing
-    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision,
-                  framework=ev.framework)
+    ft = getattr(ev.cfg, "finetune", None)
+    return bounds(tm.tokens_per_s, tm.mfu, ids[s.gpu_idx], mamf[s.gpu_idx], precision=ev.precision, moe=ev.cfg.is_moe,
+                  framework=ev.framework, finetune=None if ft is None else ft.method)
 
 
 def _ranged(rec: dict, rng: LlmRange, i: int) -> dict:
@@ -144,18 +156,42 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
                 tp: int = 1, pp: int = 1, micro_batch: int = 1, checkpointing: str | None = None,
                 seq_len: int | None = None, global_batch: int | None = None, precision: str = "amp_bf16",
                 nics_per_node: int = 1, chassis: str | None = None, catalog: str | Path | Catalog | None = None,
-                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+                model_config: str | Path | None = None, tokens: float | None = None, vp: int = 1, cp: int = 1, framework: str = DEFAULT_FRAMEWORK,
+                ep: int = 1, lora_rank: int | None = None, lora_targets: str | None = None,
+                shard_group: int = 0) -> dict[str, Any]:
     """One named design; `checkpointing=None` takes the fastest of none/selective/full that fits.
+    `strategy` is one layout name, or a fine-tune (sft, lora, qlora; finetune.py) with at most one layout
+    name (a list or 'lora,fsdp'); without a layout named (None, '' or [] for pre-training) the fastest layout
+    strategy that fits. `shard_group` > 0: zero1/zero2/hsdp shard over groups of that many replicas (step.py).
     Raises InfeasibleError (exit 1) naming why when the design cannot run (memory, degrees), InputError
-    (exit 2) when the GPU lacks the precision's format."""
+    (exit 2) when the GPU lacks the precision's format or the fine-tune cannot run so."""
     for name, v in (("tp", tp), ("pp", pp), ("micro-batch", micro_batch), ("nodes", nodes),
-                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp)):
+                    ("GPUs per node", gpus_per_node), ("NICs per node", nics_per_node), ("vp", vp), ("cp", cp), ("ep", ep)):
         count(name, v)
     positive("tokens", tokens)
     if global_batch is not None:
         count("global batch", global_batch)
-    cfg = resolve_model(model, model_config, seq_len)
-    s = _strategy(strategy)
+    method, named = split_strategies([x for x in strategy.split(",") if x] if isinstance(strategy, str) else strategy)
+    ft = resolve_finetune(method, lora_rank, lora_targets)
+    if shard_group:
+        count("shard group", shard_group)
+    if len(named) > 1:
+        raise InputError(f"--strategy: predict takes one layout ({', '.join(LLM_STRATEGIES)}), optionally with a "
+                         f"fine-tune (sft, lora, qlora); got {', '.join(named) or 'none'}", field="strategy")
+    lacking = lacks_finetune(ft, precision, tp, pp, cp)
+    if lacking:
+        raise InputError(f"--strategy {ft.method}: {lacking}", field="strategy")
+    cfg = _with_finetune(resolve_model(model, model_config, seq_len), ft)
+    if ep > 1 and not cfg.is_moe:
+        raise InputError(f"--ep {ep}: expert parallel splits the experts of a mixture-of-experts model; {cfg.name} is "
+                         "dense (no experts)", field="ep")
+    tried = [_strategy(named[0])] if named else [x for x in LLM_STRATEGIES if x != "hsdp" or nodes > 1]
+    if shard_group and not named:  # a shard group applies to zero1, zero2 and hsdp only
+        tried = [x for x in tried if x in ("zero1", "zero2", "hsdp")]
+    if shard_group and tried[0] not in ("zero1", "zero2", "hsdp"):
+        raise InputError(f"--shard-group {shard_group}: applies to zero1, zero2 and hsdp (fsdp shards over every "
+                         f"data-parallel rank, ddp over none); got --strategy {tried[0]}", field="shard_group")
+    s = tried[0]
     cat = _catalog(catalog)
     space = single_design(cat, gpu, gpus_per_node, nodes, nic, "ring", "gpu", chassis, nics_per_node)
     lacking = lacks_precision(space.gpus[int(space.gpu_idx[0])], precision)
@@ -168,20 +204,25 @@ def predict_llm(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic
             raise InputError(f"unknown checkpointing '{c}' (choose from {', '.join(CHECKPOINTING)})", field="checkpointing")
     one = lambda v: np.array([v])  # noqa: E731
     evs: list[LlmEvaluation] = [
-        evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(s)), one(tp), one(pp), one(micro_batch),
-                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp)), precision=precision,
+        evaluate_layouts(cfg, space, Layout(one(LLM_STRATEGIES.index(x)), one(tp), one(pp), one(micro_batch),
+                                            one(CHECKPOINTING.index(c)), vp=one(vp), cp=one(cp), ep=one(ep),
+                                            shard=one(shard_group)),
+                         precision=precision,
                          global_batch=gb,
                          framework=framework,
                          hold_batch=global_batch is not None)
-        for c in ckpts]
+        for x in tried for c in ckpts]
     fitting = [e for e in evs if e.fits[0]]
     ev = max(fitting, key=lambda e: e.timing.tokens_per_s[0]) if fitting else evs[-1]
+    s = LLM_STRATEGIES[int(ev.layout.strategy[0])]
     rec = _ranged(design_record(ev, 0), design_ranges(ev), 0)
     rec["model"] = cfg.name
     rec["params"] = cfg.params
     rec["flops_per_token"] = cfg.model_flops_per_token
-    if strategy != s:
-        rec["strategy_requested"] = strategy
+    if named and named[0] != s:
+        rec["strategy_requested"] = named[0]
+    if not named:
+        rec["strategy_rule"] = f"no layout named: the fastest of {', '.join(tried)} that fits"
     costs = evaluate_costs(space, cat.site, facility=cat.facility)
     rec = _add_costs(rec, costs, 0, tokens)
     if not rec["feasible"]:
@@ -264,7 +305,8 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                include: list[str] | None = None, exclude_gpus: list[str] | None = None,
                max_instances: int | None = None, tco_years: float = 0.0, support_years: float = 0.0,
                hours: float | None = None, request: Request | None = None, prune: bool = True,
-               framework: str = DEFAULT_FRAMEWORK) -> LlmSearch:
+               framework: str = DEFAULT_FRAMEWORK, lora_rank: int | None = None,
+               lora_targets: str | None = None) -> LlmSearch:
     """The design space of a large-model solve, each design with its fastest layout that fits, and costs
     on the data-parallel path's basis (hardware/cost.py: capex with `support_years` of support, plus
     `tco_years` of electricity; a rented design per hour, or for `hours` hours).
@@ -283,7 +325,12 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
         raise InputError(f"--budget must be a positive number of USD, got {budget}", field="budget")
     if max_nodes is not None:
         count("max nodes", max_nodes)
-    cfg = resolve_model(model, model_config, seq_len)
+    method, strategies = split_strategies(strategies)  # a fine-tune named among them (finetune.py)
+    ft = resolve_finetune(method, lora_rank, lora_targets)
+    lacking = lacks_finetune(ft, precision)
+    if lacking:
+        raise InputError(f"--strategy {ft.method}: {lacking}", field="strategy")
+    cfg = _with_finetune(resolve_model(model, model_config, seq_len), ft)
     cat = _catalog(catalog)
     if max_instances is not None:  # a cloud catalog: at most this many instances of a type (cloud_facts.py)
         count("max instances", max_instances)
@@ -294,7 +341,10 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
     space = enumerate_designs(cat, max_nodes=max_nodes or DEFAULT_MAX_NODES, strategies=("ring",), gpu_ids=gpus,
                               nic_ids=nics, gpus_per_node=gpus_per_node, node_budget_usd=budget)
     require_precision_somewhere([space.gpus[i] for i in sorted(set(space.gpu_idx.tolist()))], precision)
-    layouts = strategy_layouts(strategies)
+    qlora = ft is not None and ft.method == "qlora"  # its NF4 weights are split by neither cp nor shard groups
+    layouts = search_layouts(strategy_layouts(strategies, ft), cfg.seq_len,  # + cp, shard groups (layouts.py)
+                             **(dict(cp_choices=(1,), shard_choices=()) if qlora else {}))
+    layouts = with_expert_parallel(layouts, cfg)  # a MoE model: each layout at every ep
     params = params_for_framework(default_llm_params(), framework)  # the framework's fitted values
     hold = global_batch is not None  # a global batch asked for is held exactly by every design
     basis = CostBasis(tco_years=tco_years, hours=hours)
@@ -309,12 +359,12 @@ def search_llm(budget: float | None, model: str | None, *, objective: str = "thr
                                    global_batch=gb, layouts=layouts,
                                    min_tokens_per_s=request.target if request is not None else None,
                                    qualifies=_qualifies(request), hold_batch=hold, params=params,
-                                   framework=framework)
+                                   framework=framework, search_vp=True)
         space, ev, skipped = nodes.ev.space, nodes.ev, nodes.skipped
         costs, offered = take_costs(costs, nodes.keep), offered[nodes.keep]
     else:
         ev = best_layout_per_design(cfg, space, precision=precision, global_batch=gb, layouts=layouts, hold_batch=hold,
-                                    params=params)
+                                    params=params, search_vp=True)
     ev.framework = framework
     return LlmSearch(cfg, cat, float(budget), objective, precision, gb, space, layouts, ev, costs, offered, parts,
                      design_ranges(ev), basis, float(support_years), hold, skipped, framework)
@@ -342,13 +392,16 @@ def _qualifies(request: Request | None):
     return meets
 
 
-def strategy_layouts(strategies: list[str] | None) -> Layout:
-    """Every layout, or those of the named strategies."""
+def strategy_layouts(strategies: list[str] | None, ft: FineTune | None = None) -> Layout:
+    """Every layout, or those of the named strategies; QLoRA's without tensor or pipeline parallel
+    (finetune.lacks_finetune)."""
     layouts = all_layouts()
-    if not strategies:
+    if not strategies and (ft is None or ft.method != "qlora"):
         return layouts
-    keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies]
+    keep = [LLM_STRATEGIES.index(_strategy(s)) for s in strategies] if strategies else list(range(len(LLM_STRATEGIES)))
     sel = np.isin(layouts.strategy, keep)
+    if ft is not None and ft.method == "qlora":
+        sel &= (layouts.tp == 1) & (layouts.pp == 1) & (True if layouts.cp is None else layouts.cp == 1)
     return Layout(*(getattr(layouts, f)[sel] for f in ("strategy", "tp", "pp", "micro_batch", "ckpt")))
 
 
@@ -362,7 +415,8 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
               max_rack_units: float | None = None, min_throughput: float | None = None,
               deadline_hours: float | None = None, confidence: float | None = None, tco_years: float = 0.0,
               support_years: float = 0.0, hours: float | None = None,
-              today: date | str | None = None, framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+              today: date | str | None = None, framework: str = DEFAULT_FRAMEWORK, lora_rank: int | None = None,
+              lora_targets: str | None = None) -> dict[str, Any]:
     """Best hardware for the money with its best layout (strategy, tp, pp, micro-batch, checkpointing),
     under the limits and objective of search/limits.py (the same rules as data-parallel solves): power,
     rack units, a tokens/s target (`min_throughput`, or `tokens` within `deadline_hours`, met at
@@ -377,7 +431,8 @@ def solve_llm(budget: float | None, model: str | None, *, tokens: float | None =
                        global_batch=global_batch, gpus=gpus, nics=nics, gpus_per_node=gpus_per_node,
                        max_nodes=max_nodes, model_config=model_config, strategies=strategies, include=include,
                        exclude_gpus=exclude_gpus, max_instances=max_instances, tco_years=tco_years,
-                       support_years=support_years, hours=hours, request=req, framework=framework)
+                       support_years=support_years, hours=hours, request=req, framework=framework,
+                       lora_rank=lora_rank, lora_targets=lora_targets)
     return choose_llm(found, tokens=tokens, top=top, request=req, today=today)
 
 
@@ -467,7 +522,9 @@ def choose_llm(found: LlmSearch, *, tokens: float | None = None, top: int = 10,
     limits = {k: v for k, v in (("max_power_kw", req.max_power_kw), ("max_rack_units", req.max_rack_units),
                                 ("min_throughput_tokens_per_s", req.min_throughput),
                                 ("deadline_hours", req.deadline_hours)) if v is not None}
-    return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, "budget_usd": budget,
+    ft_fields = {} if cfg.finetune is None else {"finetune": cfg.finetune.method,
+                                                 "finetune_basis": cfg.finetune.describe()}
+    return {"model": cfg.name, "params": cfg.params, "seq_len": cfg.seq_len, **ft_fields, "budget_usd": budget,
             "objective": objective, "global_batch_sequences": gb,
             "global_batch_rule": (f"held exactly: dp x micro-batch x gradient accumulation = {gb:,} sequences in "
                                   "every design" if found.exact_batch else
@@ -500,7 +557,10 @@ def _design_phrase(d: dict, joiner: str = ", ") -> str:
     """'8 x mi325x (zero1, tp 2, pp 1, micro-batch 1, checkpointing none), 75,110 tokens/s (80% range ...)'."""
     thr = range_phrase(d["tokens_per_s"], d.get("tokens_per_s_low"), d.get("tokens_per_s_high"),
                        f"from the {d.get('range_basis')}", unit="tokens/s")
-    return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}, micro-batch "
+    extra = "".join(f", {name} {d[k]}" for k, name in (("vp", "vp"), ("cp", "cp"), ("ep", "ep")) if d.get(k, 1) > 1)
+    if d.get("shard_groups", 1) > 1 and d["strategy"] != "ddp":  # states sharded over part of the replicas
+        extra += f", shard group {d['shard_group']} x {d['shard_groups']}"
+    return (f"{d['total_gpus']} x {d['gpu']} ({d['strategy']}, tp {d['tp']}, pp {d['pp']}{extra}, micro-batch "
             f"{d['micro_batch']}, checkpointing {d['activation_checkpointing']}){joiner}{thr}")
 
 

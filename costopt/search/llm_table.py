@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from costopt.hardware.cost import CostBasis
+from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.perf.llm.arch import CHECKPOINTING
 from costopt.perf.llm.memory import LLM_STRATEGIES
 from costopt.search.design_space import NO_NIC
@@ -27,7 +28,9 @@ def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float
     ids = lambda items: np.array([x.id for x in items], dtype=object)  # noqa: E731
     G, M = s.gpus_per_node[idx], s.nodes[idx]
     tp, pp = lay.tp[idx], lay.pp[idx]
-    dp = (G * M) // (tp * pp)
+    one = np.ones(len(idx), dtype=np.int64)
+    vp, cp = (one if lay.vp is None else lay.vp[idx]), (one if lay.cp is None else lay.cp[idx])
+    dp = (G * M) // (tp * pp * cp)
     mb, ga = lay.micro_batch[idx], ev.grad_accum[idx]
     has_nic = s.nic_idx[idx] != NO_NIC
     per_hour, rented = usd_per_hour_of_use(c, idx, years)
@@ -42,7 +45,8 @@ def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float
         "gpus_per_node": G, "nodes": M, "total_gpus": G * M,
         "nic": np.array([n.id for n in s.nics] + [None], dtype=object)[np.where(has_nic, s.nic_idx[idx], len(s.nics))],
         "nics_per_node": np.where(has_nic, s.nics_per_node[idx], 0),
-        "strategy": np.array(LLM_STRATEGIES, dtype=object)[lay.strategy[idx]], "tp": tp, "pp": pp, "dp": dp,
+        "strategy": np.array(LLM_STRATEGIES, dtype=object)[lay.strategy[idx]], "tp": tp, "pp": pp, "vp": vp, "cp": cp,
+        "shard_group": _shard_group(found, idx), "dp": dp,
         "micro_batch": mb, "grad_accum": ga, "global_batch_sequences": ga * mb * np.maximum(dp, 1),
         "seq_len": np.full(len(idx), ev.cfg.seq_len), "activation_checkpointing": ckpt,
         "precision": np.full(len(idx), ev.precision, dtype=object),
@@ -72,6 +76,18 @@ def llm_frame(found: LlmSearch, idx: np.ndarray, basis: CostBasis, tokens: float
     df["compute_basis"] = [f"roofline: {gflop[k]:.1f} GFLOP/token (checkpointing {k}); an estimate, not a "
                            "measurement on this GPU" for k in ckpt]
     return df
+
+
+def _shard_group(found: LlmSearch, idx: np.ndarray) -> np.ndarray:
+    """The replicas each design's states are sharded over (step.py's S, as layouts.shard_fields gives it)."""
+    s, lay = found.space, found.ev.layout
+    strat, t = lay.strategy[idx], lay.tp[idx]
+    reps = (s.gpus_per_node[idx] * s.nodes[idx]) // (t * lay.pp[idx])
+    D = np.maximum(domain_gpus_of(s)[idx].astype(np.int64), s.gpus_per_node[idx])
+    chosen = np.zeros(len(idx), dtype=np.int64) if lay.shard is None else lay.shard[idx]
+    own = np.where(strat == LLM_STRATEGIES.index("hsdp"), np.minimum(reps, np.maximum(D // t, 1)), reps)
+    S = np.where(chosen > 0, chosen, own)
+    return np.where(strat == LLM_STRATEGIES.index("ddp"), 1, np.where(strat == LLM_STRATEGIES.index("fsdp"), reps, S))
 
 
 __all__ = ["llm_frame"]

@@ -25,8 +25,10 @@ overtake under parameter noise of this size; the count is reported). Its timing 
 systems at once: the shortlist is tiled K times into one design space whose parameters are arrays, one
 value per (resample, design), and `timing.evaluate` runs once over K × m designs. Per resample the
 design with the best objective value wins (costs are the point costs: only throughput is resampled;
-ties go to the lower cost, then the design order); robustness = the share of resamples whose winner is
-the chosen design.
+ties are broken as the solver breaks them, costopt/search/solver.py rule 4, with the resample's
+throughput: under `cost` two designs of one price are told apart by which is faster); robustness = the
+share of resamples whose winner is the chosen design. Under a throughput target (`--deadline-hours`,
+`--min-throughput`) a design whose resampled throughput misses the target cannot win that resample.
 """
 
 from __future__ import annotations
@@ -133,12 +135,16 @@ def decision_robustness(ev: "Evaluation", best: int, pool: np.ndarray, objective
     value = objective_values(objective, cost_k, thr_k)
     if objective == "cost" and min_throughput is not None:
         value = np.where(thr_k >= min_throughput, value, np.inf)
-    # ties: the lower cost, then the design order: one fixed secondary order over the shortlist
-    secondary = np.empty(m, dtype=np.int64)
-    secondary[np.lexsort((rank[short], cost[short]))] = np.arange(m)
+    # ties as the solver breaks them (costopt/search/solver.py rule 4), with each resample's own throughput:
+    # `throughput` cheaper, then faster, then design order; `cost`, `cost-per-throughput` faster, then cheaper,
+    # then design order
     best_value = value.min(axis=1, keepdims=True)
-    tied = value <= best_value + np.abs(best_value) * 1e-12
-    winner = np.where(tied, secondary[None, :], m).argmin(axis=1)
+    tied = value <= best_value + np.abs(best_value) * 1e-9
+    first, second = (cost_k, -thr_k) if objective == "throughput" else (-thr_k, cost_k)
+    row = np.repeat(np.arange(resamples), m)
+    order = np.lexsort((np.broadcast_to(rank[short], (resamples, m)).ravel(), second.ravel(), first.ravel(),
+                        (~tied).ravel(), row))
+    winner = order.reshape(resamples, m)[:, 0] % m
     share = float(np.mean(short[winner] == best))
     used = sorted({int(g) for g in ev.space.gpu_idx[short]})
     return {"robustness": round(share, 4), "robustness_resamples": int(resamples),

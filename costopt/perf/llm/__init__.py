@@ -10,15 +10,17 @@ from typing import Any
 
 def is_llm_request(model: str | None, model_config: Any, strategy: str | list[str] | None, tokens: Any = None,
                    dp_models: list[str] | None = None) -> bool:
-    """A transformer-by-architecture request: a model config file, a sharded strategy, `--tokens`, or a
-    zoo transformer that has no data-parallel profile (llama3_8b, ...)."""
+    """A transformer-by-architecture request: a model config file, a sharded strategy or a fine-tune
+    (sft, lora, qlora), `--tokens`, or a zoo transformer that has no data-parallel profile (llama3_8b, ...)."""
     strategies = [strategy] if isinstance(strategy, str) else list(strategy or [])
     if model_config is not None or tokens is not None:
         return True
     if strategies:
         from costopt.perf.llm.memory import LLM_STRATEGIES
 
-        if any(s in LLM_STRATEGIES for s in strategies):
+        from costopt.perf.llm.finetune import FINETUNES
+
+        if any(s in LLM_STRATEGIES or s in FINETUNES for s in strategies):
             return True
     if model is None or model in (dp_models or []):
         return False

@@ -26,6 +26,10 @@ Activation checkpointing re-runs forward work in backward; the hardware FLOPs pe
     selective  F_hw = F_model + 4·L·h·s        (only the attention core is recomputed; Korthikanti 2022)
     full       F_hw = F_model + 2·P + 4·L·h·s  (the whole forward again: 4/3 of F_model)
 
+Mixture-of-experts models (num_experts > 0; moe.py has their equations) count the routed experts they
+hold in P (memory) and the ones a token meets in the active count P_act, which the FLOPs use:
+F_model = 6·P_act + 12·L·a·d_h·s (a·d_h = h unless `head_dim` says otherwise).
+
 Check by hand against llm-foundry's MPT-70B row (64.862e9 parameters, L = 80, h = 8192, s = 2048):
 6·P = 389.17e9, 12·L·h·s = 16.11e9, F_model = 405.3e9 FLOPs/token; at its printed 1,007 tokens/s per
 H100 (989 TFLOP/s dense bf16) that is MFU 41.3%, the table's 41.25%.
@@ -36,19 +40,26 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.paths import DATA_DIR
+from costopt.perf.llm import finetune
+
+if TYPE_CHECKING:
+    from costopt.perf.llm.moe import MoeArrays
 
 LLM_ZOO_DIR = DATA_DIR / "llm"
 CHECKPOINTING = ("none", "selective", "full")
 
 _FIELDS = {"name": str, "description": str, "source": str, "layers": int, "hidden": int, "heads": int,
            "kv_heads": int, "ffn_hidden": int, "vocab": int, "seq_len": int, "gated_ffn": bool,
-           "tied_embeddings": bool, "params": int}
+           "tied_embeddings": bool, "params": int, "num_experts": int, "top_k": int, "moe_ffn_hidden": int,
+           "shared_experts": int, "dense_layers": int, "head_dim": int, "attention_params": int, "date": str}
+_MOE_KEYS = ("top_k", "moe_ffn_hidden", "shared_experts", "dense_layers")
 _REQUIRED = ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "source")
 
 
@@ -67,17 +78,72 @@ class TransformerConfig:
     source: str = ""
     description: str = ""
     params_override: int | None = None  # a published parameter count, when the shape switches are unknown
+    # mixture of experts (moe.py): 0 experts = a dense model
+    num_experts: int = 0
+    top_k: int = 0
+    moe_ffn_hidden: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0  # the first layers with a dense feed-forward of ffn_hidden (the rest are MoE)
+    head_dim: int | None = None  # per-head width d_h; None: hidden / heads
+    attention_params: int | None = None  # attention weights per layer, stated (MLA); None: from the shapes
+    active_params_override: int | None = None  # a published active count (validation rows)
+    date: str = ""
+    finetune: "finetune.FineTune | None" = None  # what a fine-tune trains (finetune.py); None: pre-training
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def attention_width(self) -> int:
+        """a·d_h: the width of the query (and score) space, h unless head_dim says otherwise."""
+        return self.hidden if self.head_dim is None else self.heads * self.head_dim
+
+    def _attention_params(self) -> int:
+        if self.attention_params is not None:
+            return self.attention_params
+        h, w = self.hidden, self.attention_width
+        return 2 * h * w + 2 * h * (w * self.kv_heads // self.heads)
+
+    @property
+    def expert_params(self) -> int:
+        """P_e: the weights of one expert feed-forward (moe.py)."""
+        return (3 if self.gated_ffn else 2) * self.hidden * self.moe_ffn_hidden
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    def _params_with(self, experts_per_token: int) -> int:
+        h, L = self.hidden, self.layers
+        ffn = (3 if self.gated_ffn else 2) * h * self.ffn_hidden
+        emb = self.vocab * h * (1 if self.tied_embeddings else 2)
+        if not self.is_moe:
+            return L * (self._attention_params() + ffn + 2 * h) + h + emb
+        moe = self.moe_layers * ((experts_per_token + self.shared_experts) * self.expert_params + h * self.num_experts)
+        return L * (self._attention_params() + 2 * h) + self.dense_layers * ffn + moe + h + emb
 
     @property
     def params(self) -> int:
-        """Parameter count P (see the module docstring); a published count when one was given."""
+        """Parameter count P (see the module docstring), every expert included; a published count when one
+        was given."""
         if self.params_override is not None:
             return self.params_override
-        h, L = self.hidden, self.layers
-        att = h * h + 2 * h * (h * self.kv_heads // self.heads) + h * h
-        ffn = (3 if self.gated_ffn else 2) * h * self.ffn_hidden
-        emb = self.vocab * h * (1 if self.tied_embeddings else 2)
-        return L * (att + ffn + 2 * h) + h + emb
+        return self._params_with(self.num_experts)
+
+    @property
+    def active_params(self) -> int:
+        """P_act: the parameters one token meets (its top-k routed experts, not all E); = P for a dense model."""
+        if not self.is_moe:
+            return self.params
+        if self.active_params_override is not None:
+            return self.active_params_override
+        return self._params_with(self.top_k)
+
+    @property
+    def routed_expert_params(self) -> int:
+        """P_exp = L_m·E·P_e, the routed experts' weights (split over the expert-parallel ranks)."""
+        return self.moe_layers * self.num_experts * self.expert_params
 
     @property
     def embedding_params(self) -> int:
@@ -101,6 +167,9 @@ class TransformerConfig:
                              field="activation_checkpointing")
         return float(ArchArrays.of(self).hardware_flops_per_token(np.array([CHECKPOINTING.index(checkpointing)]))[0])
 
+    def with_finetune(self, ft: "finetune.FineTune | None") -> "TransformerConfig":
+        return replace(self, finetune=ft)
+
     def with_seq_len(self, seq_len: int) -> "TransformerConfig":
         if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len < 1:
             raise InputError(f"--seq-len must be a whole number >= 1, got {seq_len}", field="seq_len")
@@ -119,6 +188,22 @@ class ArchArrays:
     params: np.ndarray
     embedding_params: np.ndarray | None = None  # V·h (·2 untied); None: taken as 0
     kv_heads: np.ndarray | None = None  # key/value heads (grouped-query attention); None: = heads
+    # mixture of experts (moe.py): `params` is then the active count (FLOPs), `held_params` the weights a
+    # model-parallel group holds outside the routed experts, `moe` the expert sizes; None: a dense model
+    moe: "MoeArrays | None" = None
+    held_params: np.ndarray | None = None
+    attention_width: np.ndarray | None = None  # a·d_h; None: = hidden
+    # adapting fine-tunes (finetune.py; None: every weight trainable): trainable P_a of the `params` P =
+    # P_base + P_a, bytes per frozen weight b_f, adapter rank r, QLoRA dequantization bytes per use
+    trainable_params: np.ndarray | None = None
+    frozen_weight_bytes: np.ndarray | None = None
+    adapter_rank: np.ndarray | None = None
+    dequant_bytes_per_use: np.ndarray | None = None
+
+    @property
+    def non_expert_params(self) -> np.ndarray:
+        """Weights held as in a dense model (all but the routed experts): P for a dense model."""
+        return self.params if self.held_params is None else self.held_params
 
     @property
     def heads_kv_share(self) -> np.ndarray:
@@ -130,19 +215,48 @@ class ArchArrays:
         """From one config broadcast to `n` designs, or from one config per design."""
         if isinstance(cfgs, TransformerConfig):
             col = lambda f: np.full(n or 1, float(getattr(cfgs, f)))  # noqa: E731
+            seq = [cfgs]
         else:
             seq = list(cfgs)
             col = lambda f: np.array([float(getattr(c, f)) for c in seq])  # noqa: E731
-        return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("params"),
-                   col("embedding_params"), col("kv_heads"))
+        one = [cfgs] if isinstance(cfgs, TransformerConfig) else seq
+        if not any(c.is_moe or c.head_dim is not None for c in one):
+            ft = {k: np.broadcast_to(v, (n or 1,)) if isinstance(cfgs, TransformerConfig) else v
+                  for k, v in finetune.columns(seq).items()}  # LoRA / QLoRA (finetune.py); {} otherwise
+            return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"),
+                       ft.pop("params", col("params")), col("embedding_params"), col("kv_heads"), **ft)
+        from costopt.perf.llm.moe import MoeArrays
+
+        moe = MoeArrays(col("num_experts"), col("top_k"), col("moe_layers"), col("expert_params"),
+                        col("shared_experts"), col("moe_ffn_hidden"), col("gated_ffn"))
+        return cls(col("layers"), col("hidden"), col("heads"), col("vocab"), col("seq_len"), col("active_params"),
+                   col("embedding_params"), col("kv_heads"), moe, col("params") - moe.routed_params,
+                   col("attention_width"))
 
     @property
     def attention_flops_per_token(self) -> np.ndarray:
-        return 12.0 * self.layers * self.hidden * self.seq_len
+        width = self.hidden if self.attention_width is None else self.attention_width
+        return 12.0 * self.layers * width * self.seq_len
+
+    @property
+    def gradient_params(self) -> np.ndarray:
+        """The parameters that get gradients and optimizer states: P_a under LoRA/QLoRA, else P."""
+        return self.params if self.trainable_params is None else self.trainable_params
 
     @property
     def model_flops_per_token(self) -> np.ndarray:
-        return 6.0 * self.params + self.attention_flops_per_token
+        """6·P + 12·L·h·s; with frozen weights 4·P + 2·P_a + 12·L·h·s (finetune.py)."""
+        if self.trainable_params is None:
+            return 6.0 * self.params + self.attention_flops_per_token
+        return 4.0 * self.params + 2.0 * self.trainable_params + self.attention_flops_per_token
+
+    def recompute_factor(self, ckpt: np.ndarray) -> np.ndarray:
+        """Pre-training's F_hw/F_model: the share by which recompute repeats element-wise work (with frozen
+        weights too: their element-wise work per token is pre-training's, finetune.py)."""
+        f_pre = 6.0 * self.params + self.attention_flops_per_token
+        extra = np.choose(np.asarray(ckpt), [np.zeros_like(self.params), self.attention_flops_per_token / 3.0,
+                                             2.0 * self.params + self.attention_flops_per_token / 3.0])
+        return (f_pre + extra) / f_pre
 
     def hardware_flops_per_token(self, ckpt: np.ndarray) -> np.ndarray:
         """As TransformerConfig.hardware_flops_per_token, with `ckpt` an index into CHECKPOINTING per design."""
@@ -165,17 +279,33 @@ def config_from_dict(data: dict, where: str) -> TransformerConfig:
         ok = isinstance(v, t) and not (t is int and isinstance(v, bool))
         if not ok:
             raise InputError(f"{where}: {k} must be {t.__name__}, got {v!r}")
-        if t is int and v < 1:
-            raise InputError(f"{where}: {k} must be >= 1, got {v}")
+        low = 0 if k in ("shared_experts", "dense_layers") else 1
+        if t is int and v < low:
+            raise InputError(f"{where}: {k} must be >= {low}, got {v}")
     kv = data.get("kv_heads", data["heads"])
     if data["heads"] % kv or data["hidden"] % data["heads"]:
         raise InputError(f"{where}: heads must divide hidden and kv_heads must divide heads "
                          f"(hidden {data['hidden']}, heads {data['heads']}, kv_heads {kv})")
+    if data.get("num_experts"):
+        lacking = [k for k in ("top_k", "moe_ffn_hidden") if k not in data]
+        if lacking:
+            raise InputError(f"{where}: a mixture-of-experts model (num_experts) needs {', '.join(lacking)}")
+        if data["top_k"] > data["num_experts"] or data.get("dense_layers", 0) >= data["layers"]:
+            raise InputError(f"{where}: top_k must be at most num_experts and dense_layers below layers "
+                             f"(top_k {data['top_k']}, num_experts {data['num_experts']}, "
+                             f"dense_layers {data.get('dense_layers', 0)}, layers {data['layers']})")
+    else:
+        given = [k for k in _MOE_KEYS if k in data]
+        if given:
+            raise InputError(f"{where}: {', '.join(given)} apply to a mixture-of-experts model: give num_experts too")
     return TransformerConfig(
         name=data.get("name", Path(where).stem), layers=data["layers"], hidden=data["hidden"], heads=data["heads"],
         kv_heads=kv, ffn_hidden=data["ffn_hidden"], vocab=data["vocab"], seq_len=data["seq_len"],
         gated_ffn=data.get("gated_ffn", False), tied_embeddings=data.get("tied_embeddings", False),
-        source=data["source"], description=data.get("description", ""), params_override=data.get("params"))
+        source=data["source"], description=data.get("description", ""), params_override=data.get("params"),
+        num_experts=data.get("num_experts", 0), top_k=data.get("top_k", 0), moe_ffn_hidden=data.get("moe_ffn_hidden", 0),
+        shared_experts=data.get("shared_experts", 0), dense_layers=data.get("dense_layers", 0),
+        head_dim=data.get("head_dim"), attention_params=data.get("attention_params"), date=data.get("date", ""))
 
 
 def load_config_file(path: str | Path) -> TransformerConfig:

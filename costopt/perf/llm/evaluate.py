@@ -24,20 +24,24 @@ from pathlib import Path
 import numpy as np
 
 from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
+from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.search.design_space import NO_NIC, DesignSpace
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
+from costopt.perf.llm import finetune
 from costopt.perf.llm.arch import CHECKPOINTING, ArchArrays, TransformerConfig
-from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, model_state_bytes
+from costopt.perf.llm.layouts import (MICRO_BATCH_CHOICES, PP_CHOICES, TP_CHOICES, Layout, all_layouts,  # noqa: F401
+                                      OPTIONAL_FIELDS, PIPELINE_EXTRA_LAYERS, bad_vp as _bad_vp,
+                                      best_virtual_stages, dominance_groups, dp_and_grad_accum as _dp_and_grad_accum,
+                                      first_fitting_in_group, layout_take, shard_fields as _shard_fields)
+from costopt.perf.llm.memory import LLM_STRATEGIES, activation_bytes, finetune_state_parts, model_state_bytes
+from costopt.perf.llm.moe import bad_expert_parallel, expert_states_args
 from costopt.perf.llm.step import LlmParams, StepTiming, step_time
 from costopt.core.paths import DATA_DIR
 
 DEFAULTS_FILE = DATA_DIR / "llm_defaults.toml"
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024  # 4M tokens a step: Llama 2 and 3 pre-training used 4M-16M
-TP_CHOICES = (1, 2, 4, 8)
-PP_CHOICES = (1, 2, 4, 8, 16)
-MICRO_BATCH_CHOICES = (1, 2, 4, 8)
 # Node counts searched for large models: 1-2 significant bits (1, 2, 3, 4, 6, 8, 12, ...), so a search
 # over GPUs x chassis x NICs x layouts stays small; `predict` takes any count.
 NODE_GRID = tuple(sorted({a * 2 ** k for a in (1, 3) for k in range(0, 12)}))
@@ -118,7 +122,10 @@ def default_llm_params() -> LlmParams:
                                      for f in FRAMEWORKS if "elementwise_bytes_per_token_per_hidden" in d["framework"][f]},
         framework_attention_fraction={f: {k.removeprefix("attention_fraction_"): float(v)
                                           for k, v in d["framework"][f].items() if k.startswith("attention_fraction_")}
-                                      for f in FRAMEWORKS})
+                                      for f in FRAMEWORKS},
+        moe_load_imbalance=float(d["moe"]["load_imbalance"]), moe_all_to_all_overlap=float(d["moe"]["all_to_all_overlap"]),
+        moe_dispatch_once_per_domain=bool(d["moe"]["dispatch_once_per_domain"]),
+        moe_expert_gemm_share=float(d["moe"]["expert_gemm_share"]))
 
 
 def params_for_framework(params: LlmParams, framework: str) -> LlmParams:
@@ -234,17 +241,6 @@ def bf16_peak_flops(gpu: Gpu, precision: str) -> float | None:
 
 
 @dataclass
-class Layout:
-    strategy: np.ndarray  # index into LLM_STRATEGIES
-    tp: np.ndarray
-    pp: np.ndarray
-    micro_batch: np.ndarray
-    ckpt: np.ndarray  # index into CHECKPOINTING
-    vp: np.ndarray | None = None  # virtual pipeline stages per GPU (interleaved schedule); None: 1
-    cp: np.ndarray | None = None  # context-parallel degree (ring attention); None: 1
-
-
-@dataclass
 class LlmEvaluation:
     cfg: TransformerConfig
     precision: str
@@ -261,6 +257,7 @@ class LlmEvaluation:
     why_not: np.ndarray  # str: '' or the first reason the design cannot run
     framework: str = DEFAULT_FRAMEWORK
     params: LlmParams | None = None  # what it was timed with (the framework's values applied)
+    memory_expert_states_bytes: np.ndarray | float = 0.0  # of memory_states_bytes, the routed experts' (moe.py)
 
 
 def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> dict[str, np.ndarray]:
@@ -287,18 +284,25 @@ def _hardware_arrays(space: DesignSpace, precision: str, params: LlmParams) -> d
     ni = np.where(space.nic_idx == NO_NIC, len(space.nics), space.nic_idx)
     node = nic_rate[ni] * space.nics_per_node
     return {"peak": peak, "peak_hi": peak_hi, "bw": bw, "frac": frac, "frac_lp": frac_lp, "att": att, "mem": mem,
-            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf)}
+            "intra": intra[gi, space.chassis_idx], "node": np.where(node > 0, node, np.inf),
+            "domain": domain_gpus_of(space)}
 
 
 # Why a layout cannot run on a design, in the order the checks apply (the first that holds is reported).
 # Codes in the search, sentences in the output; `{precision}` is filled in.
-WHY_NOT = ("", "the GPU has no {precision} tensor-core path", "tensor parallel degree above the GPUs of one node",
+WHY_NOT = ("", "the GPU has no {precision} tensor-core path",
+           "tensor parallel degree above the GPUs of one node (its NVLink domain)",
            "tensor x pipeline degrees do not divide the GPUs", "more pipeline stages than layers",
-           "hybrid sharding needs more than one node",
-           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers)", "does not fit in GPU memory",
-           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)")
-_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD = range(
-    1, len(WHY_NOT))
+           "hybrid sharding needs more than one node (more than one NVLink domain)",
+           "virtual pipeline stages need pp > 1 and at least one layer per chunk (pp x vp <= layers + 2)", "does not fit in GPU memory",
+           "the global batch is not a multiple of data-parallel degree x micro-batch (--global-batch is held exactly)",
+           "expert parallel needs a mixture-of-experts model (this one is dense)",
+           "the expert-parallel degree must divide the experts and the tensor x data x context-parallel ranks",
+           "context parallel needs the sequence length divisible by 2 x cp (two chunks per rank)",
+           "a shard group applies to zero1, zero2 and hsdp, and must divide the data x context-parallel ranks and be "
+           "below them (all of them: zero1/zero2 or fsdp)")
+(_NO_PATH, _TP_ABOVE_NODE, _NOT_DIVIDING, _PP_ABOVE_LAYERS, _HSDP_ONE_NODE, _BAD_VP, _NO_FIT, _BATCH_NOT_HELD, _EP_DENSE,
+ _EP_NOT_DIVIDING, _BAD_CP, _BAD_SHARD) = range(1, len(WHY_NOT))
 
 
 @dataclass
@@ -311,6 +315,8 @@ class _Sizing:
     used: np.ndarray  # bytes per GPU
     states: np.ndarray
     limit: np.ndarray
+    expert_states: np.ndarray | float = 0.0  # of `states`, the routed experts' (moe.py)
+    dense_states: np.ndarray | float = 0.0  # of `states`, the rest
 
     @property
     def valid(self) -> np.ndarray:
@@ -321,53 +327,80 @@ class _Sizing:
         return self.why == 0
 
 
-def _bad_vp(layout: Layout, p: np.ndarray, layers: np.ndarray) -> np.ndarray:
-    """Interleaving needs a pipeline (p > 1) and a layer per chunk (p·vp ≤ L; Megatron splits unevenly, e.g.
-    Llama 3.1 405B's 126 layers over pp 8 x vp 8 with the embedding and loss as stage layers)."""
-    if layout.vp is None:
-        return np.zeros(len(p), dtype=bool)
-    v = layout.vp.astype(np.float64)
-    return (v > 1) & ((p < 2) | (p * v > layers))
-
-
 def _sizing(arch: ArchArrays, peak: np.ndarray, mem_bytes: np.ndarray, G: np.ndarray, M: np.ndarray, layout: Layout,
             global_batch: int | np.ndarray, params: LlmParams, lp: LowPrecision | None = None,
-            hold_batch: bool = False) -> _Sizing:
+            hold_batch: bool = False, domain: np.ndarray | None = None) -> _Sizing:
     """Validity and memory of one layout per element (arrays of equal length); needs only the GPU (its
-    peak and memory), the GPUs per node G and the nodes M, so the search runs it on the distinct
-    (GPU, G, M) triples and times only the pairs that fit."""
+    peak and memory), the GPUs per node G, the nodes M and the NVLink domain D (`domain`, None: D = G), so
+    the search runs it on the distinct (GPU, G, M, D) keys and times only the pairs that fit."""
     N = G * M
+    D = G if domain is None else np.maximum(np.asarray(domain, dtype=np.float64), G)
     t, p, b = (layout.tp.astype(np.float64), layout.pp.astype(np.float64), layout.micro_batch.astype(np.float64))
     c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
     d = N / (t * p * c)  # data-parallel degree; the weights have d·c replicas (step.py)
     why = np.zeros(len(N), dtype=np.int8)
-    for code, bad in ((_NO_PATH, np.isnan(peak)), (_TP_ABOVE_NODE, t > G),
+    ep = np.ones_like(t) if layout.ep is None else layout.ep.astype(np.float64)
+    ep_dense, ep_not_dividing = bad_expert_parallel(arch.moe, ep, d * c * t)
+    S = np.zeros_like(t) if layout.shard is None else layout.shard.astype(np.float64)
+    hsdp = layout.strategy == LLM_STRATEGIES.index("hsdp")
+    sharding = np.isin(layout.strategy, [LLM_STRATEGIES.index(x) for x in ("zero1", "zero2", "hsdp")])
+    bad_shard = (S > 0) & (~sharding | (S >= d * c) | (np.mod(np.round(d * c), np.maximum(S, 1.0)) != 0) | (S < 2))
+    for code, bad in ((_NO_PATH, np.isnan(peak)), (_EP_DENSE, ep_dense), (_TP_ABOVE_NODE, t > D),
                       (_NOT_DIVIDING, (d < 1) | (np.abs(d - np.round(d)) > 1e-9)), (_PP_ABOVE_LAYERS, p > arch.layers),
-                      (_HSDP_ONE_NODE, (layout.strategy == LLM_STRATEGIES.index("hsdp")) & (M < 2)),
-                      (_BAD_VP, _bad_vp(layout, p, arch.layers))):
+                      (_HSDP_ONE_NODE, hsdp & (N <= D) & (S == 0)),
+                      (_BAD_VP, _bad_vp(layout, p, arch.layers)), (_EP_NOT_DIVIDING, ep_not_dividing),
+                      (_BAD_CP, (c > 1) & (np.mod(arch.seq_len, 2.0 * c) != 0)), (_BAD_SHARD, bad_shard)):
         why = np.where((why == 0) & bad, code, why).astype(np.int8)
-    d = np.maximum(np.round(d), 1.0)
-    grad_accum = np.maximum(np.ceil(np.asarray(global_batch, dtype=np.float64) / (d * b)), 1.0)
+    d, grad_accum = _dp_and_grad_accum(N, layout, global_batch)
     if hold_batch:  # B held exactly: d x b x m = B, i.e. d x b divides B (checked before memory)
         held = grad_accum * d * b == np.asarray(global_batch, dtype=np.float64)
         why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
-    shard_group = np.minimum(d * c, np.maximum(G / t, 1.0))
+    shard_group = np.minimum(d * c, np.maximum(D / t, 1.0))  # hsdp's own: one domain's replicas
+    # a chosen shard group S (step.py): zero1/zero2 shard over S instead of all d·c replicas, hsdp over S
+    dp_states = np.where((S > 0) & ~hsdp, S, d * c)
+    hsdp_group = np.where((S > 0) & hsdp, S, shard_group)
     share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
     emb = 0.0 if arch.embedding_params is None else arch.embedding_params
     # context parallel: optimizer states shard over the d·c replicas, each GPU holds s/c tokens' activations
-    states = model_state_bytes(arch.params / (t * p), layout.strategy, d * c, shard_group, arch.layers / p,
-                               lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
+    states = model_state_bytes(arch.non_expert_params / (t * p), layout.strategy, dp_states, hsdp_group,
+                               arch.layers / p, lowp_share=share * (1.0 - emb / arch.params), lowp_bytes=w,
                                lowp_param_gather=params.low_precision_param_gather)
-    used = states + activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
-                                     saved_linear_input_elements=params.saved_linear_input_elements)
+    if arch.trainable_params is not None:  # LoRA / QLoRA: frozen weights, adapters, their optimizer (memory.py)
+        states = np.where(arch.adapter_rank > 0, finetune_state_parts(
+            arch, t, p, layout.strategy, dp_states, hsdp_group, lowp_share=share * (1.0 - emb / arch.params),
+            lowp_bytes=w, lowp_param_gather=params.low_precision_param_gather)["total"], states)
+    act, moe_act = _activation_parts(arch, layout, params, lp)
+    used = states + act
+    dense = states
+    if arch.moe is not None:  # the routed experts: split over ep, their states over the d·c/ep replicas (moe.py)
+        P_e, d_e = expert_states_args(arch.moe, t, p, ep, d * c)
+        expert = model_state_bytes(P_e, layout.strategy, d_e, np.minimum(shard_group, d_e), arch.layers / p,
+                                   lowp_share=share, lowp_bytes=w, lowp_param_gather=params.low_precision_param_gather)
+        states, used = states + expert, used + expert + moe_act
+    else:
+        expert = 0.0
     limit = mem_bytes * (1.0 - params.reserve_fraction) - params.reserve_gb * 1e9
     why = np.where((why == 0) & ~(used <= limit), _NO_FIT, why).astype(np.int8)
-    return _Sizing(why, d, grad_accum, used, states, limit)
+    return _Sizing(why, d, grad_accum, used, states, limit, expert, dense)
+
+
+def _activation_parts(arch: ArchArrays, layout: Layout, params: LlmParams, lp: LowPrecision | None):
+    """Activation bytes per GPU (memory.activation_bytes) and a MoE model's extra expert activations (0 if dense):
+    they depend on the layout only, not on the hardware."""
+    t, b = layout.tp.astype(np.float64), layout.micro_batch.astype(np.float64)
+    c = np.ones_like(t) if layout.cp is None else layout.cp.astype(np.float64)
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    act = activation_bytes(arch, b / c, t, layout.ckpt, lowp_linear_share=share, lowp_bytes=w,
+                           saved_linear_input_elements=params.saved_linear_input_elements)
+    if arch.moe is None:
+        return act, 0.0
+    return act, np.where(layout.ckpt == 2, 0.0, arch.moe.activation_extra_elements(arch.hidden)) * arch.seq_len * b / (c * t)
 
 
 def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.ndarray, layout: Layout,
             grad_accum: np.ndarray, peak: np.ndarray, params: LlmParams,
-            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None) -> StepTiming:
+            flash_attention: np.ndarray | None = None, lp: LowPrecision | None = None,
+            load_imbalance: np.ndarray | None = None) -> StepTiming:
     """`peak` is the precision's peak (masked where the design cannot run); a low-precision design runs
     its bf16 parts at `hw["peak_hi"]`."""
     vp = 1.0 if layout.vp is None else layout.vp.astype(np.float64)
@@ -376,7 +409,10 @@ def _timing(arch: ArchArrays, hw: dict[str, np.ndarray], G: np.ndarray, M: np.nd
                   attention_fraction=hw["att"], intra_bytes_per_s=hw["intra"], node_bytes_per_s=hw["node"],
                   gpus_per_node=G, nodes=M, strategy=layout.strategy, tp=layout.tp.astype(np.float64),
                   pp=layout.pp.astype(np.float64), micro_batch=layout.micro_batch.astype(np.float64),
-                  grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp)
+                  grad_accum=grad_accum, ckpt=layout.ckpt, flash_attention=flash_attention, virtual_stages=vp,
+                  nvlink_domain_gpus=hw["domain"],
+                  ep=1.0 if layout.ep is None else layout.ep.astype(np.float64), load_imbalance=load_imbalance,
+                  shard_group=None if layout.shard is None else layout.shard.astype(np.float64))
     if lp is None:
         return step_time(arch, params, peak_flops=peak, **common)
     hi = np.where(np.isfinite(hw["peak_hi"]), hw["peak_hi"], peak)
@@ -388,7 +424,7 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
                      global_batch: int | np.ndarray,
                      params: LlmParams | None = None, gpus_per_node: np.ndarray | None = None,
                      flash_attention: np.ndarray | None = None, hold_batch: bool = False,
-                     framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                     framework: str = DEFAULT_FRAMEWORK, load_imbalance: np.ndarray | None = None) -> LlmEvaluation:
     """One layout per hardware design (arrays of equal length): time, memory and whether it can run.
     `hold_batch`: a layout whose dp x micro-batch does not divide the global batch cannot run.
 
@@ -400,28 +436,14 @@ def evaluate_layouts(cfg: TransformerConfig | ArchArrays, space: DesignSpace, la
     lp = low_precision_of(precision, params)
     G = (space.gpus_per_node if gpus_per_node is None else np.asarray(gpus_per_node)).astype(np.float64)
     M = space.nodes.astype(np.float64)
-    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch)
+    size = _sizing(arch, hw["peak"], hw["mem"], G, M, layout, global_batch, params, lp, hold_batch, hw["domain"])
     valid = size.valid
     peak = np.where(valid, hw["peak"], 1.0)
-    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp)
+    timing = _timing(arch, hw, G, M, layout, size.grad_accum, peak, params, flash_attention, lp, load_imbalance)
     sentences = np.array([w.format(precision=precision) for w in WHY_NOT])
     return LlmEvaluation(cfg, precision, global_batch, space, layout, size.grad_accum, timing, size.used, size.states,
-                         size.limit, size.fits, valid, sentences[size.why], framework, params)
-
-
-def all_layouts(max_tp: int = 8) -> Layout:
-    combos = [(s, t, p, b, c) for s in range(len(LLM_STRATEGIES)) for t in TP_CHOICES if t <= max_tp
-              for p in PP_CHOICES for b in MICRO_BATCH_CHOICES for c in range(len(CHECKPOINTING))]
-    a = np.array(combos, dtype=np.int64)
-    return Layout(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
-
-
-_LAYOUT_FIELDS = ("strategy", "tp", "pp", "micro_batch", "ckpt")
-
-
-def _layout_take(layouts: Layout, k: np.ndarray) -> Layout:
-    return Layout(*(getattr(layouts, f)[k] for f in _LAYOUT_FIELDS), vp=None if layouts.vp is None else layouts.vp[k],
-                  cp=None if layouts.cp is None else layouts.cp[k])
+                         size.limit, size.fits, valid, sentences[size.why], framework, params,
+                         np.broadcast_to(size.expert_states, size.used.shape))
 
 
 @dataclass
@@ -449,7 +471,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes], axis=1)
+    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64)], axis=1)
     triples, triple_of = np.unique(key, axis=0, return_inverse=True)
     triple_of = triple_of.reshape(-1)
     n_tri = len(triples)
@@ -461,30 +483,71 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
         out.why = np.zeros((n_tri, n_lay), dtype=np.int8)
         out.used_bytes = np.zeros((n_tri, n_lay))
         out.states_bytes = np.zeros((n_tri, n_lay))
+    # model states and validity depend on the layout but for its micro-batch and checkpointing, activations on the
+    # layout only: size the states once per (triple, state key) and add each layout's activations (the same sums
+    # as _sizing, so the same bytes)
+    lp = low_precision_of(precision, params)
+    state_fields = [layouts.strategy, layouts.tp, layouts.pp] + [
+        np.zeros(n_lay, dtype=np.int64) if getattr(layouts, f) is None else getattr(layouts, f) for f in OPTIONAL_FIELDS]
+    keys, key_of = np.unique(np.stack(state_fields, axis=1), axis=0, return_index=False, return_inverse=True)
+    key_of = key_of.reshape(-1)
+    rep = np.zeros(len(keys), dtype=np.int64)
+    rep[key_of[::-1]] = np.arange(n_lay)[::-1]  # one layout of each key
+    key_lay = layout_take(layouts, rep)
+    key_lay.micro_batch, key_lay.ckpt = np.ones(len(rep), dtype=np.int64), np.zeros(len(rep), dtype=np.int64)
+    n_key = len(keys)
+    why_k, dense_k, expert_k, d_k = (np.zeros((n_tri, n_key), dtype=np.int8), np.zeros((n_tri, n_key)),
+                                     np.zeros((n_tri, n_key)), np.zeros((n_tri, n_key)))
+    per = max(1, chunk_elements // max(n_tri, 1))
+    limit = None
+    for start in range(0, n_key, per):
+        ks = np.arange(start, min(n_key, start + per))
+        tri = np.tile(np.arange(n_tri), len(ks))
+        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
+                       layout_take(key_lay, np.repeat(ks, n_tri)), global_batch, params, lp, False,
+                       hw["domain"][first][tri])
+        why_k[:, ks] = np.where(size.why == _NO_FIT, 0, size.why).reshape(len(ks), n_tri).T
+        dense_k[:, ks] = np.broadcast_to(size.dense_states, size.why.shape).reshape(len(ks), n_tri).T
+        expert_k[:, ks] = np.broadcast_to(size.expert_states, size.why.shape).reshape(len(ks), n_tri).T
+        d_k[:, ks] = size.dp.reshape(len(ks), n_tri).T
+        limit = size.limit[:n_tri]
+    act, moe_act = _activation_parts(ArchArrays.of(cfg, n_lay), layouts, params, lp)
+    moe_act = np.broadcast_to(moe_act, (n_lay,))
+    b_lay = layouts.micro_batch.astype(np.float64)
+    B = float(global_batch)
     per = max(1, chunk_elements // max(n_tri, 1))
     for start in range(0, n_lay, per):
         ks = np.arange(start, min(n_lay, start + per))
-        tri = np.tile(np.arange(n_tri), len(ks))
-        size = _sizing(ArchArrays.of(cfg, len(tri)), hw["peak"][first][tri], hw["mem"][first][tri], G[tri], M[tri],
-                       _layout_take(layouts, np.repeat(ks, n_tri)), global_batch, params,
-                       low_precision_of(precision, params), hold_batch)
-        out.fits[:, ks] = size.fits.reshape(len(ks), n_tri).T
+        kk = key_of[ks]
+        why = why_k[:, kk]
+        if hold_batch:  # as _sizing: d x b x m = B
+            d, b = d_k[:, kk], b_lay[ks][None, :]
+            held = np.maximum(np.ceil(B / (d * b)), 1.0) * d * b == B
+            why = np.where((why == 0) & ~held, _BATCH_NOT_HELD, why).astype(np.int8)
+        used = dense_k[:, kk] + act[ks][None, :]
+        if cfg.is_moe:
+            used = used + expert_k[:, kk] + moe_act[ks][None, :]
+        why = np.where((why == 0) & ~(used <= limit[:, None]), _NO_FIT, why).astype(np.int8)
+        out.fits[:, ks] = why == 0
         if keep_sizes:
-            out.why[:, ks] = size.why.reshape(len(ks), n_tri).T
-            out.used_bytes[:, ks] = size.used.reshape(len(ks), n_tri).T
-            out.states_bytes[:, ks] = size.states.reshape(len(ks), n_tri).T
-            out.limit_bytes = size.limit[:n_tri]
+            out.why[:, ks] = why
+            out.used_bytes[:, ks] = used
+            out.states_bytes[:, ks] = dense_k[:, kk] + expert_k[:, kk] if cfg.is_moe else dense_k[:, kk]
+    out.limit_bytes = limit
     return out
 
 
 def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
                     precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
                     params: LlmParams | None = None, chunk_elements: int = 400_000,
-                    hold_batch: bool = False, framework: str = DEFAULT_FRAMEWORK) -> tuple[np.ndarray, np.ndarray]:
+                    hold_batch: bool = False, framework: str = DEFAULT_FRAMEWORK,
+                    search_vp: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
-    layouts of about `chunk_elements` pairs. Returns (tokens/s, layout index), each (groups x designs):
-    per design and layout group (default: one group) the fastest fitting layout, the lowest index
-    among equals; -1 tokens/s and layout 0 where none fits."""
+    layouts of about `chunk_elements` pairs, and of those only the first that fits in its dominance group
+    (layouts.py: the others cannot be faster). Returns (tokens/s, layout index, virtual stages), each
+    (groups x designs): per design and layout group (default: one group) the fastest fitting layout, the
+    lowest index among equals; -1 tokens/s and layout 0 where none fits. `search_vp`: each pair at its best
+    virtual pipeline stages (layouts.best_virtual_stages; else 1 or the layouts' own)."""
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     grp = np.zeros(n_lay, dtype=np.int64) if group_of_layout is None else np.asarray(group_of_layout, dtype=np.int64)
@@ -492,29 +555,37 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
     hw = _hardware_arrays(space, precision, params)
     G = space.gpus_per_node.astype(np.float64)
     M = space.nodes.astype(np.float64)
-    fits, triple_of = sized.fits, sized.triple_of
+    dom, rank = dominance_groups(layouts, grp)
+    fits, triple_of = first_fitting_in_group(sized.fits, dom, rank), sized.triple_of
     best_thr = np.full((n_grp, n), -1.0)
     best_k = np.zeros((n_grp, n), dtype=np.int64)
-    pairs_before = np.r_[0, np.cumsum(np.bincount(triple_of, minlength=len(fits)) @ fits.astype(np.int64))]
-    max_layouts = max(1, 16 * chunk_elements // max(n, 1))  # bounds the designs x layouts mask of a chunk
+    best_v = np.ones((n_grp, n), dtype=np.int64)
+    per_triple = np.bincount(triple_of, minlength=len(fits))
+    pairs_before = np.r_[0, np.cumsum(per_triple @ fits.astype(np.int64))]
+    by_triple = np.argsort(triple_of, kind="stable")  # the designs of each triple, contiguous
+    triple_start = np.r_[0, np.cumsum(per_triple)[:-1]]
     start = 0
     while start < n_lay:
         stop = int(np.searchsorted(pairs_before, pairs_before[start] + chunk_elements, side="right")) - 1
-        stop = min(max(stop, start + 1), start + max_layouts, n_lay)
+        stop = min(max(stop, start + 1), n_lay)
         ks = np.arange(start, stop)
         start = stop
-        design, lay_pos = np.nonzero(fits[:, ks][triple_of])
-        if len(design) == 0:
+        tri_i, lay_pos = np.nonzero(fits[:, ks])  # the fitting (triple, layout) cells, then each triple's designs
+        reps = per_triple[tri_i]
+        if reps.sum() == 0:
             continue
-        lay_k = ks[lay_pos]
-        lay = _layout_take(layouts, lay_k)
+        offset = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        design = by_triple[np.repeat(triple_start[tri_i], reps) + offset]
+        lay_k = ks[np.repeat(lay_pos, reps)]
+        lay = layout_take(layouts, lay_k)
         hw_pair = {k: v[design] for k, v in hw.items()}
         arch = ArchArrays.of(cfg, len(design))
         lp = low_precision_of(precision, params)
-        size = _sizing(arch, hw_pair["peak"], hw_pair["mem"], G[design], M[design], lay, global_batch, params, lp,
-                       hold_batch)
-        thr = _timing(arch, hw_pair, G[design], M[design], lay, size.grad_accum, hw_pair["peak"], params,
-                      lp=lp).tokens_per_s
+        grad_accum = _dp_and_grad_accum(G[design] * M[design], lay, global_batch)[1]  # the pair fits: only m needed
+        tm = _timing(arch, hw_pair, G[design], M[design], lay, grad_accum, hw_pair["peak"], params, lp=lp)
+        thr, vp = tm.tokens_per_s, np.ones(len(design), dtype=np.int64)
+        if search_vp and lay.vp is None:
+            thr, vp = best_virtual_stages(tm, lay.pp.astype(np.float64), grad_accum, float(cfg.layers))
         # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
         g = grp[lay_k]
         cell = design * n_grp + g
@@ -524,15 +595,16 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         better = thr[head] > best_thr[gh, dh]
         best_thr[gh[better], dh[better]] = thr[head][better]
         best_k[gh[better], dh[better]] = lay_k[head][better]
-    return best_thr, best_k
+        best_v[gh[better], dh[better]] = vp[head][better]
+    return best_thr, best_k, best_v
 
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
                            chunk_elements: int = 400_000, hold_batch: bool = False,
-                           framework: str = DEFAULT_FRAMEWORK) -> LlmEvaluation:
+                           framework: str = DEFAULT_FRAMEWORK, search_vp: bool = False) -> LlmEvaluation:
     """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
-    layout index. Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only
+    layout index. `search_vp`: each layout at its best virtual pipeline stages (layouts.py). Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only
     layouts whose dp x micro-batch divides the global batch fit (`--global-batch` held exactly).
 
     Two passes, so only pairs that can run are timed: `size_triples` (validity and memory on the
@@ -544,13 +616,20 @@ def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precis
     layouts = layouts or all_layouts()
     sized = size_triples(cfg, space, layouts, precision=precision, global_batch=global_batch, params=params,
                          chunk_elements=chunk_elements, hold_batch=hold_batch)
-    _, best_k = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
-                                params=params, chunk_elements=chunk_elements, hold_batch=hold_batch)
-    return evaluate_layouts(cfg, space, _layout_take(layouts, best_k[0]), precision=precision,
+    _, best_k, best_v = fastest_fitting(cfg, space, layouts, sized, precision=precision, global_batch=global_batch,
+                                        params=params, chunk_elements=chunk_elements, hold_batch=hold_batch,
+                                        search_vp=search_vp)
+    chosen = layout_take(layouts, best_k[0])
+    if search_vp and chosen.vp is None:
+        chosen.vp = best_v[0]
+    return evaluate_layouts(cfg, space, chosen, precision=precision,
                             global_batch=global_batch, params=params, hold_batch=hold_batch, framework=framework)
 
 
 def default_global_batch(cfg: TransformerConfig) -> int:
+    """4M tokens for pre-training; a fine-tune's default batch of sequences (data/finetune.toml)."""
+    if cfg.finetune is not None:
+        return finetune.default_global_batch_sequences()
     return max(1, int(round(DEFAULT_GLOBAL_BATCH_TOKENS / cfg.seq_len)))
 
 
@@ -600,14 +679,68 @@ def design_record(ev: LlmEvaluation, i: int) -> dict:
         rec["vp"] = int(lay.vp[i])
     if lay.cp is not None:
         rec["cp"] = c
+    rec.update(_shard_fields(ev, i))
     rec["t_context_parallel_exposed_s"] = float(tm.t_cp_s[i])
+    if getattr(ev.cfg, "finetune", None) is not None:
+        rec.update(_finetune_fields(ev, i))
+    if ev.cfg.is_moe:  # mixture of experts (moe.py): expert parallel, the experts' share of memory, active parameters
+        rec["ep"] = 1 if lay.ep is None else int(lay.ep[i])
+        rec["expert_data_parallel"] = max((G * M) // (p * rec["ep"]), 1)
+        rec["memory_expert_states_gb"] = float(ev.memory_expert_states_bytes[i]) / 1e9
+        rec["t_expert_parallel_exposed_s"] = float(tm.t_ep_s[i])
+        rec["active_params"] = ev.cfg.active_params
+        rec["mfu_basis"] = rec["mfu_basis"].replace("6·P + 12·L·h·s", "6·P_active + 12·L·a·d_h·s") + (
+            f" (P_active = {ev.cfg.active_params / 1e9:.1f} B of {ev.cfg.params / 1e9:.1f} B parameters: attention, "
+            f"dense layers, the top-{ev.cfg.top_k} routed and {ev.cfg.shared_experts} shared experts and the router)")
+        mp = ev.params or default_llm_params()
+        rec["moe_basis"] = (f"{ev.cfg.num_experts} experts, top {ev.cfg.top_k}, expert load imbalance "
+                            f"{mp.moe_load_imbalance:g} (data/llm_defaults.toml [moe]: an estimate), routed grouped GEMMs at "
+                            f"{mp.moe_expert_gemm_share:.2f} of the dense matmul rate (fitted on Megatron-Bridge's MoE runs), "
+                            "all-to-all dispatch and combine 4 times per MoE layer per micro-batch, inside the NVLink "
+                            "domain while the ep group fits it, else over the NICs")
     return rec
+
+
+def _finetune_fields(ev: LlmEvaluation, i: int) -> dict:
+    """A fine-tune's fields (finetune.py): what is trained, the MFU's FLOP count, memory per GPU by part."""
+    cfg, lay = ev.cfg, ev.layout
+    ft = cfg.finetune
+    out = {"finetune": ft.method, "finetune_basis": ft.describe()}
+    if not ft.adapts:
+        return out
+    arch = ArchArrays.of(cfg)
+    p_a = int(arch.trainable_params[0])
+    out.update({"lora_rank": ft.rank, "lora_targets": ft.targets, "trainable_params": p_a,
+                "frozen_params": int(cfg.params)})
+    out["mfu_basis"] = (f"model FLOPs of a step with frozen weights 4·P + 2·P_a + 12·L·h·s = "
+                        f"{cfg.model_flops_per_token / 1e9:.1f} GFLOP per token (no weight gradients for the frozen "
+                        f"weights, no recompute; NeMo and Megatron-Bridge count about 4·P for LoRA, 10-20% less) "
+                        f"over the {_gpu_id(ev, i)}'s dense {ev.precision} peak")
+    s = ev.space
+    G, M = float(s.gpus_per_node[i]), float(s.nodes[i])
+    t, p = float(lay.tp[i]), float(lay.pp[i])
+    c = 1.0 if lay.cp is None else float(lay.cp[i])
+    d = G * M / (t * p * c)
+    lp = low_precision_of(ev.precision, ev.params or default_llm_params())
+    share, w = (0.0, 2.0) if lp is None else (lp.share, lp.bytes_per_element)
+    emb = 0.0 if arch.embedding_params is None else arch.embedding_params
+    D = max(float(domain_gpus_of(s)[i]), G)  # the NVLink domain: hsdp's shard group (as _sizing)
+    parts = finetune_state_parts(arch, np.array([t]), np.array([p]), lay.strategy[i:i + 1], np.array([d * c]),
+                                 np.array([min(d * c, max(D / t, 1.0))]), lowp_share=share * (1.0 - emb / arch.params),
+                                 lowp_bytes=w, lowp_param_gather=(ev.params or default_llm_params()).low_precision_param_gather)
+    for k in ("frozen_weights", "adapters", "optimizer"):
+        out[f"memory_{k}_gb"] = float(parts[k][0]) / 1e9
+    return out
+
+
+def _gpu_id(ev: LlmEvaluation, i: int) -> str:
+    return ev.space.gpus[ev.space.gpu_idx[i]].id
 
 
 def framework_basis(framework: str) -> str:
     """Where a framework's efficiency comes from, in words (the fit's rows of it, or none)."""
     d = read_toml(DEFAULTS_FILE, "large-model defaults")
-    rows = {"megatron": "NeMo, Megatron-Bridge, Megatron-LM and Megatron-Core runs (48 rows)",
+    rows = {"megatron": "NeMo, Megatron-Bridge (GB200/GB300 NVL72 included), Megatron-LM and Megatron-Core runs (81 rows)",
             "fsdp": "llm-foundry's PyTorch FSDP runs (216 rows)", "deepspeed": "six DeepSpeed ZeRO-3 runs of SC21 Table 2"}
     if framework in rows:
         return (f"{framework}: matmul share and element-wise bytes fitted on {rows[framework]}, "

@@ -61,7 +61,7 @@ def memory_grid(found: LlmSearch) -> dict[str, Any]:
     fam_of = fam_of.reshape(-1)
     sized = size_triples(cfg, sub, layouts, precision=found.precision, global_batch=found.global_batch,
                          keep_sizes=True, framework=found.framework)
-    thr, best_k = fastest_fitting(cfg, sub, layouts, sized, precision=found.precision,
+    thr, best_k, _ = fastest_fitting(cfg, sub, layouts, sized, precision=found.precision,
                                   global_batch=found.global_batch, group_of_layout=fam_of, framework=found.framework)
     mem_of_gpu = np.array([g.memory_gb for g in sub.gpus])
     mem = mem_of_gpu[sub.gpu_idx]

@@ -15,6 +15,13 @@ weights, 2 of gradients and K = 12 of fp32 master weights, momentum and variance
                                             the one computing and the one prefetched, L_s = L/p)
     hsdp    16·P_s/g + 2·2·P_s/L_s         (fully sharded inside a node, replicated across nodes)
 
+Shard group (step.py: HSDP with a chosen group, partial ZeRO-1/2): the states are sharded over S of the d
+replicas and replicated over the d/S groups, so d becomes S above:
+
+    zero1 with S   4·P_s + 12·P_s/S        zero2 with S   2·P_s + 14·P_s/S        hsdp with S   16·P_s/S + 2·2·P_s/L_s
+
+(`model_state_bytes` takes S as `dp` for zero1/zero2 and as `shard_group` for hsdp.)
+
 ZeRO's Table 1 (7.5B parameters, d = 64) reads 120, 31.4, 16.6 and 1.88 GB for ddp, zero1, zero2
 and fsdp model states: the tests check these four figures by hand.
 
@@ -45,6 +52,11 @@ of elements: 1 + 1 + 1 + 4 per s·b·h) are kept at w bytes instead of 2:
 
 Interleaved pipelines (v virtual stages) are sized as 1F1B: the first stage's extra (p−1)/(p·v) of a
 micro-batch's chunks is left out (an estimate that under-counts by that share).
+
+Fine-tunes with frozen weights (LoRA, QLoRA; finetune.py): `finetune_state_parts` splits the states into
+frozen weights (b_f·P_base/(t·p): whole under ddp/zero1/zero2, /d under fsdp and /g under hsdp plus two
+gathered layers; low-precision copies as above; QLoRA one dequantized layer 2·P_q/L/(t·p)), the adapters'
+weights and gradients and their Adam states, the latter two by the strategy's formulas above on P_a/(t·p).
 
 A design fits when states + activations + logits + reserve ≤ memory_gb, the reserve being a fixed
 part (CUDA context, NCCL buffers) plus a fraction of the card for allocator fragmentation
@@ -106,3 +118,46 @@ def activation_bytes(arch: ArchArrays, micro_batch: np.ndarray, tp: np.ndarray, 
     recompute_buffer = np.where(np.asarray(ckpt) == 2, a_none, 0.0)
     logits = 4.0 * s * b * arch.vocab / t
     return L * per_layer + recompute_buffer + logits
+
+
+def finetune_state_parts(arch: ArchArrays, tp: np.ndarray, pp: np.ndarray, strategy: np.ndarray, dp: np.ndarray,
+                         shard_group: np.ndarray, lowp_share=0.0, lowp_bytes=2.0,
+                         lowp_param_gather: bool = True) -> dict[str, np.ndarray]:
+    """Model-state bytes per GPU of a LoRA/QLoRA design by part (module docstring): `frozen_weights`,
+    `adapters` (weights and gradients), `optimizer` (the adapters' Adam states) and their `total`."""
+    t, p = np.asarray(tp, dtype=np.float64), np.asarray(pp, dtype=np.float64)
+    L_s = arch.layers / p
+    P_a = arch.gradient_params / (t * p)
+    P_f = arch.params / (t * p) - P_a
+    b_f = arch.frozen_weight_bytes
+    st = np.asarray(strategy)
+    fsdp, hsdp = LLM_STRATEGIES.index("fsdp"), LLM_STRATEGIES.index("hsdp")
+    divisor = np.where(st == fsdp, np.asarray(dp, dtype=np.float64), np.where(st == hsdp, shard_group, 1.0))
+    gathered = np.where((st == fsdp) | (st == hsdp), 2.0 * b_f * P_f / L_s, 0.0)
+    q, w = np.asarray(lowp_share, dtype=np.float64), np.asarray(lowp_bytes, dtype=np.float64)
+    copies = np.where((st == fsdp) | (st == hsdp), 0.0,
+                      np.where((st == LLM_STRATEGIES.index("ddp")) | (not lowp_param_gather), 2.0 * w * q * P_f,
+                               (2.0 * w - WEIGHT_BYTES) * q * P_f))
+    dequantized = np.where(arch.dequant_bytes_per_use > 0, WEIGHT_BYTES * P_f / L_s, 0.0)  # QLoRA: one layer in bf16
+    frozen = b_f * P_f / divisor + gathered + copies + dequantized
+    adapters = model_state_bytes(P_a, st, dp, shard_group, L_s)
+    opt = ADAM_STATE_BYTES * P_a / np.where(st == LLM_STRATEGIES.index("ddp"), 1.0,
+                                            np.where(st == hsdp, shard_group, np.asarray(dp, dtype=np.float64)))
+    return {"frozen_weights": frozen, "adapters": adapters - opt, "optimizer": opt, "total": frozen + adapters}
+
+
+def state_parts(params_per_rank: float, strategy: str, dp: float, shard_group: float, layers_per_stage: float,
+                lowp_share: float = 0.0, lowp_bytes: float = 2.0, lowp_param_gather: bool = True) -> dict[str, float]:
+    """Bytes per GPU of `model_state_bytes` by part for one design: `weights` (bf16 working weights, their
+    low-precision copies and, under fsdp/hsdp, the two gathered layers), `gradients` and `optimizer` (fp32
+    master weights, momentum, variance); they sum to model_state_bytes up to rounding."""
+    P, d, g = float(params_per_rank), float(dp), float(shard_group)
+    q, w = float(lowp_share), float(lowp_bytes)
+    lp_ddp = 2.0 * w * q * P
+    lp_zero = (2.0 * w - WEIGHT_BYTES) * q * P if lowp_param_gather else lp_ddp
+    gathered = 2.0 * WEIGHT_BYTES * P / float(layers_per_stage)
+    div = {"ddp": 1.0, "zero1": d, "zero2": d, "fsdp": d, "hsdp": g}[strategy]
+    weights = {"ddp": WEIGHT_BYTES * P + lp_ddp, "zero1": WEIGHT_BYTES * P + lp_zero, "zero2": WEIGHT_BYTES * P + lp_zero,
+               "fsdp": WEIGHT_BYTES * P / div + gathered, "hsdp": WEIGHT_BYTES * P / div + gathered}[strategy]
+    grads = GRAD_BYTES * P / (div if strategy in ("zero2", "fsdp", "hsdp") else 1.0)
+    return {"weights": weights, "gradients": grads, "optimizer": ADAM_STATE_BYTES * P / div}

@@ -31,6 +31,13 @@ missing features (0-3):
                 GPU's whole population of runs sits from another's: the between-generation term)
     low = X·exp(min(q10, 0) − w),  high = X·exp(max(q90, 0) + w)  (then the MAMF cap)
 
+A mixture-of-experts model takes its q10, q90 from its own sample instead: costopt/data/llm_moe_residuals.json
+(tools/moe_fit.py), the MoE rows' errors with their model held out of the fit of the MoE constant
+(leave-one-model-out; validation/llm_moe_training.csv, one source), since the dense rows' errors say nothing of
+what the MoE terms miss; the other features widen it as above.
+
+A fine-tune (sft, lora, qlora) counts as one such feature: the residuals are of pre-training runs, and the
+published fine-tuning rows (validation/llm_finetune.csv) are predicted out of sample, never fitted.
 The range's `range_basis` names what had no run.
 min/max with 0 keep low ≤ X ≤ high. Tokens/s per GPU and MFU scale with X by the same factors. Time
 runs the other way: hours = tokens / X, so hours_low = tokens / high and hours_high = tokens / low; the
@@ -54,6 +61,7 @@ from costopt.perf.intervals import HIGH_Q, LOW_Q, coverage_by_group as group_cov
 from costopt.core.paths import DATA_DIR
 
 LLM_RESIDUALS_PATH = DATA_DIR / "llm_residuals.json"
+LLM_MOE_RESIDUALS_PATH = DATA_DIR / "llm_moe_residuals.json"
 SAMPLES = ("by_source", "by_gpu")
 _WHAT = {"by_source": "leave-one-source-out", "by_gpu": "leave-one-GPU-out"}
 
@@ -104,13 +112,25 @@ def load_llm_residuals(path: str = str(LLM_RESIDUALS_PATH)) -> LlmResiduals:
 Z80 = 1.2816  # two-sided 80% normal quantile
 
 
-def unseen(res: LlmResiduals, gpu: str | None, precision: str | None, framework: str | None) -> list[str]:
-    """What a design has no published run of: its GPU (None: not asked), precision, framework (in that order)."""
+@lru_cache(maxsize=2)
+def load_moe_residuals(path: str = str(LLM_MOE_RESIDUALS_PATH)) -> tuple[np.ndarray, int, int]:
+    """(leave-one-model-out log residuals of the MoE rows, their rows, their models)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    r = np.array([x["log_residual"] for x in data["by_model"]], dtype=np.float64)
+    return r, len(r), len(data["models"])
+
+
+def unseen(res: LlmResiduals, gpu: str | None, precision: str | None, framework: str | None,
+           finetune: str | None = None) -> list[str]:
+    """What a design has no published run of: its GPU (None: not asked), precision, framework, fine-tune (sft, lora,
+    qlora: the residuals are of pre-training runs only; the fine-tuning rows are validation, never fitted)."""
     out = [] if gpu is None or gpu in res.gpus else [f"the {gpu}"]
     if precision is not None and res.precisions is not None and precision not in res.precisions:
         out.append(precision)
     if framework is not None and res.frameworks is not None and framework not in res.frameworks:
         out.append(framework)
+    if finetune is not None:
+        out.append(f"{finetune} fine-tuning in the fit")
     return out
 
 
@@ -124,10 +144,11 @@ class LlmRange:
 
 def bounds(tokens_per_s: np.ndarray, mfu: np.ndarray, gpu_ids: np.ndarray, mamf: np.ndarray,
            path: str | Path = LLM_RESIDUALS_PATH, precision: str | None = None,
-           framework: str | None = None) -> LlmRange:
+           framework: str | None = None, finetune: str | None = None, moe=False) -> LlmRange:
     """The 80% range of every design at once (module docstring). `gpu_ids` and `mamf` (the maximum
     achievable matmul fraction of peak of each design's GPU) are per design; `precision` and `framework`
-    (one per evaluation) widen the range when the residual file has no run of them."""
+    (one per evaluation) widen the range when the residual file has no run of them; `moe` (one bool, or one per
+    design) takes the q10, q90 of the MoE rows' leave-one-model-out errors instead."""
     x = np.asarray(tokens_per_s, dtype=np.float64)
     res = load_llm_residuals(str(path))
     ids = np.asarray(gpu_ids).astype(str)
@@ -136,7 +157,11 @@ def bounds(tokens_per_s: np.ndarray, mfu: np.ndarray, gpu_ids: np.ndarray, mamf:
     q = np.array([quantiles(res.samples[s]) for s in SAMPLES])  # samples x (q10, q90)
     q_lo = np.where(known, q[0, 0], min(q[0, 0], q[1, 0]))
     q_hi = np.where(known, q[0, 1], max(q[0, 1], q[1, 1]))
-    n_unseen = (~known).astype(np.float64) + float(len(unseen(res, None, precision, framework)))
+    is_moe = np.broadcast_to(np.asarray(moe, dtype=bool), x.shape)
+    if is_moe.any():
+        m_lo, m_hi = quantiles(load_moe_residuals()[0])
+        q_lo, q_hi = np.where(is_moe, m_lo, q_lo), np.where(is_moe, m_hi, q_hi)
+    n_unseen = (~known).astype(np.float64) + float(len(unseen(res, None, precision, framework, finetune)))
     w = Z80 * res.between_sd * np.sqrt(n_unseen)
     low = x * np.exp(np.minimum(q_lo, 0.0) - w)
     high = x * np.exp(np.maximum(q_hi, 0.0) + w)
@@ -162,12 +187,16 @@ def range_fields(rec: dict, low: float, high: float, sample: int, path: str | Pa
     rec["range_percentiles"] = [int(LOW_Q), int(HIGH_Q)]
     res = load_llm_residuals(str(path))
     rec["range_basis"] = res.basis(SAMPLES[int(sample)])
-    missing = unseen(res, str(rec.get("gpu", "")), rec.get("precision"), rec.get("framework"))
+    if rec.get("active_params") is not None:  # a mixture-of-experts design (evaluate.design_record)
+        _, n, models = load_moe_residuals()
+        rec["range_basis"] = (f"leave-one-model-out errors of {n} published mixture-of-experts runs of {models} models "
+                              "(one source)")
+    missing = unseen(res, str(rec.get("gpu", "")), rec.get("precision"), rec.get("framework"), rec.get("finetune"))
     if missing:
         rec["range_basis"] += (f"; widened (x exp(±{Z80:.2f}·{res.between_sd:.3f}·√{len(missing)})) for no published run of "
                                + ", ".join(missing))
     return rec
 
 
-__all__ = ["bounds", "group_coverage", "load_llm_residuals", "quantiles", "range_fields", "LlmRange",
+__all__ = ["bounds", "group_coverage", "load_llm_residuals", "load_moe_residuals", "quantiles", "range_fields", "LlmRange",
            "LLM_RESIDUALS_PATH", "SAMPLES"]

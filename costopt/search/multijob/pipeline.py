@@ -29,7 +29,7 @@ from costopt.search.multijob.pruning import _within_limits, prune, reduce_jobs
 
 
 NO_NODE_BUDGET = 1e15  # a large-model job without a budget to bound its node counts (objective cost)
-DEFAULT_TIME_LIMIT_S = 300.0  # seconds for a whole mix solve unless told otherwise
+DEFAULT_TIME_LIMIT_S = 60.0  # seconds for a whole mix solve unless told otherwise (a 40-job mix: docs/several-jobs.md)
 REPORT_RESERVE = 0.03  # share of the time limit (at least 2 s) kept back for the report
 BUILD_SHARE = 0.75  # building the candidates stops past this share of the time limit
 def market_from(catalog: Catalog, mix: Mix | None = None) -> Market:
@@ -87,16 +87,37 @@ class MixResult:
     solver: dict[str, Any]
     binding: list[dict[str, Any]] = field(default_factory=list)  # the limits at the answer (`explain.py`)
     excluded: dict[str, Any] = field(default_factory=dict)  # what the part filter left out (`excluded_report`)
+    bound: float | None = None  # the best bound proven on the objective (ProgramResult.bound)
+    time_limit_s: float | None = None  # the limit the solve ran under (None: none)
+
+    @property
+    def note(self) -> str:
+        """"stopped at the time limit N s; best found X, bound Y, gap Z%" when the time limit cut the solve
+        short (status "Feasible (time limit)"), else ""."""
+        return time_limit_note(self.status, self.time_limit_s, self.objective_value, self.bound, self.gap)
 
     def to_json_dict(self, timings: bool = False) -> dict[str, Any]:
         """The result as JSON. Wall-clock times differ run to run, so they are left out unless asked
         for (`--timings`): the same inputs then print the same bytes."""
         out = {"mix": self.name, "objective": self.objective, "status": self.status,
-               "objective_value": self.objective_value, "gap": self.gap, "solve_time_s": self.solve_time_s,
+               "objective_value": self.objective_value, "bound": self.bound, "gap": self.gap,
+               "time_limit_s": self.time_limit_s, "note": self.note, "solve_time_s": self.solve_time_s,
                "total_time_s": self.total_time_s, "limits": self.limits, "totals": self.totals,
                "limits_at_answer": self.binding, "jobs": self.jobs, "parts": self.parts, "solver": self.solver,
                "excluded": self.excluded}
         return out if timings else _drop_timings(out)
+
+
+def time_limit_note(status: str, time_limit: float | None, value: float | None, bound: float | None,
+                    gap: float | None) -> str:
+    """The line an answer cut short by the time limit carries: the limit, the best selection's objective
+    value, the best bound proven and the relative gap between them; "" for any other status."""
+    if status != "Feasible (time limit)" or value is None:
+        return ""
+    limit = "the time limit" if time_limit is None else f"the time limit {time_limit:g} s"
+    b = "none proven" if bound is None else f"{bound:,.6g}"
+    g = "n/a" if gap is None else f"{gap:.2%}"
+    return f"stopped at {limit}; best found {value:,.6g}, bound {b}, gap {g}"
 
 
 def _drop_timings(value: Any) -> Any:
@@ -387,7 +408,8 @@ def solve_mix(
     t0 = time.perf_counter()
     out = _report(mix, cat, objective, lim, market, jobs, res, time.perf_counter() - t_start)
     out.excluded = excluded_report(pf, left_out, out.jobs, cat)
-    _say(progress, f"{res.status}, gap {'n/a' if res.gap is None else f'{res.gap:.2%}'}; report in "
+    out.bound, out.time_limit_s = res.bound, time_limit
+    _say(progress, f"{out.note or res.status + ', gap ' + ('n/a' if res.gap is None else f'{res.gap:.2%}')}; report in "
                    f"{time.perf_counter() - t0:.1f} s, {time.perf_counter() - t_start:.1f} s in all")
     return out
 

@@ -37,6 +37,19 @@ class ProgramResult:
     gap: float | None
     solve_time_s: float
     stages: list[dict[str, Any]]
+    # the best bound proven on the objective (an upper bound for `throughput` and `fair`, a lower bound for
+    # `cost`): the one the gap is measured against, |bound - value| = gap·|value| (`proven_bound`)
+    bound: float | None = None
+
+
+def proven_bound(objective: str, value: float | None, gap: float | None) -> float | None:
+    """The bound the relative gap of an answer of `value` is measured against: CBC's best possible (its
+    log's gap is relative to its best solution; when the answer kept is a better one found before, the
+    bound this gives is weaker than CBC's, still valid) or the Lagrangian bound (`dual_bound`).
+    value·(1 + gap) for the maximised objectives, value·(1 − gap) for `cost`; equal to value when proven."""
+    if value is None or gap is None:
+        return None
+    return value - gap * abs(value) if objective == "cost" else value + gap * abs(value)
 
 def _enumerate_ties(jobs: list[JobCandidates], market: Market, lim: MixLimits, objective: str, v1: float,
                     tol: float, chunk: int = 100_000) -> np.ndarray | None:
@@ -402,4 +415,5 @@ def solve_program(jobs: list[JobCandidates], market: Market, lim: MixLimits, obj
                     picks = np.array([k[b] for k, b in zip(idx, _picks(m2))], dtype=np.int64)
     tot = evaluate_picks(jobs, market, picks[None, :])
     value = float(_objective(objective, jobs, tot)[0])
-    return ProgramResult(first["status"], picks, value, first["gap"], time.perf_counter() - t0, stages)
+    return ProgramResult(first["status"], picks, value, first["gap"], time.perf_counter() - t0, stages,
+                         proven_bound(objective, value, first["gap"]))

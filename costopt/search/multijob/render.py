@@ -20,6 +20,8 @@ def render(res: MixResult, console, timings: bool = False) -> None:
     console.print(f"costopt solve --workload: mix '{res.name}', objective {res.objective}, {shown}")
     took = f", solve {res.solve_time_s:.2f} s (total {res.total_time_s:.2f} s)" if timings else ""
     console.print(f"solver CBC: {res.status}, gap {gap}{took}, objective value {res.objective_value:,.6g}")
+    if res.note:
+        console.print(res.note)
     # 120 columns without a cut cell: a light box, short headers, and a cell too wide folds onto a second line
     t = Table(title="One design per job", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True,
               pad_edge=False)
