@@ -163,7 +163,6 @@ def test_shipped_dataset_names_a_stack_on_every_row():
     assert all(r.stack_basis == "column" for r in rows)
     # tf_cnn_benchmarks `replicated (with NCCL)` rows are nccl, parameter servers grpc (published_throughput_sources.md)
     assert {r.stack for r in rows if r.strategy == "ps"} == {"grpc"}
-    assert {r.stack for r in rows if r.source.startswith("NV_DLE")} == {"nccl"}
 
 
 def _tcp_equivalent(e: float, line_bytes_per_s: float, extra_s_per_byte: float) -> float:

@@ -18,10 +18,8 @@ What goes in, and the assumptions written into each row's `notes`:
   synthetic rows, with the reported PS count. Piz Daint has no synthetic 1-GPU row: its real-data
   1-GPU figure (138.23, Lustre input) is used as the compute calibration.
 - TFB_ISSUE29_M40: 4 x M40 single node (PS) and 2 x 4 M40 over 9.3 Gb/s measured Ethernet.
-- NV_DLE_TF_RN50, NV_DLE_PT_RN50, NV_DLE_MX_RN50: single-node multi-GPU ResNet-50 tables; compute
-  calibration from the 1-GPU row at the same precision.
-Left out: NV_DLE_*_BERT (gradient accumulation that changes with the node count, no 1-GPU figure, network
-not stated), TF_ISSUE5683_P2 (batch size not stated), GOYAL_2017_SECONDARY (no throughput figure),
+Left out: every NVIDIA DeepLearningExamples README table (NV_DLE_*: a held-out source, never shipped or fitted;
+its ResNet-50 rows were shipped until 2026-12-02), TF_ISSUE5683_P2 (batch size not stated), GOYAL_2017_SECONDARY (no throughput figure),
 LAMBDA_PT_V1 (per-GPU compute calibration data, no stated all-reduce method).
 
 Network speeds the sources do not state are taken from published_throughput_sources.md "Network
@@ -71,8 +69,9 @@ per-GPU batch where a public figure exists: GOYAL_2017 and AKIBA_2017 ran 32 ima
 TF_BENCH_2017's DGX-1 P100 ResNet-50 figure at batch 32 (195 img/s, synthetic, the May 2017 page's
 "Other Results" table), not its batch-64 headline (219 img/s, used until 2026-12-01: 11% too fast per
 step at batch 32, which shortened the compute and inflated the communication share). MIKAMI_2018 ran about
-32 images per V100 and stays on NV_DLE_TF_RN50's batch-256 AMP figure (1270 img/s): no public V100 AMP
-ResNet-50 1-GPU figure at batch 32 was found (2026-12-01), so its compute is short by the batch effect.
+32 images per V100 and takes LAMBDA_PT_V1's batch-256 V100 16GB fp16 figure (833 img/s; until 2026-12-02 a held-out
+source's 1270 img/s): no public V100 AMP ResNet-50 1-GPU figure at batch 32 was found (2026-12-01), so its compute
+is short by the batch effect.
 
 `transport` of a multi-node all-reduce row is what the run's communication library used, which is not always
 the adapter the source states: DLPERF_2020's PaddlePaddle BERT multi-node runs export NCCL_IB_DISABLE=1 in
@@ -86,7 +85,7 @@ the run's scripts show: tf_cnn_benchmarks (TF_BENCH_2017) runs one process per h
 tools/sources/published_allreduce.csv, with the evidence per framework in PROCESS_EVIDENCE (DLPerf's
 PaddlePaddle BERT, OneFlow and TensorFlow 2.3 scripts start one process per node; its PaddlePaddle ResNet-50
 script starts one per GPU). The timing model charges (g - 1) x `process_step_us_per_gpu` per step.
-Left empty (not checked here): EBUG_DISTTF_2017, TFB_ISSUE29_M40, NV_DLE_*, GOYAL/AKIBA/MIKAMI.
+Left empty (not checked here): EBUG_DISTTF_2017, TFB_ISSUE29_M40, GOYAL/AKIBA/MIKAMI.
 
 `variable_update` is the tf_cnn_benchmarks mode each TensorFlow row ran, as its source states it (the strategy cell
 of published_throughput.csv: TF_BENCH_2017's tables, EBUG_DISTTF_2017's per-row mode and TFB_ISSUE29_M40's issue
@@ -308,62 +307,6 @@ def _m40(d: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _precision(text: str) -> str:
-    t = text.lower()
-    if "mixed" in t or "amp" in t:
-        return "amp_fp16"
-    return "fp32"
-
-
-def _nv_dle(d: pd.DataFrame) -> list[dict]:
-    out = []
-    gpus = {
-        "A100 40GB (DGX A100)": ("a100-sxm-40gb", "NVIDIA DGX A100 40GB"),
-        "A100 80GB (DGX A100)": ("a100-sxm-80gb", "NVIDIA DGX A100 80GB"),
-        "V100 16GB (DGX-1)": ("v100-sxm2-16gb", "NVIDIA DGX-1 (V100 16GB)"),
-        "V100 32GB (DGX-1)": ("v100-sxm2-32gb", "NVIDIA DGX-1 (V100 32GB)"),
-        "V100 32GB (DGX-2)": ("v100-sxm2-32gb", "NVIDIA DGX-2"),
-    }
-    for src, how in (("NV_DLE_TF_RN50", "Horovod all-reduce with NCCL (as stated)"),
-                     ("NV_DLE_PT_RN50", "PyTorch multi-process data parallel: NCCL all-reduce assumed"),
-                     ("NV_DLE_MX_RN50", "kv-store device or Horovod (not stated): NCCL all-reduce assumed")):
-        x = d[d.source_id == src]
-        for idx, r in x.iterrows():
-            if r.total_gpus < 2:
-                continue
-            gpu, system = gpus[r.gpu]
-            same = x[(x.gpu == r.gpu) & (x.precision == r.precision) & (x.total_gpus == 1)]
-            if len(same) != 1:
-                raise SystemExit(f"{src} line {idx + 2}: no unique 1-GPU row")
-            single = float(same.throughput_samples_per_s.iloc[0])
-            notes = [f"1-GPU calibration: same table's 1-GPU row ({single:g} img/s)", how,
-                     f"precision '{r.precision}' mapped to {_precision(str(r.precision))}"]
-            if src == "NV_DLE_TF_RN50":
-                batch = int(r.batch_per_gpu)
-                ts, ts_note = "tensorflow", "tensorflow tensor set (ResNet-50 v1 variables; v1.5 has the same tensors)"
-            elif src == "NV_DLE_PT_RN50":
-                batch = 256
-                ts, ts_note = "pytorch", "pytorch tensor set"
-                notes.append("batch not in the table: script default 256 per GPU (sources.md)")
-            else:
-                m = re.search(r"-b (\d+)", str(r.notes))
-                batch = int(m.group(1))
-                ts, ts_note = "pytorch", "pytorch tensor set (MXNet ResNet-50 v1.5 has the same tensors)"
-                notes.append(f"batch {batch}: benchmark.py -b flag taken as per GPU")
-            notes.append(ts_note)
-            chassis = ""
-            if system == "NVIDIA DGX-2":
-                chassis = f"val-dgx2-v100-{int(r.gpus_per_node)}"
-            out.append(_row(
-                source=src, model="resnet50", gpu=gpu, gpus_per_node=int(r.gpus_per_node), nodes=int(r.nodes),
-                batch_per_gpu=batch, precision=_precision(str(r.precision)), strategy="ring", reduce_on="gpu",
-                single_gpu_samples_per_s=_num(single), measured_samples_per_s=_num(r.throughput_samples_per_s),
-                tensor_set=ts, chassis=chassis, stack="nccl", system=system, data=str(r.data).split(" (")[0],
-                source_line=idx + 2, notes="; ".join(notes),
-            ))
-    return out
-
-
 ALLREDUCE_SOURCES = ROOT / "tools" / "sources" / "published_allreduce.csv"
 # source GPU name -> (catalog gpu id, system description)
 ALLREDUCE_GPUS = {
@@ -478,7 +421,7 @@ def build(shared: Path) -> str:
     if not src.exists():
         raise SystemExit(f"not found: {src}")
     d = pd.read_csv(src, dtype={"strategy": "string", "notes": "string"})
-    rows = _tf_bench(d) + _ebug(d) + _m40(d) + _nv_dle(d) + _allreduce()
+    rows = _tf_bench(d) + _ebug(d) + _m40(d) + _allreduce()
     return csv_text(rows, COLUMNS)
 
 
