@@ -292,7 +292,7 @@ def test_streamed_validation_equals_the_whole_file_at_once(tmp_path):
     path = _shipped_copies(tmp_path, 2)
     whole = validate(path, chunk_rows=10**9)
     chunked = validate(path, chunk_rows=37)
-    assert whole.frame.equals(chunked.frame) and len(whole.frame) > 300
+    assert whole.frame.equals(chunked.frame) and len(whole.frame) > 5 * 37  # several chunks (136 shipped rows twice)
     assert json.dumps(whole.summaries) == json.dumps(chunked.summaries)
     assert whole.json_text() == chunked.json_text()
     from costopt.cli import app

@@ -75,6 +75,13 @@ def read_input_bytes(path: Any, what: str, kind: str = "text", *, field: str | N
     is checked again after opening, and never more than the cap of `kind`."""
     field = field or _field(what)
     p = input_path(path, what, kind, field=field)
+    return b"".join(_regular_file_blocks(p, what, kind, field, 1 << 22))
+
+
+def _regular_file_blocks(p: Path, what: str, kind: str, field: str, block: int):
+    """The blocks of `p` (checked by `input_path`), read through a non-blocking descriptor that is checked
+    again after opening (a file swapped for a FIFO in between is refused, never waited on), ending with one
+    empty block; an InputError once more than the cap of `kind` has been read."""
     cap = MAX_BYTES[kind]
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -85,19 +92,18 @@ def read_input_bytes(path: Any, what: str, kind: str = "text", *, field: str | N
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{p}: {what} is {file_kind(st.st_mode)}, not a regular file", field=field)
-        chunks, total = [], 0
+        total = 0
         while True:
-            b = os.read(fd, 1 << 22)
-            if not b:
-                break
-            chunks.append(b)
+            try:
+                b = os.read(fd, block)
+            except OSError as exc:
+                raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
             total += len(b)
             if total > cap:
-                raise InputError(f"{p}: {what} is over the {cap / 1e6:,.0f} MB limit for a {kind} input",
-                                 field=field)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
+                raise InputError(f"{p}: {what} is over the {cap / 1e6:,.0f} MB limit for a {kind} input", field=field)
+            yield b
+            if not b:
+                return
     finally:
         os.close(fd)
 
@@ -295,57 +301,38 @@ def iter_input_lines(path: Any, what: str, kind: str = "csv", *, field: str | No
     dropped."""
     field = field or _field(what)
     p = input_path(path, what, kind, field=field)
-    cap = MAX_BYTES[kind]
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(p, flags)
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{p}: {what} is {file_kind(st.st_mode)}, not a regular file", field=field)
-        rest, total, line_no, first = b"", 0, 0, True
-        while True:
+    rest, line_no, first = b"", 0, True
+    for b in _regular_file_blocks(p, what, kind, field, block):
+        data = rest + b
+        if first and (len(data) >= 3 or not b):
+            first = False
+            if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+                raise InputError(f"{p}: {what} is UTF-16 (byte-order mark at the start); save it as UTF-8",
+                                 field=field)
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+        elif first:  # fewer than 3 bytes so far: wait for more before judging the start
+            rest = data
+            continue
+        cut = len(data) if not b else data.rfind(b"\n") + 1
+        done, rest = data[:cut], data[cut:]
+        for raw in _lf_lines(done):
+            line_no += 1
+            nul = raw.find(b"\x00")
             try:
-                b = os.read(fd, block)
-            except OSError as exc:
-                raise InputError(f"{p}: cannot read {what}: {exc.strerror or exc}", field=field) from None
-            total += len(b)
-            if total > cap:
-                raise InputError(f"{p}: {what} is over the {cap / 1e6:,.0f} MB limit for a {kind} input", field=field)
-            data = rest + b
-            if first and (len(data) >= 3 or not b):
-                first = False
-                if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-                    raise InputError(f"{p}: {what} is UTF-16 (byte-order mark at the start); save it as UTF-8",
-                                     field=field)
-                if data.startswith(b"\xef\xbb\xbf"):
-                    data = data[3:]
-            elif first:  # fewer than 3 bytes so far: wait for more before judging the start
-                rest = data
-                continue
-            cut = len(data) if not b else data.rfind(b"\n") + 1
-            done, rest = data[:cut], data[cut:]
-            for raw in _lf_lines(done):
-                line_no += 1
-                nul = raw.find(b"\x00")
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    at = exc.start if nul < 0 else min(exc.start, nul)
-                    byte = raw[at]
-                    why = ("a NUL byte (a binary file?)" if byte == 0
-                           else f"byte 0x{byte:02x} is not UTF-8 (Latin-1 or another encoding?)")
-                    raise InputError(f"{p}: line {line_no}: {why}; {what} must be UTF-8 text", field=field) from None
-                if nul >= 0:
-                    raise InputError(f"{p}: line {line_no}: a NUL byte (a binary file?); {what} must be UTF-8 text",
-                                     field=field)
-                yield from text.splitlines(keepends=True)
-            if not b:
-                return
-    finally:
-        os.close(fd)
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                at = exc.start if nul < 0 else min(exc.start, nul)
+                byte = raw[at]
+                why = ("a NUL byte (a binary file?)" if byte == 0
+                       else f"byte 0x{byte:02x} is not UTF-8 (Latin-1 or another encoding?)")
+                raise InputError(f"{p}: line {line_no}: {why}; {what} must be UTF-8 text", field=field) from None
+            if nul >= 0:
+                raise InputError(f"{p}: line {line_no}: a NUL byte (a binary file?); {what} must be UTF-8 text",
+                                 field=field)
+            yield from text.splitlines(keepends=True)
+        if not b:
+            return
 
 
 def _lf_lines(data: bytes) -> list[bytes]:
