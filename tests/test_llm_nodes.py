@@ -72,6 +72,18 @@ def test_bound_holds_for_every_design_and_layout(model, gpus, precision):
     assert (ev.timing.tokens_per_s[ran & ev.fits] / u[ran & ev.fits]).max() > 0.85
 
 
+def _llama70b_space():
+    """llama3_70b on up to 64 nodes of three GPU types at $1.5M: the model, the design space, its costs,
+    the designs within budget and buildable, and the budget."""
+    cfg = load_llm_model("llama3_70b")
+    cat = load_catalog(None)
+    budget = 1.5e6
+    space = enumerate_designs(cat, max_nodes=64, strategies=("ring",), gpu_ids=["h200-sxm", "l40s", "mi325x"],
+                              node_budget_usd=budget)
+    costs = evaluate_costs(space, cat.site, facility=cat.facility)
+    return cfg, space, costs, costs.buildable & within_budget(costs, budget), budget
+
+
 def _picks(objective, cost, thr, rank, gpu, budget):
     """The pick and the best of each GPU type, by the solver's own rules (exhaustive reference)."""
     out = {}
@@ -85,13 +97,7 @@ def _picks(objective, cost, thr, rank, gpu, budget):
 @pytest.mark.parametrize("objective,max_kw", [("throughput", None), ("cost-per-throughput", None),
                                              ("throughput", 60.0)])
 def test_bounded_node_search_picks_what_every_node_count_picks(objective, max_kw):
-    cfg = load_llm_model("llama3_70b")
-    cat = load_catalog(None)
-    budget = 1.5e6
-    space = enumerate_designs(cat, max_nodes=64, strategies=("ring",), gpu_ids=["h200-sxm", "l40s", "mi325x"],
-                              node_budget_usd=budget)
-    costs = evaluate_costs(space, cat.site, facility=cat.facility)
-    adm = costs.buildable & within_budget(costs, budget)
+    cfg, space, costs, adm, budget = _llama70b_space()
     if max_kw is not None:  # a limit known before timing: the incumbent must obey it too
         adm &= costs.power_kw <= max_kw
     rank = space.order_key()
@@ -180,13 +186,7 @@ def test_incumbent_meets_the_target_at_the_requests_confidence(target):
     from costopt.search.limits import at_confidence
     from costopt.search.llm_search import design_ranges
 
-    cfg = load_llm_model("llama3_70b")
-    cat = load_catalog(None)
-    budget = 1.5e6
-    space = enumerate_designs(cat, max_nodes=64, strategies=("ring",), gpu_ids=["h200-sxm", "l40s", "mi325x"],
-                              node_budget_usd=budget)
-    costs = evaluate_costs(space, cat.site, facility=cat.facility)
-    adm = costs.buildable & within_budget(costs, budget)
+    cfg, space, costs, adm, budget = _llama70b_space()
     rank = space.order_key()
 
     def p10(ev):

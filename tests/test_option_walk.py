@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 import typer.main
 from typer.testing import CliRunner
+from walk_common import merge_options
 
 from costopt.cli import app
 
@@ -152,19 +153,6 @@ def test_every_option_has_a_decision(command):
     assert not missing, f"{command}: options with no decision in tests/test_option_walk.py: {missing}"
 
 
-def _merge(base: list[str], extra: list[str], command: str) -> list[str]:
-    """base with extra's options replacing the base's value of the same option."""
-    flags = {a for a in extra if a.startswith("--")}
-    out, i = [], 0
-    while i < len(base):
-        if base[i] in flags:
-            i += 2
-            continue
-        out.append(base[i])
-        i += 1
-    return out + extra
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("walk")
@@ -202,13 +190,13 @@ def _cases():
 @pytest.mark.parametrize("command,kind,name,decision,extra,context", list(_cases()))
 def test_option_is_honoured_or_refused(command, kind, name, decision, extra, context, files):
     extra = [files.get(a, a) for a in extra]
-    base = _merge(BASE[(command, kind)], context, command)
+    base = merge_options(BASE[(command, kind)], context)
     key = (command, kind, tuple(context))
     if key not in _BASE_OUT:
         _BASE_OUT[key] = _run([command, *base])
     rc0, out0 = _BASE_OUT[key]
     assert rc0 == 0, out0
-    rc, out = _run([command, *_merge(base, extra, command)])
+    rc, out = _run([command, *merge_options(base, extra)])
     flags = _flags(command, name)
     if decision == R:
         assert rc == 2, f"{name}: expected a refusal (exit 2), got {rc}:\n{out[-2000:]}"

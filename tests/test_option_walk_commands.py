@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 import typer.main
 from typer.testing import CliRunner
+from walk_common import merge_options
 
 from costopt.cli import app
 
@@ -88,18 +89,6 @@ def _run(args):
     return r.exit_code, r.output
 
 
-def _merge(base, extra):
-    flags = {a for a in extra if a.startswith("--")}
-    out, i = [], 0
-    while i < len(base):
-        if base[i] in flags:
-            i += 2
-            continue
-        out.append(base[i])
-        i += 1
-    return out + extra
-
-
 @pytest.fixture(scope="module")
 def bom_base():
     rc, out = _run(["bom", *BOM_BASE, "--as-of", "2026-12-01"])
@@ -111,7 +100,7 @@ def bom_base():
 def test_bom_option_is_honoured_or_refused(name, bom_base):
     decision, extra = LLM_BOM if name == "model-llm" else BOM[name]
     base = BOM_BASE + ["--as-of", "2026-12-01"]
-    rc, out = _run(["bom", *_merge(base, extra)])
+    rc, out = _run(["bom", *merge_options(base, extra)])
     if decision == R:
         assert rc == 2 and extra[0].lstrip("-") in out and "Traceback" not in out, out[-2000:]
     else:

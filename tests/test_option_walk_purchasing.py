@@ -17,6 +17,7 @@ import re
 import pytest
 import typer.main
 from typer.testing import CliRunner
+from walk_common import merge_options
 
 from costopt.cli import app
 
@@ -109,18 +110,6 @@ def test_every_option_has_a_decision(command):
     assert not missing, f"{command}: options with no decision in {__file__}: {missing}"
 
 
-def _merge(base: list[str], extra: list[str]) -> list[str]:
-    flags = {a for a in extra if a.startswith("--")}
-    out, i = [], 0
-    while i < len(base):
-        if base[i] in flags:
-            i += 2
-            continue
-        out.append(base[i])
-        i += 1
-    return out + extra
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("walk")
@@ -159,7 +148,7 @@ def test_option_is_honoured_or_refused(command, kind, name, decision, extra, fil
         _BASE_OUT[(command, kind)] = _run([command, *base])
     rc0, out0 = _BASE_OUT[(command, kind)]
     assert rc0 == 0, out0
-    rc, out = _run([command, *_merge(base, extra)])
+    rc, out = _run([command, *merge_options(base, extra)])
     p = next(p for p in _params(command) if p.name == name)
     flags = list(p.opts) + list(p.secondary_opts or [])
     if decision == R:
