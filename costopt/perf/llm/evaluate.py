@@ -26,6 +26,7 @@ import numpy as np
 from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
 from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.core.arrays import row_codes
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
@@ -478,10 +479,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64)], axis=1)
-    triples, triple_of = np.unique(key, axis=0, return_inverse=True)
-    triple_of = triple_of.reshape(-1)
-    n_tri = len(triples)
+    triple_of, n_tri = row_codes(space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64))
     first = np.zeros(n_tri, dtype=np.int64)
     first[triple_of[::-1]] = np.arange(n)[::-1]
     G, M = space.gpus_per_node[first].astype(np.float64), space.nodes[first].astype(np.float64)
@@ -496,13 +494,11 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     lp = low_precision_of(precision, params)
     state_fields = [layouts.strategy, layouts.tp, layouts.pp] + [
         np.zeros(n_lay, dtype=np.int64) if getattr(layouts, f) is None else getattr(layouts, f) for f in OPTIONAL_FIELDS]
-    keys, key_of = np.unique(np.stack(state_fields, axis=1), axis=0, return_index=False, return_inverse=True)
-    key_of = key_of.reshape(-1)
-    rep = np.zeros(len(keys), dtype=np.int64)
+    key_of, n_key = row_codes(*state_fields)
+    rep = np.zeros(n_key, dtype=np.int64)
     rep[key_of[::-1]] = np.arange(n_lay)[::-1]  # one layout of each key
     key_lay = layout_take(layouts, rep)
     key_lay.micro_batch, key_lay.ckpt = np.ones(len(rep), dtype=np.int64), np.zeros(len(rep), dtype=np.int64)
-    n_key = len(keys)
     why_k, dense_k, expert_k, d_k = (np.zeros((n_tri, n_key), dtype=np.int8), np.zeros((n_tri, n_key)),
                                      np.zeros((n_tri, n_key)), np.zeros((n_tri, n_key)))
     per = max(1, chunk_elements // max(n_tri, 1))
