@@ -564,7 +564,9 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
     best_k = np.zeros((n_grp, n), dtype=np.int64)
     best_v = np.ones((n_grp, n), dtype=np.int64)
     per_triple = np.bincount(triple_of, minlength=len(fits))
-    pairs_before = np.r_[0, np.cumsum(per_triple @ fits.astype(np.int64))]
+    cell_tri, cell_lay = np.nonzero(fits)  # few cells fit: count each layout's pairs from them (no int matrix)
+    pairs_of_layout = np.bincount(cell_lay, weights=per_triple[cell_tri], minlength=n_lay).astype(np.int64)
+    pairs_before = np.r_[0, np.cumsum(pairs_of_layout)]
     by_triple = np.argsort(triple_of, kind="stable")  # the designs of each triple, contiguous
     triple_start = np.r_[0, np.cumsum(per_triple)[:-1]]
     start = 0
