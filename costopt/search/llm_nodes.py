@@ -51,6 +51,7 @@ from typing import Callable
 
 import numpy as np
 
+from costopt.core.arrays import row_codes
 from costopt.perf.llm.arch import ArchArrays, TransformerConfig
 from costopt.perf.llm.evaluate import (DEFAULT_FRAMEWORK, NODE_GRID, Layout, LlmEvaluation, all_layouts, best_layout_per_design,
                                        bf16_peak_flops, default_llm_params, evaluate_layouts, gpu_generation,
@@ -96,8 +97,7 @@ def tokens_per_s_bound(cfg: TransformerConfig, space: DesignSpace, precision: st
 
 def _families(space: DesignSpace) -> np.ndarray:
     """One code per (GPU, chassis, NIC, NICs per node) family."""
-    key = np.stack([space.gpu_idx, space.chassis_idx, space.nic_idx, space.nics_per_node], axis=1)
-    return np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+    return row_codes(space.gpu_idx, space.chassis_idx, space.nic_idx, space.nics_per_node)[0]
 
 
 def first_pass(space: DesignSpace, admissible: np.ndarray, top: int = 2) -> np.ndarray:

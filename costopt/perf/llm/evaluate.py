@@ -26,6 +26,7 @@ import numpy as np
 from costopt.hardware.catalog import Gpu, gpu_link_used, intra_node_gb_per_s
 from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.search.design_space import NO_NIC, DesignSpace
+from costopt.core.arrays import row_codes
 from costopt.core.errors import InputError
 from costopt.core.files import read_toml
 from costopt.core.units import gb_per_s_to_bytes_per_s, gbps_to_bytes_per_s
@@ -462,19 +463,23 @@ class TripleSizing:
     limit_bytes: np.ndarray | None = None  # per triple
 
 
+# Pairs per chunk of the two-pass search. The step-time model makes some hundred temporaries per pair, so a chunk
+# whose arrays stay in the CPU's cache (50,000 x 8 bytes = 0.4 MB each) runs the large-model solve in about
+# two thirds of the CPU of chunks of 400,000 (most of the saving is system time: fewer large arrays mapped and
+# unmapped); the answer does not depend on it (chunks are whole layouts taken in order).
+CHUNK_ELEMENTS = 50_000
+
+
 def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *, precision: str, global_batch: int,
                  params: LlmParams | None = None, keep_sizes: bool = False,
-                 chunk_elements: int = 400_000, hold_batch: bool = False,
+                 chunk_elements: int = CHUNK_ELEMENTS, hold_batch: bool = False,
                  framework: str = DEFAULT_FRAMEWORK) -> TripleSizing:
     """Validity and memory depend on the hardware only through (GPU, G, M): size each layout once per
     distinct triple (a few hundred triples instead of thousands of designs)."""
     params = params_for_framework(params or default_llm_params(), framework)
     n, n_lay = len(space), len(layouts.tp)
     hw = _hardware_arrays(space, precision, params)
-    key = np.stack([space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64)], axis=1)
-    triples, triple_of = np.unique(key, axis=0, return_inverse=True)
-    triple_of = triple_of.reshape(-1)
-    n_tri = len(triples)
+    triple_of, n_tri = row_codes(space.gpu_idx, space.gpus_per_node, space.nodes, hw["domain"].astype(np.int64))
     first = np.zeros(n_tri, dtype=np.int64)
     first[triple_of[::-1]] = np.arange(n)[::-1]
     G, M = space.gpus_per_node[first].astype(np.float64), space.nodes[first].astype(np.float64)
@@ -489,13 +494,11 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
     lp = low_precision_of(precision, params)
     state_fields = [layouts.strategy, layouts.tp, layouts.pp] + [
         np.zeros(n_lay, dtype=np.int64) if getattr(layouts, f) is None else getattr(layouts, f) for f in OPTIONAL_FIELDS]
-    keys, key_of = np.unique(np.stack(state_fields, axis=1), axis=0, return_index=False, return_inverse=True)
-    key_of = key_of.reshape(-1)
-    rep = np.zeros(len(keys), dtype=np.int64)
+    key_of, n_key = row_codes(*state_fields)
+    rep = np.zeros(n_key, dtype=np.int64)
     rep[key_of[::-1]] = np.arange(n_lay)[::-1]  # one layout of each key
     key_lay = layout_take(layouts, rep)
     key_lay.micro_batch, key_lay.ckpt = np.ones(len(rep), dtype=np.int64), np.zeros(len(rep), dtype=np.int64)
-    n_key = len(keys)
     why_k, dense_k, expert_k, d_k = (np.zeros((n_tri, n_key), dtype=np.int8), np.zeros((n_tri, n_key)),
                                      np.zeros((n_tri, n_key)), np.zeros((n_tri, n_key)))
     per = max(1, chunk_elements // max(n_tri, 1))
@@ -539,7 +542,7 @@ def size_triples(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, *,
 
 def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout, sized: TripleSizing, *,
                     precision: str, global_batch: int, group_of_layout: np.ndarray | None = None,
-                    params: LlmParams | None = None, chunk_elements: int = 400_000,
+                    params: LlmParams | None = None, chunk_elements: int = CHUNK_ELEMENTS,
                     hold_batch: bool = False, framework: str = DEFAULT_FRAMEWORK,
                     search_vp: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pass 2: time only the (design, layout) pairs whose triple fits, layout-major, in chunks of whole
@@ -561,7 +564,9 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
     best_k = np.zeros((n_grp, n), dtype=np.int64)
     best_v = np.ones((n_grp, n), dtype=np.int64)
     per_triple = np.bincount(triple_of, minlength=len(fits))
-    pairs_before = np.r_[0, np.cumsum(per_triple @ fits.astype(np.int64))]
+    cell_tri, cell_lay = np.nonzero(fits)  # few cells fit: count each layout's pairs from them (no int matrix)
+    pairs_of_layout = np.bincount(cell_lay, weights=per_triple[cell_tri], minlength=n_lay).astype(np.int64)
+    pairs_before = np.r_[0, np.cumsum(pairs_of_layout)]
     by_triple = np.argsort(triple_of, kind="stable")  # the designs of each triple, contiguous
     triple_start = np.r_[0, np.cumsum(per_triple)[:-1]]
     start = 0
@@ -586,10 +591,11 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
         thr, vp = tm.tokens_per_s, np.ones(len(design), dtype=np.int64)
         if search_vp and lay.vp is None:
             thr, vp = best_virtual_stages(tm, lay.pp.astype(np.float64), grad_accum, float(cfg.layers))
-        # per (design, group), the fastest pair of this chunk, the lowest layout index among equals
+        # per (design, group), the fastest pair of this chunk, the lowest layout index among equals: a design's
+        # pairs come in ascending layout order (its triple's row of `fits`), and lexsort is stable
         g = grp[lay_k]
         cell = design * n_grp + g
-        order = np.lexsort((lay_k, -thr, cell))
+        order = np.lexsort((-thr, cell))
         head = order[np.r_[True, cell[order][1:] != cell[order][:-1]]]
         gh, dh = g[head], design[head]
         better = thr[head] > best_thr[gh, dh]
@@ -601,7 +607,7 @@ def fastest_fitting(cfg: TransformerConfig, space: DesignSpace, layouts: Layout,
 
 def best_layout_per_design(cfg: TransformerConfig, space: DesignSpace, *, precision: str, global_batch: int,
                            params: LlmParams | None = None, layouts: Layout | None = None,
-                           chunk_elements: int = 400_000, hold_batch: bool = False,
+                           chunk_elements: int = CHUNK_ELEMENTS, hold_batch: bool = False,
                            framework: str = DEFAULT_FRAMEWORK, search_vp: bool = False) -> LlmEvaluation:
     """For every hardware design the fastest layout that fits (module docstring); ties go to the lower
     layout index. `search_vp`: each layout at its best virtual pipeline stages (layouts.py). Designs with no layout that fits keep layout 0 (and say why). `hold_batch`: only

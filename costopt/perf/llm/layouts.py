@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costopt.core.arrays import row_codes
 from costopt.hardware.rack_scale import domain_gpus_of
 from costopt.perf.llm.arch import CHECKPOINTING
 from costopt.perf.llm.memory import LLM_STRATEGIES, state_parts
@@ -118,7 +119,7 @@ def dominance_groups(layouts: Layout, within: np.ndarray | None = None) -> tuple
     cols = [merged, layouts.tp, layouts.pp, layouts.micro_batch, shard, np.zeros(n, dtype=np.int64) if within is None
             else np.asarray(within, dtype=np.int64)]
     cols += [np.zeros(n, dtype=np.int64) if getattr(layouts, f) is None else getattr(layouts, f) for f in ("vp", "cp", "ep")]
-    group = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    group = row_codes(*cols)[0]
     order = np.lexsort((np.arange(n), strat, layouts.ckpt, group))
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
@@ -126,18 +127,25 @@ def dominance_groups(layouts: Layout, within: np.ndarray | None = None) -> tuple
 
 
 def first_fitting_in_group(fits: np.ndarray, group: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """fits (rows x layouts) -> the fitting layouts with no fitting layout before them in their group's order."""
+    """fits (rows x layouts) -> the fitting layouts with no fitting layout before them in their group's order.
+    One step per place in a group (a group has a handful of layouts), each over that place's column of every
+    group, instead of a running count over the whole matrix."""
+    n = len(group)
+    out = np.zeros_like(fits, dtype=bool)
+    if n == 0:
+        return out
     order = np.argsort(rank, kind="stable")  # columns grouped, each group in its order
-    f = fits[:, order]
     g = group[order]
     start = np.r_[True, g[1:] != g[:-1]]
-    cs = np.cumsum(f, axis=1, dtype=np.int32)
-    before = cs - f
-    first_col = np.flatnonzero(start)
-    base = before[:, first_col][:, np.cumsum(start) - 1]  # fits before the group's first column: subtract
-    keep = f & (before - base == 0)
-    out = np.empty_like(keep)
-    out[:, order] = keep
+    run = np.cumsum(start) - 1  # which group (in rank order) each ordered column belongs to
+    place = np.arange(n) - np.flatnonzero(start)[run]  # its place in its group
+    seen = np.zeros((fits.shape[0], int(run[-1]) + 1), dtype=bool)  # a fitting layout met so far in the group
+    for j in range(int(place.max()) + 1):
+        at = place == j
+        cols, r = order[at], run[at]
+        f = fits[:, cols]
+        out[:, cols] = f & ~seen[:, r]
+        seen[:, r] |= f
     return out
 
 
