@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import merge_options
+from walk_common import OWNERSHIP, TCO, merge_options
 
 from costopt.cli import app
 
@@ -90,6 +90,10 @@ SOLVE = {
     # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
     "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
     "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
+    # the whole cost of owning (costopt/cli/ownership.py): each term changes the cost with --tco-years (a liquid-
+    # cooled part for --liquid-pue); without it the large-model base prices capex alone: refused
+    **{k: ((C, v, TCO + (["--gpu", "b300", "--budget", "2000000"] if k == "liquid_pue" else [])), (R, v))
+       for k, v in OWNERSHIP.items()},
 }
 PREDICT = {
     "model": ((C, ["--model", "resnet50"]), (C, ["--model", "llama3_8b"])),
@@ -132,6 +136,9 @@ PREDICT = {
     # fine-tunes (costopt/perf/llm/finetune.py): adapter rank and targets matter with --strategy lora
     "lora_rank": ((R, ["--lora-rank", "8"]), (C, ["--lora-rank", "8"], ["--strategy", "lora"])),
     "lora_targets": ((R, ["--lora-targets", "qkv"]), (C, ["--lora-targets", "qkv"], ["--strategy", "lora"])),
+    # the whole cost of owning, priced with --tco-years (--liquid-pue: a part over 1000 W, liquid-cooled)
+    **{k: ((C, v, TCO + (["--gpu", "b300", "--gpus-per-node", "8", "--nic", "ib-ndr"] if k == "liquid_pue" else [])),
+           (C, v, TCO)) for k, v in OWNERSHIP.items()},
 }
 DECISIONS = {"solve": SOLVE, "predict": PREDICT}
 # the base of each case already gives this option: the case changes its value

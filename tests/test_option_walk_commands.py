@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import merge_options
+from walk_common import OWNERSHIP, merge_options
 
 from costopt.cli import app
 
@@ -50,6 +50,9 @@ BOM = {
     "support_years": (R, ["--support-years", "3"]),  # the reference catalog prices no support ([facility])
     "fmt": (C, ["--format", "json"]),
     "as_of": (C, ["--as-of", "2031-01-01"]),
+    "tco_years": (C, ["--tco-years", "3"]),  # the whole cost of owning, term by term, below the bill
+    # without --tco-years the bill is capex alone: the whole-cost terms are refused
+    **{k: (R, v) for k, v in OWNERSHIP.items()},
 }
 LLM_BOM = (R, ["--model", "llama3_70b"])  # a transformer: bom points to predict, which prints the same bill
 

@@ -5,8 +5,9 @@ naming it. Never silently ignored (issue 22; tests/test_option_walk.py does the 
 The options are read from the Typer app: a new option without a decision here fails
 `test_every_option_has_a_decision`. A decision is ("changes", ARGS) or ("refused", ARGS): the base command
 with ARGS (replacing the base's own value of that option) prints something different and exits 0 or 1, or
-exits 2 naming the option. ARGS are chosen by hand so the option matters (e.g. a GPU the base answer uses
-for --exclude-gpu). `report` is left out: every run draws its plots (seconds each); its large-model
+exits 2 naming the option; ("changes", ARGS, CONTEXT) compares the base with CONTEXT against the base with
+CONTEXT and ARGS (other options that make this one matter: --tco-years for the whole-cost terms). ARGS are
+chosen by hand so the option matters (e.g. a GPU the base answer uses for --exclude-gpu). `report` is left out: every run draws its plots (seconds each); its large-model
 refusals are in tests/test_llm_purchasing.py.
 """
 
@@ -17,7 +18,7 @@ import re
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import merge_options
+from walk_common import OWNERSHIP, TCO, merge_options
 
 from costopt.cli import app
 
@@ -68,6 +69,10 @@ COMPARE = {
     "price_cut": ((C, ["--no-price-cut"]), (C, ["--no-price-cut"])),
     "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
     "exclude_gpu": ((C, ["--exclude-gpu", "l40s"]), (C, ["--exclude-gpu", "mi355x"])),
+    # the whole cost of owning: priced with --tco-years; two owned catalogs without it price capex: refused
+    # (--liquid-pue: the large-model base's answers include liquid-cooled parts)
+    **{k: ((C, v, TCO) if k != "liquid_pue" else (R, v), (R, v) if k != "liquid_pue" else (C, v, TCO))
+       for k, v in OWNERSHIP.items()},
 }
 RENT = {
     **COMMON,
@@ -81,6 +86,12 @@ RENT = {
     "max_instances": ((C, ["--max-instances", "1"]), (C, ["--max-instances", "8"])),
     "exclude_gpu": ((C, ["--exclude-gpu", "rtx-pro-6000"]), (C, ["--exclude-gpu", "mi355x"])),
     "as_of": ((C, ["--as-of", "2031-01-01"]), (C, ["--as-of", "2031-01-01"])),
+    # the purchase is priced by its whole cost of owning over --years: every term applies (a PUE to the
+    # designs cooled that way: the data-parallel buy is air-cooled, the large-model one a liquid-cooled mi355x)
+    **{k: ((C, v), (C, v)) for k, v in OWNERSHIP.items()},
+    "liquid_pue": ((C, OWNERSHIP["liquid_pue"], ["--catalog", "LIQUID", "--budget", "3000000"]),
+                   (C, OWNERSHIP["liquid_pue"])),
+    "pue": ((C, OWNERSHIP["pue"]), (C, OWNERSHIP["pue"], ["--exclude-gpu", "mi355x", "--exclude-gpu", "b300"])),
 }
 EXPORT = {
     **COMMON,
@@ -95,6 +106,10 @@ EXPORT = {
     "max_instances": ((R, ["--max-instances", "4"]), (R, ["--max-instances", "4"])),
     "exclude_gpu": ((C, ["--exclude-gpu", "l4"]), (C, ["--exclude-gpu", "mi355x"])),
     "force": ((C, ["--out", "OUT", "--force"]), (C, ["--out", "OUT", "--force"])),
+    # the whole cost of owning: priced with --tco-years (a ranked table of every design: a liquid-cooled one too)
+    **{k: ((C, v, TCO), (R, v)) for k, v in OWNERSHIP.items()},
+    "liquid_pue": ((C, OWNERSHIP["liquid_pue"], TCO + ["--catalog", "LIQUID", "--budget", "2000000"]),
+                   (R, OWNERSHIP["liquid_pue"])),
 }
 DECISIONS = {"compare": COMPARE, "rent-vs-buy": RENT, "export": EXPORT}
 KINDS = ("dp", "llm")
@@ -120,8 +135,11 @@ def files(tmp_path_factory):
     doubled = re.sub(r"(?m)^usd_per_hour = ([0-9.]+)", lambda m: f"usd_per_hour = {2 * float(m.group(1)):g}", text)
     assert doubled != text
     (d / "cloud2.toml").write_text(doubled)
+    # an overlay offering one liquid-cooled GPU only (b300, 1400 W): where a liquid PUE matters
+    (d / "liquid.toml").write_text('[catalog]\nname = "liquid-only"\nbase = "reference-2026"\ndescription = "b300 '
+                                   'only, for this test"\ndate = "2026-12-01"\n\n[availability]\ngpu = ["b300"]\n')
     return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml"), "CLOUD2": str(d / "cloud2.toml"),
-            "OUT": str(d / "out.csv")}
+            "OUT": str(d / "out.csv"), "LIQUID": str(d / "liquid.toml")}
 
 
 _BASE_OUT: dict = {}
@@ -137,16 +155,19 @@ def _cases():
         for name in sorted(table):
             for k, kind in enumerate(KINDS):
                 d = table[name][k]
-                yield pytest.param(command, kind, name, d[0], d[1], id=f"{command}-{kind}-{name}")
+                yield pytest.param(command, kind, name, d[0], d[1], d[2] if len(d) > 2 else [],
+                                   id=f"{command}-{kind}-{name}")
 
 
-@pytest.mark.parametrize("command,kind,name,decision,extra", list(_cases()))
-def test_option_is_honoured_or_refused(command, kind, name, decision, extra, files):
+@pytest.mark.parametrize("command,kind,name,decision,extra,context", list(_cases()))
+def test_option_is_honoured_or_refused(command, kind, name, decision, extra, context, files):
     extra = [files.get(a, a) for a in extra]
-    base = BASE[(command, kind)]
-    if (command, kind) not in _BASE_OUT:
-        _BASE_OUT[(command, kind)] = _run([command, *base])
-    rc0, out0 = _BASE_OUT[(command, kind)]
+    context = [files.get(a, a) for a in context]
+    base = merge_options(BASE[(command, kind)], context)
+    key = (command, kind, tuple(context))
+    if key not in _BASE_OUT:
+        _BASE_OUT[key] = _run([command, *base])
+    rc0, out0 = _BASE_OUT[key]
     assert rc0 == 0, out0
     rc, out = _run([command, *merge_options(base, extra)])
     p = next(p for p in _params(command) if p.name == name)

@@ -15,3 +15,21 @@ def merge_options(base: list[str], extra: list[str]) -> list[str]:
         out.append(base[i])
         i += 1
     return out + extra
+
+
+# the whole-cost options (costopt/cli/ownership.py), each with a value chosen by hand so that it matters
+# (a price unlike the built-in default; --facility own drops the colocation line)
+OWNERSHIP = {
+    "facility": ["--facility", "own"],
+    "colocation_usd_per_kw_month": ["--colocation-usd-per-kw-month", "100"],
+    "electricity_usd_per_kwh": ["--electricity-usd-per-kwh", "0.2"],
+    "pue": ["--pue", "1.2"],
+    "liquid_pue": ["--liquid-pue", "1.5"],
+    "support_pct_per_year": ["--support-pct-per-year", "10"],
+    "storage_tb": ["--storage-tb", "100"],
+    "storage_usd_per_tb": ["--storage-usd-per-tb", "500"],
+    "staff_usd_per_gpu_year": ["--staff-usd-per-gpu-year", "2000"],
+    "cost_of_capital_pct": ["--cost-of-capital-pct", "0"],
+    "residual_pct_at_3_years": ["--residual-pct-at-3-years", "0"],
+}
+TCO = ["--tco-years", "3"]  # the context that prices them (capex alone prices none: refused without it)

@@ -15,6 +15,7 @@ from costopt.perf.intervals import compute_kind, compute_label, range_phrase
 from costopt.perf.workload import list_models, load_workload
 from costopt.cli.common import (Fmt, PredictFmt, _bom_table, _console, _design_table, _fail, _fmt_money, _fmt_number,
                                 _json_dump, only_for, res_tco_years)
+from costopt.cli.ownership import ownership_options
 
 app = typer.Typer()
 
@@ -39,6 +40,7 @@ def _refuse(options: dict[str, tuple[bool, str]]) -> None:
 
 
 @app.command()
+@ownership_options
 def solve(
     budget: Optional[float] = typer.Option(None, help="Budget in USD (capex, or TCO with --tco-years)."),
     model: Optional[str] = typer.Option(None, help="Zoo model (see `costopt models`)."),
@@ -63,7 +65,9 @@ def solve(
                                                    "within this time, at --confidence."),
     epochs: Optional[float] = typer.Option(None, help="Epochs (time to train, deadline)."),
     dataset_size: Optional[float] = typer.Option(None, help="Samples per epoch."),
-    tco_years: float = typer.Option(0.0, help="Add electricity (power x PUE x $/kWh) over this many years."),
+    tco_years: float = typer.Option(0.0, help="Price owned designs by their whole cost of owning over this many "
+                                    "years (capex, storage, financing, colocation, electricity, support, staff, less "
+                                    "resale; the terms: --colocation-usd-per-kw-month ...); 0: capex alone."),
     hours: Optional[float] = typer.Option(None, help="Cloud catalog: price rented designs for this many hours "
                                           "(else per job with --epochs and --dataset-size, else per hour)."),
     overlap: str = typer.Option("wfbp", help="wfbp | none | full"),
@@ -115,6 +119,7 @@ def solve(
                                                "--min-throughput) with this probability, from each design's 80% range: "
                                                "0.5 = the point estimate, 0.9 = the low end (p10). Default: 0.9 with a "
                                                "deadline, else 0.5."),
+    ownership: Optional[dict] = None,
 ) -> None:
     """Best design for the money, with ranked alternatives and why the winner wins."""
     mix_only = {"--time-limit": time_limit is not None, "--progress/--no-progress": progress is not None,
@@ -148,6 +153,9 @@ def solve(
                 raise InputError("--framework: a --workload mix runs every job as measured (eager); give --framework "
                                  "to a single-model solve", field="framework")
             show = sys.stderr.isatty() if progress is None else progress
+            from costopt.hardware.site_terms import with_site_terms
+
+            catalog = with_site_terms(catalog, ownership or {}, priced=bool(tco_years))
             mres = multijob.solve_mix(
                 workload, catalog=catalog, objective=objective, budget=budget, max_power_kw=max_power_kw,
                 max_rack_units=max_rack_units, max_nodes=max_nodes, mixed_nics=mixed_nics,
@@ -186,7 +194,7 @@ def solve(
             profile=profile, gpus=gpu, nics=nic, gpus_per_node=gpus_per_node, hours=hours, grad_accum=grad_accum,
             stack=stack, include=include, exclude_gpus=exclude_gpu, support_years=support_years, today=as_of,
             max_instances=max_instances, confidence=confidence, lora_rank=lora_rank, lora_targets=lora_targets,
-            **({} if framework == "eager" else {"framework": framework}),
+            **({} if framework == "eager" else {"framework": framework}), **(ownership or {}),
         )
     except CostoptError as exc:
         _fail(exc, fmt.value)
@@ -257,6 +265,7 @@ def solve(
 
 
 @app.command()
+@ownership_options
 def predict(
     model: Optional[str] = typer.Option(None, help="Zoo model."),
     gpu: str = typer.Option(..., help="GPU id from the catalog."),
@@ -277,7 +286,8 @@ def predict(
     system: Optional[Path] = typer.Option(None, help="System parameters TOML."),
     profile: Optional[Path] = typer.Option(None, help="Profile JSON (zoo format)."),
     chassis: Optional[str] = typer.Option(None, help="Chassis id (default: cheapest that fits)."),
-    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to cost."),
+    tco_years: float = typer.Option(0.0, help="Price the design by its whole cost of owning over this many years "
+                                    "(the terms: --colocation-usd-per-kw-month ...); 0: capex alone."),
     tensor_set: str = typer.Option("pytorch", help="pytorch | tensorflow (tf_cnn_benchmarks definitions, CNNs)."),
     nics_per_node: int = typer.Option(1, help="NIC adapters per node (one per GPU rail on DGX/HGX nodes)."),
     fmt: PredictFmt = typer.Option(PredictFmt.table, "--format", help="table | json"),
@@ -308,6 +318,7 @@ def predict(
                                             "rank r (default 32, NeMo's; said in the output)."),
     lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Transformers, --strategy lora|qlora: "
                                                "qkv | attention | all-linear (default all-linear)."),
+    ownership: Optional[dict] = None,
 ) -> None:
     """Predict one design's iteration time, throughput and cost."""
     from costopt.search import engine
@@ -321,7 +332,8 @@ def predict(
                            reduce_on=reduce_on, overlap=overlap, catalog=catalog, system=system, profile=profile,
                            chassis=chassis, tco_years=tco_years, tensor_set=tensor_set, nics_per_node=nics_per_node,
                            grad_accum=grad_accum, stack=stack, today=as_of, lora_rank=lora_rank,
-                           lora_targets=lora_targets, **({} if framework == "eager" else {"framework": framework}))
+                           lora_targets=lora_targets, **({} if framework == "eager" else {"framework": framework}),
+                           **(ownership or {}))
     except CostoptError as exc:
         _fail(exc, fmt.value)
         return

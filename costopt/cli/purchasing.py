@@ -20,6 +20,8 @@ from costopt.core.checks import force_overwrite
 from costopt.cli.common import FORCE, _console, _rate_money, print_rent_buy_costs, _fail, _fmt_money, _fmt_number, _json_dump
 
 from costopt.core.errors import CostoptError, InputError
+from costopt.cli.ownership import compare_catalogs, ownership_options
+from costopt.hardware.site_terms import with_site_terms
 
 app = typer.Typer()
 
@@ -97,6 +99,7 @@ _AS_OF = typer.Option(None, "--as-of", help="YYYY-MM-DD that price ages are coun
 
 
 @app.command()
+@ownership_options
 def compare(
     catalogs: list[Path] = typer.Argument(..., help="Two or more catalogs (full, overlay or cloud TOML)."),
     model: Optional[str] = _MODEL,
@@ -105,7 +108,8 @@ def compare(
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES,
     hours: Optional[float] = _HOURS, epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET,
-    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    tco_years: float = typer.Option(0.0, help="Price owned designs by their whole cost of owning over this many years "
+                                    "(the terms: --colocation-usd-per-kw-month ...); 0: capex alone."),
     years: float = typer.Option(3.0, help="Owned beside cloud: the purchase is amortised over this many years..."),
     utilization: float = typer.Option(1.0, help="...at this fraction of the time busy (0-1), so both sides are "
                                       "priced for the same --hours or the same job."),
@@ -117,8 +121,14 @@ def compare(
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
     as_of: Optional[str] = _AS_OF,
+    ownership: Optional[dict] = None,
 ) -> None:
     """The best design under each catalog side by side, the winner, and the price cut a loser needs."""
+    try:  # the whole-cost terms into the owned catalogs (refused where nothing prices them)
+        catalogs = compare_catalogs(catalogs, ownership or {}, tco_years)
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
     if _llm(model, model_config, strategy, tokens):
         from costopt.cli import llm_purchasing as L
 
@@ -192,6 +202,7 @@ def compare(
 
 
 @app.command("rent-vs-buy")
+@ownership_options
 def rent_vs_buy(
     model: Optional[str] = _MODEL,
     budget: float = typer.Option(..., help="Purchase budget in USD (capex)."),
@@ -209,8 +220,14 @@ def rent_vs_buy(
     tokens: Optional[float] = _TOKENS, model_config: Optional[Path] = _MODEL_CONFIG,
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
     as_of: Optional[str] = _AS_OF,
+    ownership: Optional[dict] = None,
 ) -> None:
     """Buy the best cluster for the budget, or rent the same work by the hour? Break-even utilisation and months."""
+    try:  # the owned side is priced by its whole cost of owning over --years: every term applies
+        catalog = with_site_terms(catalog, ownership or {})
+    except CostoptError as exc:
+        _fail(exc, fmt.value)
+        return
     if _llm(model, model_config, strategy, tokens):
         from costopt.cli import llm_purchasing as L
 
@@ -363,6 +380,7 @@ class _StdoutBytes:
 
 
 @app.command()
+@ownership_options
 def export(
     model: Optional[str] = _MODEL,
     budget: float = typer.Option(..., help="Budget in USD (only designs within it)."),
@@ -371,7 +389,8 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (stdout for csv/json when omitted)."),
     objective: str = typer.Option("throughput", help="throughput | cost-per-throughput (ranking)."),
     epochs: Optional[float] = _EPOCHS, dataset_size: Optional[float] = _DATASET, hours: Optional[float] = _HOURS,
-    tco_years: float = typer.Option(0.0, help="Add electricity over this many years to owned designs."),
+    tco_years: float = typer.Option(0.0, help="Price owned designs by their whole cost of owning over this many years "
+                                    "(the terms: --colocation-usd-per-kw-month ...); 0: capex alone."),
     precision: str = _PRECISION, batch_per_gpu: Optional[int] = _BATCH, overlap: str = _OVERLAP,
     strategy: Optional[list[str]] = _STRATEGY, max_nodes: Optional[int] = _MAX_NODES, system: Optional[Path] = _SYSTEM,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
@@ -379,9 +398,15 @@ def export(
     seq_len: Optional[int] = _SEQ_LEN, global_batch: Optional[int] = _GLOBAL_BATCH,
     max_instances: Optional[int] = _MAX_INSTANCES,
     force: bool = FORCE,
+    ownership: Optional[dict] = None,
 ) -> None:
     """Every feasible design within the budget, ranked, for spreadsheets (csv, xlsx, json)."""
     force_overwrite(force)  # --force: a read-only --out may be replaced
+    try:  # the whole-cost terms price owned designs with --tco-years only
+        priced_catalog = with_site_terms(catalog, ownership or {}, priced=bool(tco_years))
+    except CostoptError as exc:
+        _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
+        return
     if _llm(model, model_config, strategy, tokens):
         from costopt.cli import llm_purchasing as L
 
@@ -396,7 +421,7 @@ def export(
         except CostoptError as exc:
             _fail(exc, "json" if fmt is ExportFmt.json and out is None else "table")
             return
-        L.run_export(catalog, j, budget, fmt.value, out, inputs, hours=hours, tco_years=tco_years,
+        L.run_export(priced_catalog, j, budget, fmt.value, out, inputs, hours=hours, tco_years=tco_years,
                      stdout=_StdoutBytes())
         return
     try:
@@ -409,7 +434,7 @@ def export(
         inputs = [catalog, system]
         if out is not None:
             output_path(out, "--out", inputs)
-        cat = P._as_catalog(catalog)
+        cat = P._as_catalog(priced_catalog)
         if hours is not None and not cat.is_cloud:
             raise InputError(f"--hours prices rented designs; {cat.path or cat.catalog.name} is an owned catalog",
                              field="hours")

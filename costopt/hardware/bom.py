@@ -133,6 +133,25 @@ _TCO_SOURCES = {
 }
 
 
+# the [site] fields behind each whole-cost line (a line whose field a run's option set says so: site_terms.py)
+_TCO_FIELDS = {
+    "storage": ("storage_usd_per_tb", "storage_tb"), "financing": ("cost_of_capital_pct",),
+    "colocation": ("colocation_usd_per_kw_month",), "electricity": ("electricity_usd_per_kwh", "pue", "liquid_pue"),
+    "support": ("support_pct_per_year",), "staff": ("staff_usd_per_gpu_year",), "resale": ("residual_pct_at_3_years",),
+}
+
+
+def _tco_source(site, term: str, date: str) -> tuple[str, str]:
+    """(source, date) of a whole-cost line: the catalog's, or the options given on the command line."""
+    given = [f for f in _TCO_FIELDS[term] if f in (getattr(site, "given_on_command_line", None) or [])]
+    if not given:
+        return _TCO_SOURCES[term], date
+    from costopt.hardware.site_terms import flag
+
+    opts = ", ".join(f"{flag(f)} {getattr(site, f):g}" for f in given)
+    return f"given on the command line ({opts}); the catalog's figure: {_TCO_SOURCES[term]}", ""
+
+
 def tco_lines(catalog: Catalog, costs: Costs, i: int, years: float, utilization: float = 1.0) -> list[dict[str, Any]]:
     """The whole cost of owning design `i` over `years` (cost.tco_terms), one line per term, in BOM_FIELDS;
     the lines sum to the whole cost (to the cent, but for rounding each line to cents). Sources: docs/sources.md §11 (and §6 for electricity)."""
@@ -147,25 +166,25 @@ def tco_lines(catalog: Catalog, costs: Costs, i: int, years: float, utilization:
     lines = [_line("capex (the bill of materials)", "capex", t["capex"], 1, "bill of materials above", "")]
     if t["storage"]:
         lines.append(_line(f"storage, {t['storage_tb']:,.4g} usable TB", "storage", site.storage_usd_per_tb,
-                           t["storage_tb"], _TCO_SOURCES["storage"], d))
+                           t["storage_tb"], *_tco_source(site, "storage", d)))
     if t["financing"]:
         lines.append(_line(f"financing: capex + storage at {site.cost_of_capital_pct:g}% a year over {years:g} years",
-                           "financing", t["financing"], 1, _TCO_SOURCES["financing"], d))
+                           "financing", t["financing"], 1, *_tco_source(site, "financing", d)))
     if t["colocation"]:
         lines.append(_line(f"colocation, {kw:,.4g} kW x 12 months x {years:g} years", "colocation",
-                           site.colocation_usd_per_kw_month, kw * 12 * years, _TCO_SOURCES["colocation"], d))
+                           site.colocation_usd_per_kw_month, kw * 12 * years, *_tco_source(site, "colocation", d)))
     lines.append(_line(f"electricity at {utilization:.0%} use, per year x {years:g} years", "electricity",
-                       float(costs.energy_usd_per_year[i]) * utilization, years, _TCO_SOURCES["electricity"], site.date))
+                       float(costs.energy_usd_per_year[i]) * utilization, years, *_tco_source(site, "electricity", site.date)))
     if t["support"]:
         lines.append(_line(f"hardware support, {site.support_pct_per_year:g}% of hardware per year", "support",
-                           t["support"] / max(years, 1e-12), years, _TCO_SOURCES["support"], d))
+                           t["support"] / max(years, 1e-12), years, *_tco_source(site, "support", d)))
     if t["staff"]:
         lines.append(_line(f"operations staff, per GPU-year ({gpus:,.0f} GPUs x {years:g} years)", "staff",
-                           site.staff_usd_per_gpu_year, gpus * years, _TCO_SOURCES["staff"], d))
+                           site.staff_usd_per_gpu_year, gpus * years, *_tco_source(site, "staff", d)))
     if t["resale"]:
         frac = -t["resale"] / hw if hw else 0.0
         lines.append(_line(f"resale after {years:g} years ({frac:.0%} of the hardware)", "resale", -hw * frac, 1,
-                           _TCO_SOURCES["resale"], d))
+                           *_tco_source(site, "resale", d)))
     return [ln.to_dict() for ln in lines]
 
 

@@ -279,6 +279,7 @@ class Site(_Strict):
     tco_date: Date = _record_default(_records.Site, "tco_date")
     tco_estimates: list[str] = ["support_pct_per_year", "staff_usd_per_gpu_year", "storage_tb_per_gpu",
                                 "cost_of_capital_pct", "liquid_above_tdp_w"]
+    given_on_command_line: list[str] = []  # fields a run's options set (hardware/site_terms.py); a file leaves it empty
 
 
 class Facility(_Strict):

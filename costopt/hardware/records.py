@@ -303,6 +303,8 @@ class Site(_Record):
     tco_estimates: list[str] = field(default_factory=lambda: [
         "support_pct_per_year", "staff_usd_per_gpu_year", "storage_tb_per_gpu", "cost_of_capital_pct",
         "liquid_above_tdp_w"])
+    # fields a run's options set (hardware/site_terms.py: --colocation-usd-per-kw-month ...); a file leaves it empty
+    given_on_command_line: list[str] = field(default_factory=list)
 
 
 @dataclass(**_RECORD)

@@ -145,13 +145,27 @@ class LlmSolveResult:
         return self.data
 
 
+def _site_terms(kw: dict[str, Any]) -> None:
+    """The whole-cost terms given (hardware/site_terms.py: colocation_usd_per_kw_month=..., the catalog's
+    [site] field names) taken out of `kw`, its catalog replaced by one whose site holds them; refused
+    without `tco_years` (capex alone prices none of them)."""
+    from costopt.hardware.site_terms import pop_terms, with_site_terms
+
+    terms = pop_terms(kw)
+    if terms:
+        kw["catalog"] = with_site_terms(kw.get("catalog"), terms, priced=bool(kw.get("tco_years")))
+
+
 def solve(budget: float | None, model: str | None = None, *, tokens: float | None = None,
           model_config: Any = None, seq_len: int | None = None, global_batch: int | None = None,
           strategies: list[str] | None = None, lora_rank: int | None = None, lora_targets: str | None = None,
           **kw: Any) -> api.SolveResult | LlmSolveResult:
     """Best design for the money for any workload: `api.solve`'s arguments, plus for transformers
     `tokens` (tokens to train), `model_config`, `seq_len`, `global_batch` (held exactly) and
-    `confidence`. Returns a SolveResult (data-parallel) or an LlmSolveResult (transformer)."""
+    `confidence`; for either, the whole-cost terms of hardware/site_terms.py (the catalog's [site] fields,
+    e.g. colocation_usd_per_kw_month=150, with tco_years). Returns a SolveResult (data-parallel) or an
+    LlmSolveResult (transformer)."""
+    _site_terms(kw)
     if is_llm(model, model_config, strategies, tokens):
         from costopt.search.llm_search import solve_llm
 
@@ -175,7 +189,9 @@ def predict(model: str | None, gpu: str, gpus_per_node: int, nodes: int, nic: st
             checkpointing: str | None = None, vp: int = 1, cp: int = 1, ep: int = 1, lora_rank: int | None = None,
             lora_targets: str | None = None, shard_group: int = 0, **kw: Any) -> dict[str, Any]:
     """One named design for any workload: `api.predict`'s arguments, plus for transformers `tokens`,
-    `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`."""
+    `model_config`, `seq_len`, `global_batch`, `tp`, `pp`, `micro_batch`, `checkpointing`, `vp`; the
+    whole-cost terms of hardware/site_terms.py as in `solve`."""
+    _site_terms(kw)
     if is_llm(model, model_config, strategy, tokens):
         from costopt.search.llm_search import predict_llm
 
