@@ -111,6 +111,11 @@ SLOW = {
     "tests/test_llm_purchasing.py::test_rent_vs_buy_holds_a_given_global_batch_on_both_sides",  # 18 s
     "tests/test_llm_search.py::test_search_over_vp_cp_and_shard_groups_chooses_what_timing_every_pair_chooses",  # 17 s
     "tests/test_report.py::test_first_screen_carries_the_decision",  # 12 s
+    "tests/test_option_walk_multijob.py::test_mix_option_is_honoured_or_refused",  # 118 cases, each an ILP
+    "tests/test_option_walk_multijob.py::test_whole_cost_terms_without_tco_years_are_refused",
+    "tests/test_option_walk_report.py::test_report_option_is_honoured_or_refused",  # 70 cases, each drawing plots
+    "tests/test_option_walk_report.py::test_progress_bar_on_a_terminal",
+    "tests/test_option_walk_report.py::test_force_replaces_a_read_only_report",
     "tests/test_llm_purchasing.py::test_compare_vendor_quotes_best_per_catalog_within_its_budget",  # 10 s
 }
 

@@ -7,8 +7,7 @@ The options are read from the Typer app: a new option without a decision here fa
 with ARGS (replacing the base's own value of that option) prints something different and exits 0 or 1, or
 exits 2 naming the option; ("changes", ARGS, CONTEXT) compares the base with CONTEXT against the base with
 CONTEXT and ARGS (other options that make this one matter: --tco-years for the whole-cost terms). ARGS are
-chosen by hand so the option matters (e.g. a GPU the base answer uses for --exclude-gpu). `report` is left out: every run draws its plots (seconds each); its large-model
-refusals are in tests/test_llm_purchasing.py.
+chosen by hand so the option matters (e.g. a GPU the base answer uses for --exclude-gpu). `report` has its own walk, tests/test_option_walk_report.py (every run draws its plots).
 """
 
 from __future__ import annotations

@@ -39,6 +39,19 @@ def _refuse(options: dict[str, tuple[bool, str]]) -> None:
             raise InputError(f"{name}: {why}", field=name.lstrip("-").split(" ")[0].replace("-", "_"))
 
 
+def _single_design_only(given: dict[str, bool]) -> None:
+    """Refuse, naming them, the options of a one-model solve that a --workload mix has no place for: its
+    answer is one design per job and the shared purchase (no ranked table to cut or widen, no bill of one
+    design, no price ages), each job's stack and batch as the mix file and the measured profile give them,
+    and support priced by the catalog's [facility] only."""
+    names = [k for k, v in given.items() if v]
+    if names:
+        raise InputError(f"{', '.join(names)}: not for a --workload mix (one design per job and one shared purchase: "
+                         "no ranked table, bill of one design, price ages, stack, gradient accumulation or support "
+                         "bought up front); give them to a one-model solve (docs/several-jobs.md)",
+                         field=names[0].lstrip("-").replace("-", "_"))
+
+
 @app.command()
 @ownership_options
 def solve(
@@ -147,6 +160,9 @@ def solve(
             given = [k for k, v in per_job.items() if v]
             if given:
                 raise InputError(f"{', '.join(given)}: set per job in the mix file, not with --workload")
+            _single_design_only({"--top": top != 10, "--wide": wide, "--bom": bom, "--stack": stack != "auto",
+                                 "--support-years": support_years != 0, "--grad-accum": grad_accum != 1,
+                                 "--as-of": as_of is not None})
             if fmt is Fmt.csv:
                 raise InputError("--workload supports --format table or json")
             if framework != "eager":

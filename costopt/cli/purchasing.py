@@ -264,6 +264,7 @@ def rent_vs_buy(
 
 
 @app.command()
+@ownership_options
 def report(
     model: Optional[str] = typer.Option(None, help="Zoo model (a data-parallel one, or a transformer such as llama3_70b)."),
     budget: float = typer.Option(..., help="Budget in USD."),
@@ -288,17 +289,21 @@ def report(
     max_instances: Optional[int] = _MAX_INSTANCES,
     include: Optional[list[str]] = _INCLUDE, exclude_gpu: Optional[list[str]] = _EXCLUDE_GPU,
     force: bool = FORCE,
+    ownership: Optional[dict] = None,
 ) -> None:
     """Write a what-if purchasing report with plots (HTML or Markdown). For a transformer (llama3_70b, a
     --model-config file, or with --tokens) the large-model report: layouts, memory per GPU, and which
     strategies fit at which GPU memory size."""
     force_overwrite(force)  # --force: a read-only --out may be replaced
     from costopt.purchase import report as R
-    from costopt.perf.llm import is_llm_request
-    from costopt.perf.workload import list_models
 
-    if is_llm_request(model, model_config, strategy, tokens, list_models()):
-        _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
+    try:  # the report prices an owned purchase by its whole cost of owning over --years (its cost-basis section)
+        priced_catalog = with_site_terms(catalog, ownership or {})
+    except CostoptError as exc:
+        _fail(exc)
+        return
+    if _llm(model, model_config, strategy, tokens):
+        _llm_report(model, budget, out, catalog, priced_catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                     max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
                     {"--epochs": epochs, "--dataset-size": dataset_size, "--hours": hours, "--batch-per-gpu": batch_per_gpu,
                      "--system": system, "--all": all_designs, "--overlap": None if overlap == "wfbp" else overlap},
@@ -319,13 +324,24 @@ def report(
             output_path(all_designs, "--all", inputs + [out])
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system,
                      as_of=as_of, max_instances=max_instances, include=include, exclude_gpu=exclude_gpu)
-        rep = R.build_report(model, budget, catalog, opts, top=top, progress=progress, cloud=cloud, years=years,
+        cat = P._as_catalog(priced_catalog)
+        if hours is not None and not cat.is_cloud and cloud is None:
+            raise InputError(f"--hours prices rented designs (or, with --cloud, the hours the purchase is used); "
+                             f"{cat.path or cat.catalog.name} is an owned catalog", field="hours")
+        if cloud is None and not cat.is_cloud:  # the rent-or-buy section's terms, refused without it
+            if utilization is not None:
+                raise InputError("--utilization: how busy the purchase is beside a rent; give --cloud FILE for the "
+                                 "rent-or-buy section", field="utilization")
+            if max_instances is not None:
+                raise InputError(f"--max-instances: {cat.path or cat.catalog.name} is not a cloud catalog (use "
+                                 "--cloud FILE, whose instances it caps)", field="max_instances")
+        rep = R.build_report(model, budget, cat, opts, top=top, progress=progress, cloud=cloud, years=years,
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)
         if all_designs is not None:
             from costopt.purchase.export_stream import export_ranked  # the table in bounded memory, as `export` writes it
 
-            export_ranked(catalog, model, budget, opts, fmt, all_designs, inputs + [out])
+            export_ranked(cat, model, budget, opts, fmt, all_designs, inputs + [out])
             files.append(all_designs)
     except CostoptError as exc:
         _fail(exc)
@@ -333,7 +349,7 @@ def report(
     typer.echo(f"wrote {files[0]}" + (f" (+{len(files) - 1} file(s))" if len(files) > 1 else ""))
 
 
-def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
+def _llm_report(model, budget, out, catalog, priced_catalog, tokens, model_config, seq_len, global_batch, precision, strategy,
                 max_nodes, top, years, progress, include, exclude_gpu, cloud, utilization,
                 data_parallel_only: dict, max_instances=None, as_of=None) -> None:
     from costopt.purchase import report as R
@@ -350,7 +366,7 @@ def _llm_report(model, budget, out, catalog, tokens, model_config, seq_len, glob
         output_path(out, "--out", inputs)
         if out.suffix.lower() == ".md":
             R.check_figure_dir(R.figure_dir_for(out))
-        rep = build_llm_report(model, budget, catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
+        rep = build_llm_report(model, budget, priced_catalog, tokens=tokens, model_config=model_config, seq_len=seq_len,
                                global_batch=global_batch, precision="amp_bf16" if precision == "auto" else precision,
                                strategies=strategy, max_nodes=max_nodes, top=top, years=years, include=include,
                                exclude_gpus=exclude_gpu, progress=progress, cloud=cloud, utilization=utilization,
