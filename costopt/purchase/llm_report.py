@@ -372,9 +372,10 @@ def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | 
     if "estimate" in str(b.get("compute_basis", "")):
         risks.append(f"Tokens/s on {b['gpu']} are a roofline estimate, not a measurement: the 80% range is "
                      f"{_span(b, 'tokens_per_s', '{:,.0f}')} tokens/s ({b.get('range_basis')}).")
-    if "AMD" in str(res.get("why", "")) and "no published AMD" in str(res.get("why", "")):
-        risks.append("No published AMD training figure was found: the efficiency assumed on this GPU is NVIDIA's "
-                     "(an estimate, less sure).")
+    if "no published AMD run is in the efficiency fit" in str(res.get("why", "")):
+        risks.append("No AMD run is in the efficiency fit: the efficiency assumed on this GPU is NVIDIA's (an "
+                     "estimate, less sure); AMD's MLPerf Training results (v5.0, v5.1) agree with it as ratios "
+                     "within 15% on three of four comparisons (docs/accuracy.md).")
     used, usable = b["memory_per_gpu_gb"], b["memory_limit_gb"]
     if used > 0.9 * usable:
         risks.append(f"Memory: the layout uses {used:,.0f} of {usable:,.0f} GB usable per GPU; a longer sequence or "

@@ -597,8 +597,10 @@ def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendo
     parts.append(f"its compute is a roofline estimate, not a measurement on this GPU "
                  f"({best['compute_basis'].split('; an estimate')[0]})")
     if vendor != "nvidia":
-        parts.append(f"no published {vendor.upper()} training figure was found, so {best['gpu']}'s efficiency is "
-                     f"NVIDIA's (an estimate, less sure)")
+        parts.append(f"no published {vendor.upper()} run is in the efficiency fit, so {best['gpu']}'s efficiency is "
+                     f"NVIDIA's (an estimate, less sure)" + (
+                         "; checked against AMD's MLPerf Training v5.0/v5.1 Llama 2 70B LoRA results as ratios "
+                         "(docs/accuracy.md)" if vendor == "amd" else ""))
     if estimated_prices:
         parts.append(estimated_price_clause(list(estimated_prices)))
     return "; ".join(parts) + "."
