@@ -100,6 +100,7 @@ SLOW = {
     "tests/test_llm_purchasing.py::test_rent_vs_buy_same_job_both_sides",
     "tests/test_host_gpu.py::test_leave_one_gpu_out_median_meets_issue_24",
     "tests/test_llm_mix.py::test_mix_70b_beside_a_cnn_meets_both_deadlines",
+    "tests/test_llm_mix.py::test_mix_70b_cheapest_is_no_dearer_than_the_cheapest_one_job_design",
     "tests/test_llm_report.py::test_llm_report_states_each_range",
     "tests/test_llm_ranges.py::test_solve_same_inputs_same_bytes",
     "tests/test_llm_mix.py::test_mix_large_model_target_out_of_reach_is_said_in_tokens_per_s",  # 14 s

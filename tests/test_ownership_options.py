@@ -91,8 +91,8 @@ def test_electricity_and_pue_options():
 
 def test_the_api_takes_the_same_names():
     cli = whole_cost("--staff-usd-per-gpu-year", "1000")
-    rates = dict(colocation_usd_per_kw_month=0.0, support_pct_per_year=0.0, staff_usd_per_gpu_year=1000.0,
-                 storage_usd_per_tb=0.0, cost_of_capital_pct=0.0, residual_pct_at_3_years=0.0)
+    rates = {"colocation_usd_per_kw_month": 0.0, "support_pct_per_year": 0.0, "staff_usd_per_gpu_year": 1000.0,
+             "storage_usd_per_tb": 0.0, "cost_of_capital_pct": 0.0, "residual_pct_at_3_years": 0.0}
     api = costopt.predict("resnet50", "h200-sxm", 8, 1, None, "ring", catalog=MINI, tco_years=3, **rates)
     assert api["cost_usd"] == pytest.approx(cli["cost_usd"], abs=1e-6) == pytest.approx(BASE_3Y + 24_000, abs=0.01)
 

@@ -3,6 +3,21 @@
 from __future__ import annotations
 
 
+def check_decision(param, decision: str, extra: list[str], rc: int, out: str, changed: bool, where: str,
+                   ok_codes: tuple[int, ...] = (0, 1)) -> None:
+    """One option-walk verdict: "refused" is exit 2 with a line naming the option (one of `param`'s flags) and
+    no traceback; "changes" is an exit in `ok_codes` and `changed` (the output differs from the base's)."""
+    name = param.name
+    if decision == "refused":
+        flags = list(param.opts) + list(param.secondary_opts or [])
+        assert rc == 2, f"{name}: expected a refusal (exit 2), got {rc}:\n{out[-2000:]}"
+        assert any(f in out for f in flags), f"{name}: the refusal does not name the option:\n{out[-2000:]}"
+        assert "Traceback" not in out
+    else:
+        assert rc in ok_codes, f"{name}: exit {rc}:\n{out[-2000:]}"
+        assert changed, f"{name}: {extra} changed nothing in {where}: silently ignored"
+
+
 def merge_options(base: list[str], extra: list[str]) -> list[str]:
     """`base` with `extra`'s options replacing the base's value of the same option (each option in `base`
     takes one value), then `extra` appended."""

@@ -184,7 +184,7 @@ def _llm_candidates(mix: Mix, name: str, spec, job: dict[str, Any], catalog: Cat
                            seq_len=job["seq_len"], global_batch=job["global_batch"], gpus=list(job["gpus"]) or None,
                            max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
                            model_config=job["model_config"], strategies=list(job["strategies"]) or None,
-                           include=["all"])
+                           include=["all"], prune=False)  # the mix chooses among every node count (shared limits)
     except InputError as exc:
         raise InputError(f"{mix.where}: job '{name}': {exc}") from None
     basis = CostBasis(tco_years=tco_years)
@@ -249,9 +249,16 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
     pf = part_filter if part_filter is not None else PartFilter()
     fronts: dict[tuple, dict[str, Any]] = {}
     owned_value = sum(market.price[p] * n for p, n in market.owned.items())
-    # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further
-    node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4) \
-        if lim.budget_usd is not None and tco_years == 0 else None
+    # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further.
+    # Under --tco-years the budget limits the whole cost, which is at least capex less its resale:
+    # TCO >= C - R >= C (1 - r_Y), r_Y = max(0, 1 - Y (1 - residual at 3 years) / 3) (cost.tco_terms), so node
+    # hardware over budget / (1 - r_Y) can never fit either
+    node_budget = None
+    if lim.budget_usd is not None:
+        node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4)
+        if tco_years:
+            r_y = max(0.0, 1.0 - tco_years * (1.0 - catalog.site.residual_pct_at_3_years / 100.0) / 3.0)
+            node_budget /= max(1.0 - r_y, 1e-3)
     jobs: list[JobCandidates] = []
     shared: dict[tuple, JobCandidates] = {}
     llm = {name: large_model_job(mix, name, spec) for name, spec in mix.jobs.items()}
