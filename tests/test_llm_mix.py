@@ -124,9 +124,6 @@ def test_mix_strategy_option_with_a_large_model_job_is_refused():
     assert rc == 2 and "--strategy" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="since a large-model job's candidates time every node count (prune=False, "
-                   "2026-12-03), this mix's candidate building runs past the default 60 s time limit and the answer "
-                   "says so instead of naming the unreachable target; the candidates need the node-count bound back")
 def test_mix_large_model_target_out_of_reach_is_said_in_tokens_per_s(tmp_path):
     # 1e13 tokens in 1 hour: a target of 1e13 / 3600 = 2,777,777,777.8 tokens/s, far above any design; the
     # diagnosis names the job's own unit (tokens/s), never samples/s

@@ -184,7 +184,10 @@ def _llm_candidates(mix: Mix, name: str, spec, job: dict[str, Any], catalog: Cat
                            seq_len=job["seq_len"], global_batch=job["global_batch"], gpus=list(job["gpus"]) or None,
                            max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
                            model_config=job["model_config"], strategies=list(job["strategies"]) or None,
-                           include=["all"], prune=False)  # the mix chooses among every node count (shared limits)
+                           include=["all"], prune=not trim)
+    # a solve's mix chooses among every node count (shared limits, its own objective): none pruned; the
+    # diagnosis of an infeasible mix (trim False: 4x the budget) asks only what each job can reach, which the
+    # one-job pruned search keeps exactly (its fastest designs)
     except InputError as exc:
         raise InputError(f"{mix.where}: job '{name}': {exc}") from None
     basis = CostBasis(tco_years=tco_years)
