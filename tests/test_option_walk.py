@@ -22,14 +22,12 @@ from __future__ import annotations
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import OWNERSHIP, TCO, merge_options
+from walk_common import OWNERSHIP, TCO, merge_options, write_model_and_system
 
 from costopt.cli import app
 
 CMD = typer.main.get_command(app)
 VENDOR_A = "catalogs/vendor-a-datacenter-2026.toml"
-MODEL_TOML = ('name = "tiny_gpt"\nlayers = 12\nhidden = 768\nheads = 12\nffn_hidden = 3072\nvocab = 50257\n'
-              'seq_len = 1024\nsource = "GPT-2 small shape (Radford et al. 2019), for this test"\n')
 
 BASE = {
     ("solve", "dp"): ["--budget", "200000", "--model", "inception_v3"],
@@ -163,9 +161,7 @@ def test_every_option_has_a_decision(command):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("walk")
-    (d / "model.toml").write_text(MODEL_TOML)
-    # a system file: the shipped defaults with slower networks (changes the communication time)
-    (d / "system.toml").write_text("[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n")
+    made = write_model_and_system(d)
     import json
     from costopt.core.paths import DATA_DIR
 
@@ -174,7 +170,7 @@ def files(tmp_path_factory):
         for key in ("forward_ms", "backward_ms", "step_ms"):
             row[key] *= 2.0
     (d / "profile.json").write_text(json.dumps(prof))
-    return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml"), "PROFILE": str(d / "profile.json")}
+    return {**made, "PROFILE": str(d / "profile.json")}
 
 
 _BASE_OUT: dict = {}

@@ -59,9 +59,10 @@ LLM_BOM = (R, ["--model", "llama3_70b"])  # a transformer: bom points to predict
 def _walked() -> set[str]:
     import test_option_walk as solve_walk
     import test_option_walk_purchasing as purchase_walk
-    import test_option_walk_report  # noqa: F401  (its own walk of report's options)
+    import test_option_walk_report as report_walk  # report's options, walked in their own file
 
-    return set(solve_walk.DECISIONS) | set(purchase_walk.DECISIONS) | {"bom", "report"}
+    return set(solve_walk.DECISIONS) | set(purchase_walk.DECISIONS) | {"bom"} | ({"report"} if report_walk.DECISIONS
+                                                                                else set())
 
 
 def _commands(group, prefix: str = "") -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import OWNERSHIP, TCO, check_decision, merge_options
+from walk_common import OWNERSHIP, TCO, check_decision, merge_options, overlay_toml, write_model_and_system
 
 from costopt.cli import app
 
@@ -119,7 +119,7 @@ def test_whole_cost_terms_without_tco_years_are_refused():
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("mix_walk")
-    (d / "system.toml").write_text("[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n")
+    made = write_model_and_system(d)
     mix = Path("examples/mix.toml").read_text(encoding="utf-8")
     job = '[jobs.resnet50]\nmodel = "resnet50"\n'
     assert job in mix
@@ -128,10 +128,8 @@ def files(tmp_path_factory):
     job = '[jobs.llama70b]\n'
     assert job in mix
     (d / "mix_70b.toml").write_text(mix.replace(job, job + 'gpus = ["mi355x", "gb200"]\n'))
-    (d / "few_gpus.toml").write_text('[catalog]\nname = "few-gpus"\nbase = "reference-2026"\ndescription = "three GPU '
-                                     'types, for this test"\ndate = "2026-12-01"\n\n[availability]\ngpu = ["mi355x", '
-                                     '"gb200", "h100-sxm"]\n')
-    return {"SYSTEM": str(d / "system.toml"), "LIQUID_MIX": str(d / "liquid_mix.toml"), "FEW_GPUS": str(d / "few_gpus.toml"),
+    (d / "few_gpus.toml").write_text(overlay_toml("few-gpus", ["mi355x", "gb200", "h100-sxm"]))
+    return {**made, "LIQUID_MIX": str(d / "liquid_mix.toml"), "FEW_GPUS": str(d / "few_gpus.toml"),
             "MIX_70B": str(d / "mix_70b.toml")}
 
 

@@ -17,7 +17,7 @@ import re
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import OWNERSHIP, TCO, check_decision, merge_options
+from walk_common import OWNERSHIP, TCO, check_decision, merge_options, overlay_toml, write_model_and_system
 
 from costopt.cli import app
 
@@ -26,8 +26,6 @@ REF = "catalogs/reference-2026.toml"
 VENDOR_A = "catalogs/vendor-a-datacenter-2026.toml"
 VENDOR_B = "catalogs/vendor-b-whitebox-2026.toml"
 AWS = "catalogs/aws-on-demand-2025.toml"
-MODEL_TOML = ('name = "tiny_gpt"\nlayers = 12\nhidden = 768\nheads = 12\nffn_hidden = 3072\nvocab = 50257\n'
-              'seq_len = 1024\nsource = "GPT-2 small shape (Radford et al. 2019), for this test"\n')
 BASE = {
     ("compare", "dp"): [VENDOR_A, VENDOR_B, "--model", "inception_v3", "--budget", "200000"],
     ("compare", "llm"): [REF, VENDOR_A, "--model", "llama3_70b", "--tokens", "1e12", "--budget", "5000000",
@@ -127,17 +125,15 @@ def test_every_option_has_a_decision(command):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("walk")
-    (d / "model.toml").write_text(MODEL_TOML)
-    (d / "system.toml").write_text("[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n")
+    made = write_model_and_system(d)
     # a second cloud catalog: the shipped one at twice the hourly prices
     text = open(AWS, encoding="utf-8").read()
     doubled = re.sub(r"(?m)^usd_per_hour = ([0-9.]+)", lambda m: f"usd_per_hour = {2 * float(m.group(1)):g}", text)
     assert doubled != text
     (d / "cloud2.toml").write_text(doubled)
     # an overlay offering one liquid-cooled GPU only (b300, 1400 W): where a liquid PUE matters
-    (d / "liquid.toml").write_text('[catalog]\nname = "liquid-only"\nbase = "reference-2026"\ndescription = "b300 '
-                                   'only, for this test"\ndate = "2026-12-01"\n\n[availability]\ngpu = ["b300"]\n')
-    return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml"), "CLOUD2": str(d / "cloud2.toml"),
+    (d / "liquid.toml").write_text(overlay_toml("liquid-only", ["b300"]))
+    return {**made, "CLOUD2": str(d / "cloud2.toml"),
             "OUT": str(d / "out.csv"), "LIQUID": str(d / "liquid.toml")}
 
 

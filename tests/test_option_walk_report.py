@@ -26,15 +26,13 @@ from pathlib import Path
 import pytest
 import typer.main
 from typer.testing import CliRunner
-from walk_common import OWNERSHIP, check_decision, merge_options
+from walk_common import OWNERSHIP, check_decision, merge_options, overlay_toml, write_model_and_system
 
 from costopt.cli import app
 
 CMD = typer.main.get_command(app)
 VENDOR_A = "catalogs/vendor-a-datacenter-2026.toml"
 AWS = "catalogs/aws-on-demand-2025.toml"
-MODEL_TOML = ('name = "tiny_gpt"\nlayers = 12\nhidden = 768\nheads = 12\nffn_hidden = 3072\nvocab = 50257\n'
-              'seq_len = 1024\nsource = "GPT-2 small shape (Radford et al. 2019), for this test"\n')
 BASE = {
     "dp": ["--model", "inception_v3", "--budget", "200000", "--max-nodes", "2", "--top", "3", "--no-progress"],
     "llm": ["--model", "llama3_70b", "--tokens", "1e12", "--budget", "5000000", "--max-nodes", "16", "--top", "3",
@@ -99,14 +97,11 @@ def test_every_report_option_has_a_decision():
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("report_walk")
-    (d / "model.toml").write_text(MODEL_TOML)
-    (d / "system.toml").write_text("[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n")
+    made = write_model_and_system(d)
     # overlays offering one liquid-cooled GPU (b300, 1400 W) or one air-cooled one (h200-sxm, 700 W) only
     for name, gpu in (("liquid", "b300"), ("air", "h200-sxm")):
-        (d / f"{name}.toml").write_text(f'[catalog]\nname = "{name}-only"\nbase = "reference-2026"\ndescription = '
-                                        f'"{gpu} only, for this test"\ndate = "2026-12-01"\n\n[availability]\n'
-                                        f'gpu = ["{gpu}"]\n')
-    return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml"), "LIQUID": str(d / "liquid.toml"),
+        (d / f"{name}.toml").write_text(overlay_toml(f"{name}-only", [gpu]))
+    return {**made, "LIQUID": str(d / "liquid.toml"),
             "AIR": str(d / "air.toml"), "OUT_HTML": str(d / "walk.html"), "ALL_CSV": str(d / "all.csv"),
             "DIR": d}
 

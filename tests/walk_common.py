@@ -3,6 +3,26 @@
 from __future__ import annotations
 
 
+MODEL_TOML = ('name = "tiny_gpt"\nlayers = 12\nhidden = 768\nheads = 12\nffn_hidden = 3072\nvocab = 50257\n'
+              'seq_len = 1024\nsource = "GPT-2 small shape (Radford et al. 2019), for this test"\n')
+# a system file: the shipped defaults with slower networks (changes the communication time)
+SYSTEM_TOML = "[network]\ntcp_efficiency = 0.3\nrdma_efficiency = 0.3\n"
+
+
+def write_model_and_system(d) -> dict[str, str]:
+    """model.toml (MODEL_TOML) and system.toml (SYSTEM_TOML) in folder `d`; their paths as MODEL and SYSTEM."""
+    (d / "model.toml").write_text(MODEL_TOML)
+    (d / "system.toml").write_text(SYSTEM_TOML)
+    return {"MODEL": str(d / "model.toml"), "SYSTEM": str(d / "system.toml")}
+
+
+def overlay_toml(name: str, gpus: list[str]) -> str:
+    """An overlay of the reference catalog that offers only `gpus` (the walks' catalogs where a part matters)."""
+    listed = ", ".join(f'"{g}"' for g in gpus)
+    return (f'[catalog]\nname = "{name}"\nbase = "reference-2026"\ndescription = "{", ".join(gpus)} only, for this '
+            f'test"\ndate = "2026-12-01"\n\n[availability]\ngpu = [{listed}]\n')
+
+
 def check_decision(param, decision: str, extra: list[str], rc: int, out: str, changed: bool, where: str,
                    ok_codes: tuple[int, ...] = (0, 1)) -> None:
     """One option-walk verdict: "refused" is exit 2 with a line naming the option (one of `param`'s flags) and

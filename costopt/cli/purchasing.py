@@ -325,16 +325,6 @@ def report(
         opts = _opts(precision, batch_per_gpu, overlap, strategy, max_nodes, hours, epochs, dataset_size, system=system,
                      as_of=as_of, max_instances=max_instances, include=include, exclude_gpu=exclude_gpu)
         cat = P._as_catalog(priced_catalog)
-        if hours is not None and not cat.is_cloud and cloud is None:
-            raise InputError(f"--hours prices rented designs (or, with --cloud, the hours the purchase is used); "
-                             f"{cat.path or cat.catalog.name} is an owned catalog", field="hours")
-        if cloud is None and not cat.is_cloud:  # the rent-or-buy section's terms, refused without it
-            if utilization is not None:
-                raise InputError("--utilization: how busy the purchase is beside a rent; give --cloud FILE for the "
-                                 "rent-or-buy section", field="utilization")
-            if max_instances is not None:
-                raise InputError(f"--max-instances: {cat.path or cat.catalog.name} is not a cloud catalog (use "
-                                 "--cloud FILE, whose instances it caps)", field="max_instances")
         rep = R.build_report(model, budget, cat, opts, top=top, progress=progress, cloud=cloud, years=years,
                              utilization=utilization)
         files = R.write_report(rep, out, inputs)

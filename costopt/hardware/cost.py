@@ -196,6 +196,12 @@ def evaluate_costs(space: DesignSpace, site: Site, facility: Facility | None = N
 TCO_TERMS = ("capex", "storage", "financing", "colocation", "electricity", "support", "staff", "resale")
 
 
+def resale_share(years: float, residual_at_3_years: float) -> float:
+    """The share of the hardware price resold after `years` (module docstring, R): a straight line through
+    `residual_at_3_years` (a fraction) at 3 years, never below 0."""
+    return max(0.0, 1.0 - float(years) * (1.0 - residual_at_3_years) / 3.0)
+
+
 def tco_terms(costs: Costs, years: float, utilization: float = 1.0) -> dict[str, np.ndarray]:
     """The whole cost of owning each design over `years` at `utilization` (module docstring: C, S, F, L,
     P, H, W, R), term by term, and their `total` (resale counted negative). Rented designs: all 0."""
@@ -217,7 +223,7 @@ def tco_terms(costs: Costs, years: float, utilization: float = 1.0) -> dict[str,
         "electricity": Y * utilization * costs.energy_usd_per_year,
         "support": max(0.0, Y - bought) * get(costs.support_tco_usd_per_year),
         "staff": Y * get(costs.staff_usd_per_year),
-        "resale": -hw * max(0.0, 1.0 - Y * (1.0 - costs.residual_at_3_years) / 3.0),
+        "resale": -hw * resale_share(Y, costs.residual_at_3_years),
     }
     out["total"] = sum(out[k] for k in TCO_TERMS)
     return out

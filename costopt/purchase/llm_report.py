@@ -33,10 +33,10 @@ import numpy as np
 from costopt.hardware.catalog import Catalog
 from costopt.core.checks import count, positive
 from costopt.core.version import __version__
-from costopt.core.errors import CostoptError, InputError
+from costopt.core.errors import CostoptError
 from costopt.purchase.report import Report, Section, _dollar_axis, MARKERS, _gpu_colors, _gpu_markers, _money, _plt, _progress, rent_buy_rows
-from costopt.purchase.report_parts import figure
-from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
+from costopt.purchase.report_parts import figure, refuse_rent_terms_without_cloud
+from costopt.search.llm_search import LlmSearch, choose_llm, no_vendor_run_clause, search_llm
 from costopt.perf.llm.feasibility import memory_grid
 from costopt.perf.llm.memory import LLM_STRATEGIES
 
@@ -372,7 +372,7 @@ def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | 
     if "estimate" in str(b.get("compute_basis", "")):
         risks.append(f"Tokens/s on {b['gpu']} are a roofline estimate, not a measurement: the 80% range is "
                      f"{_span(b, 'tokens_per_s', '{:,.0f}')} tokens/s ({b.get('range_basis')}).")
-    if "no published AMD run is in the efficiency fit" in str(res.get("why", "")):
+    if no_vendor_run_clause("amd") in str(res.get("why", "")):
         risks.append("No AMD run is in the efficiency fit: the efficiency assumed on this GPU is NVIDIA's (an "
                      "estimate, less sure); AMD's MLPerf Training results (v5.0, v5.1) agree with it as ratios "
                      "within 15% on three of four comparisons (docs/accuracy.md).")
@@ -428,14 +428,10 @@ def build_llm_report(model: str | None, budget: float, catalog: str | Path | Cat
     count("top", top)
     positive("tokens", tokens)
     positive("years", years)
-    if utilization is not None and cloud is None:
-        raise InputError("--utilization: only with --cloud (the rent-or-buy section)", field="utilization")
     from costopt.hardware.catalog import load_catalog
 
     catalog = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
-    if max_instances is not None and not catalog.is_cloud and cloud is None:
-        raise InputError(f"--max-instances: {catalog.path or catalog.catalog.name} is not a cloud catalog (use "
-                         "--max-nodes), and there is no --cloud", field="max_instances")
+    refuse_rent_terms_without_cloud(catalog, cloud, utilization=utilization, max_instances=max_instances)
     with _progress(progress) as prog:
         task = prog.add_task("report", total=len(LLM_SECTIONS) + 1 + (cloud is not None))
         found = search_llm(budget, model, catalog=catalog, precision=precision, seq_len=seq_len,

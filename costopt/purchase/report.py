@@ -43,8 +43,8 @@ from costopt.hardware.part_filter import KEPT, PartFilter
 from costopt.purchase import decision
 from costopt.purchase.purchasing import Options, _as_catalog, check_budget, evaluate_catalog_bounded, solve_catalog
 from costopt.purchase.report_parts import (FIGURE_DIR_MARK, Figure, Report, Section, _plt, _png,  # noqa: F401
-                                           check_figure_dir, figure, figure_dir_for, to_html, to_markdown,
-                                           write_report)
+                                           check_figure_dir, figure, figure_dir_for, refuse_rent_terms_without_cloud,
+                                           to_html, to_markdown, write_report)
 from costopt.search.solver import pareto_front
 from costopt.core.units import format_usd
 
@@ -715,6 +715,8 @@ def build_report(model: str, budget: float, catalog: str | Path | Catalog | None
     check_budget(budget)
     count("top", top)
     cat = _as_catalog(catalog)
+    refuse_rent_terms_without_cloud(cat, cloud, hours=opts.hours, utilization=utilization,
+                                    max_instances=opts.max_instances)
     cloud_cat = _as_catalog(cloud) if cloud is not None else None
     opts.check_exclusions([cat] + ([cloud_cat] if cloud_cat is not None else []))
     if cloud_cat is not None and not cloud_cat.is_cloud:

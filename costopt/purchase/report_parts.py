@@ -165,6 +165,27 @@ def to_html(rep: Report) -> str:
 FIGURE_DIR_MARK = ".costopt-report"
 
 
+def refuse_rent_terms_without_cloud(catalog, cloud, *, hours: float | None = None, utilization: float | None = None,
+                                    max_instances: int | None = None) -> None:
+    """A report's rent-or-buy terms are refused (exit 2, naming the option) where nothing is rented: without
+    --cloud, `utilization` has no section to price; with an owned `catalog` too, neither do `hours` nor
+    `max_instances`. Both reports call it (report.py, llm_report.py)."""
+    if cloud is not None:
+        return
+    if utilization is not None:
+        raise InputError("--utilization: how busy the purchase is beside a rent; only with --cloud FILE (the "
+                         "rent-or-buy section)", field="utilization")
+    if catalog.is_cloud:
+        return
+    name = catalog.path or catalog.catalog.name
+    if hours is not None:
+        raise InputError(f"--hours prices rented designs (or, with --cloud, the hours the purchase is used); {name} "
+                         "is an owned catalog", field="hours")
+    if max_instances is not None:
+        raise InputError(f"--max-instances: {name} is not a cloud catalog (use --max-nodes, or --cloud FILE, whose "
+                         "instances it caps)", field="max_instances")
+
+
 def figure_dir_for(out: str | Path) -> Path:
     """Where a Markdown report's PNGs go: `<stem>_files/` beside it."""
     out = Path(out)

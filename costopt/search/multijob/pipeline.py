@@ -17,6 +17,7 @@ from costopt.search.api import DEFAULT_MAX_NODES, Evaluation, design_dict, evalu
 from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, caution
 from costopt.search.solver import pareto_front
 from costopt.hardware.catalog import Catalog, load_catalog
+from costopt.hardware.cost import resale_share
 from costopt.search.design_space import STRATEGIES, enumerate_designs
 from costopt.core.errors import InfeasibleError, InputError
 from costopt.search.mix import PARTS, Mix, load_mix
@@ -179,15 +180,15 @@ def _llm_candidates(mix: Mix, name: str, spec, job: dict[str, Any], catalog: Cat
     from costopt.search.llm_search import search_llm
     from costopt.search.llm_table import llm_frame
 
+    # a solve's mix chooses among every node count (shared limits, its own objective): none pruned; the
+    # diagnosis of an infeasible mix (trim False: 4x the budget) asks only what each job can reach, which the
+    # one-job pruned search keeps exactly (its fastest designs)
     try:
         found = search_llm(node_budget or NO_NODE_BUDGET, job["model"], catalog=catalog, precision=job["precision"],
                            seq_len=job["seq_len"], global_batch=job["global_batch"], gpus=list(job["gpus"]) or None,
                            max_nodes=min(lim.max_nodes or DEFAULT_MAX_NODES, DEFAULT_MAX_NODES),
                            model_config=job["model_config"], strategies=list(job["strategies"]) or None,
                            include=["all"], prune=not trim)
-    # a solve's mix chooses among every node count (shared limits, its own objective): none pruned; the
-    # diagnosis of an infeasible mix (trim False: 4x the budget) asks only what each job can reach, which the
-    # one-job pruned search keeps exactly (its fastest designs)
     except InputError as exc:
         raise InputError(f"{mix.where}: job '{name}': {exc}") from None
     basis = CostBasis(tco_years=tco_years)
@@ -254,14 +255,13 @@ def build_jobs(mix: Mix, catalog: Catalog, market: Market, lim: MixLimits, *, tc
     owned_value = sum(market.price[p] * n for p, n in market.owned.items())
     # node hardware beyond budget + owned parts can never fit; `trim=False` (diagnosis) looks up to 4x further.
     # Under --tco-years the budget limits the whole cost, which is at least capex less its resale:
-    # TCO >= C - R >= C (1 - r_Y), r_Y = max(0, 1 - Y (1 - residual at 3 years) / 3) (cost.tco_terms), so node
-    # hardware over budget / (1 - r_Y) can never fit either
+    # TCO >= C - R >= C (1 - r_Y), r_Y the resale share after Y years (cost.resale_share), so node hardware over
+    # budget / (1 - r_Y) can never fit either
     node_budget = None
     if lim.budget_usd is not None:
         node_budget = (lim.budget_usd + owned_value) * (1 if trim else 4)
         if tco_years:
-            r_y = max(0.0, 1.0 - tco_years * (1.0 - catalog.site.residual_pct_at_3_years / 100.0) / 3.0)
-            node_budget /= max(1.0 - r_y, 1e-3)
+            node_budget /= max(1.0 - resale_share(tco_years, catalog.site.residual_pct_at_3_years / 100.0), 1e-3)
     jobs: list[JobCandidates] = []
     shared: dict[tuple, JobCandidates] = {}
     llm = {name: large_model_job(mix, name, spec) for name, spec in mix.jobs.items()}
