@@ -36,7 +36,7 @@ from costopt.core.version import __version__
 from costopt.core.errors import CostoptError
 from costopt.purchase.report import Report, Section, _dollar_axis, MARKERS, _gpu_colors, _gpu_markers, _money, _plt, _progress, rent_buy_rows
 from costopt.purchase.report_parts import figure, refuse_rent_terms_without_cloud
-from costopt.search.llm_search import LlmSearch, choose_llm, no_vendor_run_clause, search_llm
+from costopt.search.llm_search import LlmSearch, choose_llm, search_llm
 from costopt.perf.llm.feasibility import memory_grid
 from costopt.perf.llm.memory import LLM_STRATEGIES
 
@@ -372,7 +372,8 @@ def _case(res: dict, found: LlmSearch, cloud_cat, years: float, tokens: float | 
     if "estimate" in str(b.get("compute_basis", "")):
         risks.append(f"Tokens/s on {b['gpu']} are a roofline estimate, not a measurement: the 80% range is "
                      f"{_span(b, 'tokens_per_s', '{:,.0f}')} tokens/s ({b.get('range_basis')}).")
-    if no_vendor_run_clause("amd") in str(res.get("why", "")):
+    vendor = next(g.vendor for g in found.space.gpus if g.id == b["gpu"])
+    if vendor == "amd":  # the Why says the same (llm_search._why): no AMD run in the fit
         risks.append("No AMD run is in the efficiency fit: the efficiency assumed on this GPU is NVIDIA's (an "
                      "estimate, less sure); AMD's MLPerf Training results (v5.0, v5.1) agree with it as ratios "
                      "within 15% on three of four comparisons (docs/accuracy.md).")

@@ -585,12 +585,6 @@ def _design_phrase(d: dict, joiner: str = ", ") -> str:
             f"{d['micro_batch']}, checkpointing {d['activation_checkpointing']}){joiner}{thr}")
 
 
-def no_vendor_run_clause(vendor: str) -> str:
-    """What the Why line says of a GPU whose vendor has no run in the efficiency fit (the report's risks look
-    for the same words)."""
-    return f"no published {vendor.upper()} run is in the efficiency fit"
-
-
 def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendor: str = "nvidia") -> str:
     parts = [f"{_design_phrase(best, ' gives ')} at MFU {100 * best['mfu']:.0f}% for ${best['cost_usd']:,.0f}, "
              f"using {best['memory_per_gpu_gb']:.0f} of {best['gpu_memory_gb']:g} GB per GPU"]
@@ -603,7 +597,7 @@ def _why(best: dict, others: list[dict], estimated_prices: list[str] = (), vendo
     parts.append(f"its compute is a roofline estimate, not a measurement on this GPU "
                  f"({best['compute_basis'].split('; an estimate')[0]})")
     if vendor != "nvidia":
-        parts.append(f"{no_vendor_run_clause(vendor)}, so {best['gpu']}'s efficiency is "
+        parts.append(f"no published {vendor.upper()} run is in the efficiency fit, so {best['gpu']}'s efficiency is "
                      f"NVIDIA's (an estimate, less sure)" + (
                          "; checked against AMD's MLPerf Training v5.0/v5.1 Llama 2 70B LoRA results as ratios "
                          "(docs/accuracy.md)" if vendor == "amd" else ""))
