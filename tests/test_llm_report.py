@@ -206,3 +206,31 @@ def test_infeasible_llm_report_explains_the_nearest_design(tmp_path):
     assert "nearest feasible design" in p.stderr and f"${nearest['cost_usd']:,.0f}" in p.stderr
     assert f"{nearest['total_gpus']} x {nearest['gpu']}" in p.stderr
     assert "Nearest feasible design" in p.stdout and nearest["gpu"] in p.stdout
+
+
+def test_llm_report_names_the_amd_risk_for_an_amd_pick_only(tmp_path):
+    # the efficiency fit holds no AMD run (docs/accuracy.md), so a report that recommends an AMD GPU must say
+    # so among its risks, and one that recommends an NVIDIA GPU must not; the pick's vendor is read from the
+    # catalog here, not from the report
+    from costopt.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    nvidia = sorted(g.id for g in cat.gpus.values() if g.vendor == "nvidia")
+    amd = sorted(g.id for g in cat.gpus.values() if g.vendor == "amd")
+    assert amd and nvidia
+    line = "No AMD run is in the efficiency fit"
+    for excluded, vendor in ((nvidia, "amd"), (amd, "nvidia")):
+        rep = build_llm_report("llama3_8b", 2_000_000, tokens=1e10, max_nodes=2, exclude_gpus=excluded,
+                               progress=False)
+        path = tmp_path / f"{vendor}.html"
+        write_report(rep, path)
+        html = path.read_text(encoding="utf-8")
+        pick = json.loads(_collect(html).scripts["costopt-solve"])["best"]["gpu"]
+        assert cat.gpus[pick].vendor == vendor
+        assert (line in html) == (vendor == "amd"), (vendor, pick)
+
+
+def _collect(html):
+    doc = _Collect()
+    doc.feed(html)
+    return doc
