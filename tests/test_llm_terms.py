@@ -25,7 +25,8 @@ def _params():
                    collective_latency_us=0.0, overlap_fraction=1.0, optimizer_bytes_per_param=0.0,
                    unfused_attention_bytes_per_score=32.0, unfused_attention_recompute_bytes_per_score=13.0,
                    collective_hbm_bytes_per_byte_all_gather=0.0, collective_hbm_bytes_per_byte_reduce_scatter=0.0,
-                   collective_hbm_bytes_per_byte_all_reduce=0.0, gemm_shape_dims=0.0)
+                   collective_hbm_bytes_per_byte_all_reduce=0.0, gemm_shape_dims=0.0,
+                   cross_entropy_bytes_per_logit=0.0)  # each term's hand test sets the ones it checks
 
 
 def _step(G=1, M=1, strategy=0, tp=1, pp=1, b=2, m=1, ckpt=0, intra=1e9, node=1e9, flash=True, params=None):
@@ -133,3 +134,23 @@ def test_matmul_fraction_from_mamf_table():
     assert frac == pytest.approx((0.803 + 0.803 + 0.869) / 3) and "estimate" in where
     # never above the peak: a share that would pass 100% is held at 1
     assert matmul_fraction(cat.gpus["h100-sxm"], replace(p, matmul_share_of_mamf=2.0), cat.gpus) == 1.0
+
+
+def test_cross_entropy_over_the_vocabulary_by_hand():
+    # the loss reads and writes every logit: k_ce = 18 bytes per logit per token (data/llm_defaults.toml,
+    # counted), V = 1,000, b = 2 sequences of 1,000 tokens: 18·1,000·2,000 = 36,000,000 bytes per micro-batch
+    # at 1e12·0.5 B/s = 72 us on one GPU, whatever the checkpointing (the loss is not recomputed)
+    ce = replace(_params(), cross_entropy_bytes_per_logit=18.0)
+
+    def extra(**kw):
+        a, b = _step(params=ce, **kw), _step(**kw)
+        return a.t_compute_s[0] - b.t_compute_s[0], a.t_step_s[0] - b.t_step_s[0]
+
+    assert extra() == pytest.approx((72e-6, 72e-6), rel=1e-9)
+    assert extra(ckpt=2) == pytest.approx((72e-6, 72e-6), rel=1e-9)
+    # tensor parallel 2: a vocab-parallel loss, half the logits on each GPU: 36 us
+    assert extra(G=2, tp=2) == pytest.approx((36e-6, 36e-6), rel=1e-9)
+    # pipeline 2, 4 micro-batches: the last stage carries the whole loss (not halved) and sets the pace:
+    # 4·72 us of compute, and the 1F1B bubble (p − 1)/m of it, 72 us, on top: 360 us per step
+    assert extra(G=2, pp=2, m=4) == pytest.approx((288e-6, 360e-6), rel=1e-9)
+    assert default_llm_params().cross_entropy_bytes_per_logit == 18.0

@@ -22,7 +22,8 @@ at e_mm). So, per design,
 with a low precision's (fp8, mxfp8, nvfp4) share q = (1 − β)·(1 − P_emb/P) of the weight GEMMs at its
 peak and fraction and its cast bytes k_cast = 2 + 2w + k_amax per element (bf16 designs: q = 0, no cast),
 as step.py has them, and c = min(c_causal, 1) (a causal FlashAttention kernel runs c_causal·F_att, an
-unfused one all of F_att at e_mm); none depends on the layout or the node count. It bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
+unfused one all of F_att at e_mm); none depends on the layout or the node count. The loss's cross-entropy
+term k_ce·V/t is left out: it only adds time, and t can be as large as the NVLink domain. It bounds the tokens/s of every layout of that design (tests/test_llm_nodes.py checks U ≥ tokens/s on
 every design x layout of a space, and the search re-checks it on every design it times).
 
 Two passes (a design's group is its GPU type and whether the part filter offers it, so the pick, the

@@ -104,6 +104,7 @@ def default_llm_params() -> LlmParams:
         unfused_attention_bytes_per_score=float(comp["unfused_attention_bytes_per_score"]),
         unfused_attention_recompute_bytes_per_score=float(comp["unfused_attention_recompute_bytes_per_score"]),
         optimizer_bytes_per_param=float(comp["optimizer_bytes_per_param"]),
+        cross_entropy_bytes_per_logit=float(comp["cross_entropy_bytes_per_logit"]),
         causal_attention_flop_share=float(comp["causal_attention_flop_share"]),
         gemm_shape_dims=float(comp["gemm_shape_dims"]),
         collective_hbm_bytes_per_byte_all_gather=float(links["collective_hbm_bytes_per_byte_all_gather"]),

@@ -16,7 +16,7 @@ Compute of one micro-batch on one GPU (a roofline: weight matmuls at a fraction 
 the attention core at its own fraction, the element-wise rest at a fraction of the memory bandwidth):
 
     T_mb = (F_hw − F_att)·b·s/(t·p) / (peak · e_mm)  +  F_att·b·s/(t·p) / (peak · e_att)
-           +  [c_bw·h·L·b·s·(F_hw/F_model)/(t·p)  +  U·k_sc·(a/t)·s²·b·L/p] / (B_mem · e_mem)
+           +  [c_bw·h·L·b·s·(F_hw/F_model)/(t·p)  +  U·k_sc·(a/t)·s²·b·L/p  +  k_ce·V·b·s/t] / (B_mem · e_mem)
     F_att = 12·L·h·s, plus a third of it again when checkpointing recomputes the forward
     e_mm = η · MAMF(gpu) / S: the GPU's measured maximum achievable matmul fraction (mamf-finder,
           ML-ENG table; single-GPU matmuls, not LLM rows) times η, the one share fitted on the LLM rows,
@@ -35,6 +35,10 @@ the attention core at its own fraction, the element-wise rest at a fraction of t
     the FlashAttention-2 paper, §4.1, quotes its causal fractions on) for the framework that does so
     (megatron), 1 elsewhere (data/llm_defaults.toml says why); without FlashAttention every score is
     computed and masked afterwards (c_causal = 1).
+    The loss: the softmax cross-entropy reads and writes each of the V logits of every token, k_ce = 18 bytes
+    per logit (data/llm_defaults.toml, counted for PyTorch's unfused bf16 kernels), split over the tensor group
+    (vocab-parallel) but not over p: the last stage carries it all and the pipeline runs at its pace; not
+    recomputed.
     T_fwd = T_mb/3 (recompute moves into backward),  T_bwd = T_mb − T_fwd
 
 Optimizer update, once per step, memory-bound, on the parameters a GPU owns:
@@ -206,6 +210,8 @@ class LlmParams:
     moe_all_to_all_overlap: float = 0.0  # share of the expert all-to-alls hidden under compute
     moe_dispatch_once_per_domain: bool = True  # a token crosses the NICs once per other NVLink domain (DeepEP)
     moe_expert_gemm_share: float = 1.0  # routed experts' grouped GEMMs at this share of the dense matmul rate
+    # k_ce: bytes of memory traffic per vocabulary logit per token of the loss (data/llm_defaults.toml); 0: none
+    cross_entropy_bytes_per_logit: float = 0.0
 
 
 @dataclass
@@ -373,6 +379,10 @@ def step_time(arch: ArchArrays, params: LlmParams, *, peak_flops, mem_bw_bytes_p
     t_cast = k_cast * params.cast_elements_per_token_per_hidden * h * L * beta_c * b * s * recompute \
         / (c * t * p) / e_bw
     t_elem = t_elem + t_cast
+    # the loss over the vocabulary: the last stage's softmax cross-entropy reads and writes every logit
+    # (k_ce bytes per logit per token), split over the tensor group (vocab-parallel) and the context ranks;
+    # one stage carries it, so the pipeline runs at that stage's pace (not divided by p)
+    t_elem = t_elem + params.cross_entropy_bytes_per_logit * arch.vocab * b * s / (c * t) / e_bw
     # context parallel (ring attention): each layer passes the K and V chunks of s/c tokens around the ring
     # of c ranks, c − 1 steps forward and 2(c − 1) backward (K, V and their gradients), hidden under the
     # attention core's compute (overlap o); the ring is inside the NVLink domain when t·c ≤ D
