@@ -160,6 +160,20 @@ def test_estimated_catalog_figures_are_not_evidence():
     assert "cdna3" in est.basis  # says which generation's fractions stood in
 
 
+
+def test_a_memory_fraction_at_its_bound_is_labelled_a_warning():
+    # the shipped fit puts the Ada AMP memory fraction at its bound (100% of peak bandwidth on 3 equations), and
+    # the RTX PRO 6000 borrows it: its compute basis must say the 100% is the bound, not a measured rate; the
+    # H100 (Hopper AMP memory fraction 66%, inside its bounds) must not carry the warning
+    cat = load_catalog()
+    w = load_workload("resnet50")
+    pro = w.compute(cat.gpus["rtx-pro-6000"], "amp_bf16", 64, cat)
+    assert pro.source.startswith("roofline")
+    assert "100% of memory bandwidth (fitted at its bound" in pro.basis
+    h100 = w.compute(cat.gpus["h100-sxm"], "amp_bf16", 64, cat)
+    assert h100.source.startswith("roofline") and "fitted at its bound" not in h100.basis
+
+
 # --- precision auto and gradient accumulation -----------------------------------------------------
 
 

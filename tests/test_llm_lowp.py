@@ -296,7 +296,7 @@ def test_shipped_rows_are_the_tools_output():
 # issue 23 target: leave-one-source-out median <= 8% and p90 <= 20% on the shipped rows with the FP8 rows (309 rows,
 # the 33 GB200/GB300 NVL72 rows included). 2026-12-02: 8.4% / 21.4% (a strict xfail); 2026-12-03: 7.9% / 18.8% once
 # the loss's cross-entropy traffic over the vocabulary is charged (18 bytes per logit, counted; 9 bytes would give
-# 8.1% / 19.2%); SC21 Table 2's ZeRO-3 rows are still up to 3.3x off.
+# 8.1% / 19.2%); SC21 Table 2's ZeRO-3 rows are still up to 3.7x off.
 def test_leave_one_source_out_target_median_8_p90_20():
     from costopt.perf.llm.ranges import LLM_RESIDUALS_PATH
 

@@ -729,9 +729,12 @@ def estimate(model: str, profiles: tuple[ProfilePoint, ...], flops: dict | None,
     step = float(smax(sp.step_host_s, step_gpu, p))
     clock = (f", peaks at its sustained clock x{gpu.clock_factor:.3g} ({gpu.sustained_clock_mhz:g} of "
              f"{gpu.boost_clock_mhz:g} MHz)" if gpu.clock_factor != 1.0 else "")
+    # a fraction the fit pushed to its bound (u = 1: the full peak bandwidth) is a warning, not a measurement
+    at_bound = " (fitted at its bound, the peak: a warning, not a measured rate)" if ub <= 1.0 + 1e-9 else ""
     basis = (f"estimate: {cross}{ref.id} measurement ({pts[0].source}; host {host_ms:.3g} ms per forward + backward kept, "
              f"the software stack's) with its GPU time x{ratio:.3g}, the roofline ratio ({gpu.id} at {1 / um:.0%} "
-             f"of peak FLOP/s on GEMMs{f', {1 / uc:.0%} on convolutions' if cost.conv_flops else ''} and {1 / ub:.0%} of memory bandwidth{clock}; {fnote}), at batch {batch}; {fw_words}")
+             f"of peak FLOP/s on GEMMs{f', {1 / uc:.0%} on convolutions' if cost.conv_flops else ''} and {1 / ub:.0%} "
+             f"of memory bandwidth{at_bound}{clock}; {fnote}), at batch {batch}; {fw_words}")
     return _floored(fwd, bwd, step, mem, "roofline", basis, cost, gpu, precision, batch)
 
 
