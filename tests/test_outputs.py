@@ -182,3 +182,33 @@ def test_cbc_child_dies_with_its_parent():
     for k in alive:  # do not leave it running if the check fails
         os.kill(k, signal.SIGKILL)
     assert not alive, f"CBC {alive} outlived its parent"
+
+
+def test_a_signal_in_a_held_block_is_raised_when_the_block_ends():
+    # a temporary file or folder is made and taken in charge inside signals_held (core/interrupts.py): the CLI's
+    # SIGTERM handler passes its exception to `deliver`, which must hold it inside the block (where raising
+    # would strand the new file) and raise it as the outermost block ends
+    from costopt.core.interrupts import deliver, signals_held
+
+    class Stop(Exception):
+        pass
+
+    def stop():
+        raise Stop
+
+    old = signal.signal(signal.SIGTERM, lambda *_: deliver(stop))
+    reached = []
+    try:
+        with pytest.raises(Stop):
+            with signals_held():
+                with signals_held():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(0.05)  # the handler runs in here
+                    reached.append("inner")
+                reached.append("outer")  # the inner block's end does not raise: the outer one still holds
+        assert reached == ["inner", "outer"]
+        with pytest.raises(Stop):  # outside any held block the handler raises at once
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -131,8 +131,24 @@ class Terminated(BaseException):
     up as for Ctrl-C (the default action would end the process on the spot)."""
 
 
-def _on_sigterm(signum, frame) -> None:
+def _raise_terminated() -> None:
     raise Terminated()
+
+
+def _raise_interrupted() -> None:
+    raise KeyboardInterrupt()
+
+
+def _on_sigterm(signum, frame) -> None:
+    from costopt.core.interrupts import deliver  # held while a temporary file is being taken in charge
+
+    deliver(_raise_terminated)
+
+
+def _on_sigint(signum, frame) -> None:
+    from costopt.core.interrupts import deliver
+
+    deliver(_raise_interrupted)
 
 
 # Exit codes beyond 0/1/2 (docs/commands.md): the shell's 128 + signal number.
@@ -168,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C as Python raises it, deferred alike
+            signal.signal(signal.SIGINT, _on_sigint)
     except (ValueError, OSError):  # not the main thread (an embedding program): leave its handlers alone
         pass
     try:

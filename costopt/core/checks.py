@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 
 from costopt.core.errors import InputError
 from costopt.core.files import file_kind
+from costopt.core.interrupts import signals_held
 
 # Largest count (nodes, GPUs per node, batch, shards...) accepted anywhere: far above any real cluster,
 # far below the int64 arithmetic of the design space.
@@ -252,7 +253,8 @@ def atomic_output(path: str | Path, what: str, inputs: Iterable[Any] = ()) -> It
     p = output_path(path, what, inputs)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        with signals_held():  # the name is in `tmp`, so `finally` removes it, before a signal can end the block
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         with os.fdopen(fd, "wb") as fh:
             yield fh
         if p.exists():

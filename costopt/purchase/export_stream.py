@@ -21,6 +21,7 @@ measured on this table), so a workbook is refused above `XLSX_MAX_ROWS` rows, wi
 from __future__ import annotations
 
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,6 +30,7 @@ import numpy as np
 from costopt.purchase import purchasing as P
 from costopt.search.api import Evaluation, choose
 from costopt.core.checks import atomic_output, output_path
+from costopt.core.interrupts import signals_held
 from costopt.core.errors import InputError
 from costopt.purchase.export import _legend_csv, _short_table, basis_codes, export_table, legend_path, legend_rows_for, spreadsheet_about
 from costopt.search.solver import objective_values
@@ -151,7 +153,10 @@ def _stream(cat, model: str, budget: float, opts: P.Options, fmt: str, out, inpu
             stdout: BinaryIO | None, chunk_designs: int | None) -> None:
     objective = opts.objective
     pf = opts.part_filter(cat)
-    with tempfile.TemporaryDirectory(prefix=".costopt-export-", dir=None if out is None else Path(out).parent) as tmp:
+    with ExitStack() as stack:
+        with signals_held():  # the folder and its clean-up in one step (a SIGTERM between them left it behind)
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=".costopt-export-",
+                                                                  dir=None if out is None else Path(out).parent))
         runs = SortedRuns(tmp, _KEY, _ORDER, rows_per_step=MERGE_ROWS)
         codes: dict[str, str] = {}
 
