@@ -193,10 +193,7 @@ def test_a_signal_in_a_held_block_is_raised_when_the_block_ends():
     class Stop(Exception):
         pass
 
-    def stop():
-        raise Stop
-
-    old = signal.signal(signal.SIGTERM, lambda *_: deliver(stop))
+    old = signal.signal(signal.SIGTERM, lambda *_: deliver(Stop()))
     reached = []
     try:
         with pytest.raises(Stop):

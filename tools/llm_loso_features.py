@@ -72,14 +72,11 @@ def generation_coverage() -> str:
     import tempfile
 
     data = json.loads(Path(LLM_RESIDUALS_PATH).read_text())
-    cols = {}
-    for sample, field in (("by_source", "source"), ("by_gpu", "gpu")):
-        res = data[sample]
-        r = np.array([x["log_residual"] for x in res])
-        cols[sample] = (group_coverage(r, np.array([x[field] for x in res])), [_generation(x["gpu"]) for x in res])
-    res = data["by_gpu"]
-    r = np.array([x["log_residual"] for x in res])
-    gpus = np.array([x["gpu"] for x in res])
+    resid = {s: np.array([x["log_residual"] for x in data[s]]) for s in SAMPLES}
+    cols = {s: (group_coverage(resid[s], np.array([x[field] for x in data[s]])),
+                [_generation(x["gpu"]) for x in data[s]]) for s, field in (("by_source", "source"), ("by_gpu", "gpu"))}
+    r = resid["by_gpu"]
+    gpus = np.array([x["gpu"] for x in data["by_gpu"]])
     printed = np.zeros(len(r), dtype=bool)
     with tempfile.TemporaryDirectory() as tmp:
         for g in sorted(set(gpus.tolist())):

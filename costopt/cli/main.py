@@ -131,24 +131,14 @@ class Terminated(BaseException):
     up as for Ctrl-C (the default action would end the process on the spot)."""
 
 
-def _raise_terminated() -> None:
-    raise Terminated()
+def _raise_on(exc_type: type[BaseException]):
+    """A signal handler that raises `exc_type` where the main thread is, held while a temporary file is being
+    taken in charge (core/interrupts.py)."""
+    def handler(signum, frame) -> None:
+        from costopt.core.interrupts import deliver
 
-
-def _raise_interrupted() -> None:
-    raise KeyboardInterrupt()
-
-
-def _on_sigterm(signum, frame) -> None:
-    from costopt.core.interrupts import deliver  # held while a temporary file is being taken in charge
-
-    deliver(_raise_terminated)
-
-
-def _on_sigint(signum, frame) -> None:
-    from costopt.core.interrupts import deliver
-
-    deliver(_raise_interrupted)
+        deliver(exc_type())
+    return handler
 
 
 # Exit codes beyond 0/1/2 (docs/commands.md): the shell's 128 + signal number.
@@ -183,9 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     import signal
 
     try:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, _raise_on(Terminated))
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C as Python raises it, deferred alike
-            signal.signal(signal.SIGINT, _on_sigint)
+            signal.signal(signal.SIGINT, _raise_on(KeyboardInterrupt))
     except (ValueError, OSError):  # not the main thread (an embedding program): leave its handlers alone
         pass
     try:

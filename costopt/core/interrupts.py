@@ -12,30 +12,30 @@ main thread all the same.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 _held = 0
-_pending: list[Callable[[], None]] = []
+_pending: BaseException | None = None  # the first signal's exception while held
 
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Defer what `deliver` is given until the outermost held block ends (then the first one given runs)."""
-    global _held
+    """Hold what `deliver` is given until the outermost held block ends, then raise the first one."""
+    global _held, _pending
     _held += 1
     try:
         yield
     finally:
         _held -= 1
-        if _held == 0 and _pending:
-            act = _pending[0]
-            _pending.clear()
-            act()
+        if _held == 0 and _pending is not None:
+            exc, _pending = _pending, None
+            raise exc
 
 
-def deliver(act: Callable[[], None]) -> None:
-    """Run `act` (it raises the signal's exception) now, or when the held block ends if one is open."""
+def deliver(exc: BaseException) -> None:
+    """Raise `exc` (a signal's exception) now, or when the held block ends if one is open."""
+    global _pending
     if _held:
-        _pending.append(act)
+        _pending = _pending or exc
         return
-    act()
+    raise exc
