@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from costopt.core.version import __version__
+from costopt.core.version import __version__  # noqa: F401  (re-exported: costopt.__version__)
 
 # public name -> module that defines it
 _LAZY = {

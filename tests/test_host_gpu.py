@@ -1,6 +1,5 @@
 """Host time + GPU time (costopt/perf/host_gpu.py, costopt/perf/compute.py): hand numbers and properties."""
 
-import math
 from pathlib import Path
 
 import numpy as np

@@ -82,7 +82,7 @@ def test_activation_bytes_by_hand():
 # --- step time -----------------------------------------------------------------------------------
 
 # the tiny model, its parameters and the hand-derived one-GPU step: one definition, in test_llm_terms
-from test_llm_terms import T_MB, TINY, _params, _step  # noqa: E402
+from test_llm_terms import T_MB, _step  # noqa: E402
 
 
 def test_single_gpu_step_by_hand():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from costopt.core.errors import InputError
-from costopt.perf.llm.arch import ArchArrays, TransformerConfig, config_from_dict, load_llm_model
+from costopt.perf.llm.arch import ArchArrays, config_from_dict, load_llm_model
 from costopt.perf.llm.evaluate import default_llm_params
 from costopt.perf.llm.moe import all_to_all_s, imbalance_s
 from costopt.perf.llm.step import step_time

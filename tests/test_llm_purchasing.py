@@ -3,7 +3,6 @@ for `--model llama3_70b --tokens N`. Every check is a property a buyer can verif
 numbers: the pick of each catalog is within that catalog's budget, both sides of rent vs buy train the same
 job, the break-even formula holds on the printed rows, the export is the solve's designs."""
 
-import io
 import json
 from pathlib import Path
 

@@ -57,7 +57,7 @@ def _reference_with_axes(cfg, space, layouts, gb, vps):
     per design the first of the fastest in (layout, v) order."""
     from costopt.perf.llm.layouts import layout_take
 
-    n, n_lay = len(space), len(layouts.tp)
+    n = len(space)
     best = np.zeros(n, dtype=np.int64)
     best_v = np.ones(n, dtype=np.int64)
     best_thr = np.full(n, -1.0)

@@ -2,7 +2,6 @@
 hand, same inputs same bytes."""
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from typer.testing import CliRunner
 

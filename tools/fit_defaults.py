@@ -153,7 +153,7 @@ def build(date: str) -> tuple[str, dict]:
              "# the communication part of every 80% range (costopt/perf/intervals.py): rho = measured / predicted time beyond",
              "# compute per row, (exp(-r) - (1 - x)) / x for r = ln(measured / predicted) and x = (t_iter - t_compute) / t_iter",
              "# the exposed share of that row's leave-one-source-out prediction; <stack>_p10/p90_exposed_ratio: the 10th /",
-             f"# 90th percentile of rho (Weibull positions) over the stack's rows (basis \"all rows\" where a stack has fewer",
+             "# 90th percentile of rho (Weibull positions) over the stack's rows (basis \"all rows\" where a stack has fewer",
              f"# than {MIN_ROWS} rows or {MIN_SOURCES} sources; rows with x < {SHARE_MIN:g} not counted, rho at least {RHO_FLOOR:g}).",
              "# A design with exposed share x: measured / predicted throughput between 1 / (1 - x + x * max(p90, 1)) and",
              "# 1 / (1 - x + x * min(p10, 1)).",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from costopt.core.errors import InputError
 from costopt.core.paths import DATA_DIR

@@ -19,7 +19,6 @@ same-model ratio > roofline, never faster than the GPU's peak). Gradients are fp
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache

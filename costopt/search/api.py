@@ -26,12 +26,12 @@ from costopt.core.checks import count, non_negative, positive
 from costopt.hardware.cost import CostBasis, Costs, evaluate_costs, price_on_basis
 from costopt.search.design_space import REDUCE_ON, STRATEGIES, DesignSpace, enumerate_designs, iter_design_chunks, single_design
 from costopt.core.errors import InfeasibleError, InputError
-from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, excluded_summary, segment_lifecycle
+from costopt.hardware.part_filter import KEPT, REASONS, PartFilter, excluded_summary
 from costopt.search.solver import OBJECTIVES, SOLVER_NAME, objective_values, pareto_front
 from costopt.search.limits import Request, check_cost_options, infeasible as limits_infeasible, masks as limits_masks, pick as limits_pick
-from costopt.perf.stacks import AUTO, STACKS, check_stack, stack_codes
+from costopt.perf.stacks import AUTO, check_stack, stack_codes
 from costopt.perf.system import SystemParams, load_system
-from costopt.perf.timing import BOTTLENECKS, OVERLAP_MODES, GpuCompute, Timing, evaluate
+from costopt.perf.timing import OVERLAP_MODES, GpuCompute, Timing, evaluate
 from costopt.purchase.why import explain
 from costopt.perf.compute import DEFAULT_FRAMEWORK
 from costopt.perf.workload import ComputeEstimate, TensorSet, Workload, load_profile, load_workload, memory_fits
