@@ -18,7 +18,7 @@ median (+: under-predicted). Then the out-of-sample coverage of the 80% ranges p
     samples' quantiles and the between-GPU widening).
 The as-printed columns leave out the MFU cap, so they are upper bounds on coverage.
 Per source and per GPU coverage is tools/llm_fit.py's. Reads only shipped files; prints tables, writes nothing
-(the third way writes a temporary copy of the residual file per GPU, removed afterwards).
+(the as-printed ways write a temporary copy of the residual file per group, removed afterwards).
 """
 
 from __future__ import annotations
