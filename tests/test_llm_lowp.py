@@ -153,6 +153,22 @@ def test_fp8_matmul_fraction_measured_or_scaled():
     assert frac == pytest.approx(0.763) and "estimate" in where
 
 
+def test_grace_blackwell_matmul_fractions_measured_or_from_their_generation():
+    # the GB200 is measured (ML-ENG mamf-finder table, stas00/ml-engineering 744d01e): bf16 1822.0 of 2500 TFLOP/s,
+    # fp8 3615.6 of 5000; the GB300 is not, and takes the mean of the measured Blackwell GPUs, B200 0.776, B300 0.786,
+    # GB200 0.729: 2.291 / 3 = 0.763667 (bf16), times the fp8/bf16 mean ratio 0.943973 = 0.720882 (fp8)
+    cat = load_catalog(None)
+    p = default_llm_params()
+    frac, where = mamf_fraction(cat.gpus["gb200"], p, cat.gpus)
+    assert frac == pytest.approx(1822.0 / 2500, abs=5e-4) and "estimate" not in where
+    frac, where = mamf_fraction(cat.gpus["gb200"], p, cat.gpus, "fp8")
+    assert frac == pytest.approx(3615.6 / 5000, abs=5e-4) and "estimate" not in where
+    frac, where = mamf_fraction(cat.gpus["gb300"], p, cat.gpus)
+    assert frac == pytest.approx(0.763667, abs=2e-6) and "estimate" in where
+    frac, where = mamf_fraction(cat.gpus["gb300"], p, cat.gpus, "fp8")
+    assert frac == pytest.approx(0.763667 * 0.943973, abs=2e-6) and "estimate" in where
+
+
 def test_catalog_low_precision_peaks():
     cat = load_catalog(None)
     # dense peaks of the ML-ENG TFLOPS table (w/o sparsity)
