@@ -71,12 +71,15 @@ def main() -> None:
     print(generation_coverage())
 
 
-def printed_inside(data: dict, field: str, tmp: Path) -> np.ndarray:
-    """Per row of the by_`field` sample: inside the range the product would print for it with its whole group
+GROUP_FIELD = {"by_source": "source", "by_gpu": "gpu"}  # what each residual sample holds out
+
+
+def printed_inside(data: dict, sample: str, tmp: Path) -> np.ndarray:
+    """Per row of `sample` (by_source or by_gpu): inside the range the product would print for it with its whole group
     (its GPU or its source) absent from the residual file: costopt/perf/llm/ranges.py `bounds` on a copy of the
     file without the group's rows in either sample, with the row's GPU, precision and framework, so every one
     of them that the other groups never ran widens the range as it would for a buyer (the MFU cap left out)."""
-    sample = "by_gpu" if field == "gpu" else "by_source"
+    field = GROUP_FIELD[sample]
     rows = data[sample]
     r = np.array([x["log_residual"] for x in rows])
     inside = np.zeros(len(r), dtype=bool)
@@ -104,17 +107,16 @@ def generation_coverage() -> str:
     resid = {s: np.array([x["log_residual"] for x in data[s]]) for s in SAMPLES}
     gens = {s: [_generation(x["gpu"]) for x in data[s]] for s in SAMPLES}
     cols = {s: (group_coverage(resid[s], np.array([x[field] for x in data[s]])), gens[s])
-            for s, field in (("by_source", "source"), ("by_gpu", "gpu"))}
+            for s, field in GROUP_FIELD.items()}
     with tempfile.TemporaryDirectory() as tmp:
-        cols["printed_source"] = (printed_inside(data, "source", Path(tmp)), gens["by_source"])
-        cols["printed_gpu"] = (printed_inside(data, "gpu", Path(tmp)), gens["by_gpu"])
+        cols |= {f"printed_{s}": (printed_inside(data, s, Path(tmp)), gens[s]) for s in GROUP_FIELD}
     lines = ["80% range coverage out of sample per GPU generation (target 70-90%); plain: the group's range from the "
              "other groups' residuals; as printed: the range the product prints with the group absent",
              f"{'generation':12} {'rows':>5} {'source out, plain':>18} {'as printed':>11} {'GPU out, plain':>15} "
              f"{'as printed':>11}"]
     for gen in ("Ampere", "Hopper", "Blackwell", "all"):
         cells = []
-        for key in ("by_source", "printed_source", "by_gpu", "printed_gpu"):
+        for key in ("by_source", "printed_by_source", "by_gpu", "printed_by_gpu"):
             inside, g = cols[key]
             sel = np.array([gen in ("all", x) for x in g])
             cells.append(f"{inside[sel].mean() * 100:.1f}%")
