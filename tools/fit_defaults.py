@@ -78,14 +78,16 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
-def build(date: str) -> tuple[str, dict]:
+def build(date: str, names: tuple[str, ...] = DEFAULT_FIT) -> tuple[str, dict]:
+    """The defaults file's text and a report of the fit. `names`: the parameters fitted (default: all of
+    calibrate.DEFAULT_FIT); the others keep their priors (what-if runs of tools/stack_table.py --hold)."""
     rows, header = [], []
     for name in measurement_datasets():
         _, r, h = read_measurements(name)
         rows += r
         header += [c for c in h if c not in header]
     res = calibrate_rows(rows, path=VALIDATION_DIR, header=header, system=prior_system(), start=prior_system(),
-                         names=DEFAULT_FIT)
+                         names=names)
     df = res.frame
     fitted: SystemParams = res.fit.params
     prior = prior_system()

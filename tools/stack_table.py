@@ -1,4 +1,4 @@
-"""Print the per-stack accuracy table (markdown): `python tools/stack_table.py` (about 3 minutes).
+"""Print the per-stack accuracy table (markdown): `python tools/stack_table.py [--hold NAME ...]` (about 3 minutes).
 
 For every communication stack (costopt/perf/stacks.py) on the shipped measurement rows: median / p90 / max
 absolute error of
@@ -8,10 +8,14 @@ absolute error of
   out-of-sample figure that counts;
 and the share of rows inside their 80% range when that range is built from the other sources' residuals.
 The same per source follows.
+
+`--hold NAME ...`: the same tables with those fitted parameters held at their priors, in the fit on all rows and
+in every fold (a what-if: docs/accuracy.md, "Two changes tried"); `defaults` is then that fit, not the shipped one.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -23,6 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from fit_defaults import build, _shipped_date  # noqa: E402
 
+from costopt.measure.calibrate import DEFAULT_FIT  # noqa: E402
 from costopt.perf.system import prior_system  # noqa: E402
 from costopt.measure.validate import error_stats, prepare  # noqa: E402
 
@@ -34,7 +39,21 @@ def _cell(s: dict) -> str:
 
 
 def main() -> None:
-    _, rep = build(_shipped_date())
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hold", nargs="+", default=[], metavar="NAME",
+                    help="fitted parameters to hold at their priors (a what-if; nothing is written): "
+                         "in-sample and every leave-one-source-out fold refitted without them")
+    a = ap.parse_args()
+    unknown = sorted(set(a.hold) - set(DEFAULT_FIT))
+    if unknown:
+        print(f"error: --hold: not a fitted parameter: {', '.join(unknown)} (fitted: {', '.join(DEFAULT_FIT)})",
+              file=sys.stderr)
+        sys.exit(2)
+    names = tuple(n for n in DEFAULT_FIT if n not in a.hold)
+    _, rep = build(_shipped_date(), names)
+    if a.hold:
+        print(f"What-if: {', '.join(a.hold)} held at the prior (system_priors.toml); the shipped defaults are "
+              "unchanged.\n")
     df = rep["frame"]
     measured = df["measured_samples_per_s"].astype(float).to_numpy()
     err = {
