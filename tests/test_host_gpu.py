@@ -151,6 +151,33 @@ def test_leave_one_gpu_out_worst_meets_issue_24():
     assert _logo()["worst_ratio"] <= 1.5
 
 
+def test_compute_logo_clock_what_if_scales_only_the_named_gpu():
+    # tools/compute_logo.py --clock GPU=MHZ/BOOST: the peaks scale by MHZ / BOOST (A10 AMP: 125 x 1340 / 1695 =
+    # 98.82 TFLOP/s), the shipped catalog is untouched, a clock equal to the rated boost changes nothing, and a
+    # slower clock never makes the GPU's own left-out cells faster (its fit does not hold it)
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import compute_logo
+
+    cat = load_catalog()
+    slow = compute_logo.with_clocks(cat, {"a10": (1340.0, 1695.0)})
+    assert slow.gpus["a10"].sustained_flops("amp_bf16") == pytest.approx(98.82e12, rel=1e-4)
+    assert cat.gpus["a10"].sustained_flops("amp_bf16") == 125e12
+    assert slow.gpus["h100-sxm"] is cat.gpus["h100-sxm"]
+    plain = {(r["gpu"], r["table"], r["model"], r["precision"]): r["error"] for r in compute_logo.logo(cat)["rows"]}
+    same = compute_logo.logo(compute_logo.with_clocks(cat, {"a10": (1695.0, 1695.0)}))["rows"]
+    assert {(r["gpu"], r["table"], r["model"], r["precision"]): r["error"] for r in same} == plain
+    a10 = [r for r in compute_logo.logo(slow)["rows"] if r["gpu"] == "a10"]
+    assert len(a10) == 6
+    assert all(r["error"] < plain[(r["gpu"], r["table"], r["model"], r["precision"])] for r in a10)
+    assert compute_logo.main(["--clock", "zz=1/2"]) == 2  # unknown GPU
+    assert compute_logo.main(["--clock", "a10=1340"]) == 2  # no rated boost in the catalog, none given
+    with pytest.raises(SystemExit) as bad:
+        compute_logo.main(["--clock", "a10=-5/1695"])
+    assert bad.value.code == 2
+
+
 # --- the software stack (--framework) -------------------------------------------------------------------
 
 

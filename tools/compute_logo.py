@@ -21,16 +21,24 @@ Properties, over every zoo model x reference-catalog GPU x precision the model h
 `BEFORE` holds the figures this script printed on main at be01ff2 (2026-12-02, before the host/GPU split
 of costopt/perf/compute.py); the run prints them beside the current ones.
 
+`--clock GPU=MHZ[/BOOST]` (repeatable) is a what-if: the GPU's sustained clock under load set to MHZ against its
+rated boost (the catalog's `boost_clock_mhz`, or BOOST when the catalog has none), so its peaks scale by
+MHZ / BOOST. The Lambda cells see it in the refitted fractions and in the cell predicted; the TensorFlow 2017
+cells go through the product's own path, whose fractions are always fitted on the built-in catalog
+(compute.fit_fractions), so there it reaches only the GPU predicted. Nothing is written but the fit cache. An
+unknown GPU, a clock that is not a positive number, or a GPU with no rated boost and no BOOST exits 2.
+
 `--sweep` also prints, for smooth-max exponents p = 2, 3, 4, 6, 8 (data/compute_defaults.toml), the
 in-sample error of the H200 sweep fit (every record of shared/data/h200/train_step.jsonl: predicted
 iteration against the iteration timed whole) and the leave-one-GPU-out figures: how p was chosen.
 
-Usage:  python tools/compute_logo.py [--json PATH] [--sweep] [--shared DIR]
+Usage:  python tools/compute_logo.py [--json PATH] [--sweep] [--shared DIR] [--clock GPU=MHZ[/BOOST] ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
@@ -74,6 +82,41 @@ def logo(cat) -> dict:
                       "error": r["error"]} for r in lam]
             + [{"table": "tf2017", "gpu": r["gpu"], "model": r["model"], "precision": "fp32",
                 "error": r["gpu_out"]["error"]} for r in tf]}
+
+
+def with_clocks(cat, clocks: dict[str, tuple[float, float | None]]):
+    """A copy of `cat` with each named GPU's sustained clock set (what-if; `--clock`): {gpu: (MHz, rated boost MHz
+    or None for the catalog's)}. Raises InputError on an unknown GPU or a GPU with no rated boost given."""
+    gpus = []
+    for g in cat.gpu:
+        if g.id in clocks:
+            mhz, boost = clocks[g.id]
+            boost = boost if boost is not None else g.boost_clock_mhz
+            if boost is None:
+                raise InputError(f"--clock {g.id}: the catalog gives no rated boost clock for it; write MHZ/BOOST")
+            g = copy.copy(g)
+            object.__setattr__(g, "boost_clock_mhz", float(boost))
+            object.__setattr__(g, "sustained_clock_mhz", float(mhz))
+        gpus.append(g)
+    unknown = sorted(set(clocks) - {g.id for g in cat.gpu})
+    if unknown:
+        raise InputError(f"--clock: unknown GPU {unknown[0]!r} (not in {cat.catalog.name})")
+    out = copy.copy(cat)
+    object.__setattr__(out, "gpu", gpus)
+    out.__dict__.pop("gpus", None)  # the cached id -> GPU map of the original
+    return out
+
+
+def _clock_arg(text: str) -> tuple[str, float, float | None]:
+    gpu, sep, value = text.partition("=")
+    mhz, _, boost = value.partition("/")
+    try:
+        nums = [float(mhz)] + ([float(boost)] if boost else [])
+    except ValueError:
+        nums = []
+    if not sep or not gpu or not nums or not all(np.isfinite(x) and x > 0 for x in nums):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected GPU=MHZ or GPU=MHZ/BOOST with positive numbers")
+    return gpu, nums[0], nums[1] if len(nums) > 1 else None
 
 
 def _iteration(w, g, prec, b, cat) -> float | None:
@@ -145,8 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"))
+    ap.add_argument("--clock", action="append", type=_clock_arg, default=[], metavar="GPU=MHZ[/BOOST]",
+                    help="what-if: this GPU's sustained clock (repeatable)")
     args = ap.parse_args(argv)
     cat = load_catalog()
+    if args.clock:
+        try:
+            cat = with_clocks(cat, {g: (mhz, boost) for g, mhz, boost in args.clock})
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print("what-if: " + ", ".join(f"{g.id} at {g.sustained_clock_mhz:g} of {g.boost_clock_mhz:g} MHz"
+                                      for g in cat.gpu if g.id in {c[0] for c in args.clock}))
     if args.sweep:
         from costopt.perf.host_gpu import smooth_p
 
