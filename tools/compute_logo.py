@@ -38,7 +38,6 @@ Usage:  python tools/compute_logo.py [--json PATH] [--sweep] [--shared DIR] [--c
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 from pathlib import Path
@@ -87,6 +86,9 @@ def logo(cat) -> dict:
 def with_clocks(cat, clocks: dict[str, tuple[float, float | None]]):
     """A copy of `cat` with each named GPU's sustained clock set (what-if; `--clock`): {gpu: (MHz, rated boost MHz
     or None for the catalog's)}. Raises InputError on an unknown GPU or a GPU with no rated boost given."""
+    unknown = sorted(set(clocks) - {g.id for g in cat.gpu})
+    if unknown:
+        raise InputError(f"--clock: unknown GPU {unknown[0]!r} (not in {cat.catalog.name})")
     gpus = []
     for g in cat.gpu:
         if g.id in clocks:
@@ -94,20 +96,14 @@ def with_clocks(cat, clocks: dict[str, tuple[float, float | None]]):
             boost = boost if boost is not None else g.boost_clock_mhz
             if boost is None:
                 raise InputError(f"--clock {g.id}: the catalog gives no rated boost clock for it; write MHZ/BOOST")
-            g = copy.copy(g)
-            object.__setattr__(g, "boost_clock_mhz", float(boost))
-            object.__setattr__(g, "sustained_clock_mhz", float(mhz))
+            g = g.model_copy(update={"boost_clock_mhz": float(boost), "sustained_clock_mhz": float(mhz)})
         gpus.append(g)
-    unknown = sorted(set(clocks) - {g.id for g in cat.gpu})
-    if unknown:
-        raise InputError(f"--clock: unknown GPU {unknown[0]!r} (not in {cat.catalog.name})")
-    out = copy.copy(cat)
-    object.__setattr__(out, "gpu", gpus)
-    out.__dict__.pop("gpus", None)  # the cached id -> GPU map of the original
+    out = cat.model_copy(update={"gpu": gpus})
+    out.__dict__.pop("gpus", None)  # cached lookups must see the copied list
     return out
 
 
-def _clock_arg(text: str) -> tuple[str, float, float | None]:
+def _clock_arg(text: str) -> tuple[str, tuple[float, float | None]]:
     gpu, sep, value = text.partition("=")
     mhz, _, boost = value.partition("/")
     try:
@@ -116,7 +112,7 @@ def _clock_arg(text: str) -> tuple[str, float, float | None]:
         nums = []
     if not sep or not gpu or not nums or not all(np.isfinite(x) and x > 0 for x in nums):
         raise argparse.ArgumentTypeError(f"{text!r}: expected GPU=MHZ or GPU=MHZ/BOOST with positive numbers")
-    return gpu, nums[0], nums[1] if len(nums) > 1 else None
+    return gpu, (nums[0], nums[1] if len(nums) > 1 else None)
 
 
 def _iteration(w, g, prec, b, cat) -> float | None:
@@ -194,12 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     cat = load_catalog()
     if args.clock:
         try:
-            cat = with_clocks(cat, {g: (mhz, boost) for g, mhz, boost in args.clock})
+            cat = with_clocks(cat, dict(args.clock))
         except InputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         print("what-if: " + ", ".join(f"{g.id} at {g.sustained_clock_mhz:g} of {g.boost_clock_mhz:g} MHz"
-                                      for g in cat.gpu if g.id in {c[0] for c in args.clock}))
+                                      for g in cat.gpu if g.id in dict(args.clock)))
     if args.sweep:
         from costopt.perf.host_gpu import smooth_p
 
